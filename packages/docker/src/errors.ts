@@ -1,0 +1,45 @@
+/**
+ * Every error of ca-sandbox carries `code` (stable, UPPER_SNAKE) and `kind`, which the CLI maps
+ * to its exit code: usage → 2, prerequisite → 3 (with `hint`), failure → 1.
+ */
+export type ErrorKind = 'usage' | 'prerequisite' | 'failure';
+
+/** Docker is missing or its daemon does not answer: a missing prerequisite (exit 3). */
+export class DockerUnavailableError extends Error {
+  override name = 'DockerUnavailableError';
+  readonly kind = 'prerequisite' as const;
+  readonly code = 'DOCKER_UNAVAILABLE';
+  readonly hint: string;
+  constructor(detail: string, hint = DOCKER_HINT) {
+    super(`Docker is not available: ${detail}`);
+    this.hint = hint;
+  }
+}
+
+/** A docker command ran and failed; carries docker's own exit code and stderr. */
+export class DockerCommandError extends Error {
+  override name = 'DockerCommandError';
+  readonly kind = 'failure' as const;
+  readonly code = 'DOCKER_FAILED';
+  constructor(
+    readonly argv: readonly string[],
+    readonly exitCode: number,
+    readonly stderr: string,
+  ) {
+    super(`docker ${argv[0] ?? ''} failed with exit code ${exitCode}: ${firstLine(stderr) || 'no output'}`);
+  }
+}
+
+/** docker's answer did not have the shape we rely on (an old engine, or tampering). */
+export class DockerResponseError extends Error {
+  override name = 'DockerResponseError';
+  readonly kind = 'failure' as const;
+  readonly code = 'DOCKER_RESPONSE';
+}
+
+export const DOCKER_HINT =
+  'install Docker and start the daemon (on Debian: apt-get install docker.io && dockerd &), or run scripts/install-host.sh; check with `docker info`';
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0]?.slice(0, 500) ?? '';
+}

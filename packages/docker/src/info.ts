@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { DockerResponseError } from './errors.js';
+import { docker } from './exec-docker.js';
+
+const InfoSchema = z.object({
+  ServerVersion: z.string(),
+  Runtimes: z
+    .record(z.string(), z.unknown())
+    .nullish()
+    .transform((value) => value ?? {}),
+  DefaultRuntime: z.string().optional().default('runc'),
+  OperatingSystem: z.string().optional().default(''),
+  Driver: z.string().optional().default(''),
+  CgroupVersion: z.string().optional().default(''),
+});
+
+export interface DockerInfo {
+  serverVersion: string;
+  runtimes: string[];
+  defaultRuntime: string;
+  operatingSystem: string;
+  storageDriver: string;
+  cgroupVersion: string;
+}
+
+let cached: Promise<DockerInfo> | undefined;
+
+/**
+ * `docker info` parsed (cached for the process: runtimes do not change under us).
+ * Throws DockerUnavailableError when the daemon does not answer.
+ */
+export function dockerInfo(options: { fresh?: boolean } = {}): Promise<DockerInfo> {
+  if (!cached || options.fresh) {
+    cached = readInfo();
+    cached.catch(() => {
+      cached = undefined;
+    });
+  }
+  return cached;
+}
+
+async function readInfo(): Promise<DockerInfo> {
+  const { stdout } = await docker(['info', '--format', '{{json .}}'], { timeoutMs: 20_000 });
+  let json: unknown;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    throw new DockerResponseError('docker info did not return JSON');
+  }
+  const parsed = InfoSchema.safeParse(json);
+  if (!parsed.success) throw new DockerResponseError('docker info has an unexpected shape');
+  const info = parsed.data;
+  return {
+    serverVersion: info.ServerVersion,
+    runtimes: Object.keys(info.Runtimes).sort(),
+    defaultRuntime: info.DefaultRuntime,
+    operatingSystem: info.OperatingSystem,
+    storageDriver: info.Driver,
+    cgroupVersion: info.CgroupVersion,
+  };
+}

@@ -1,0 +1,35 @@
+/** Every container, volume and network we create carries `ca.sandbox=1`. */
+export const SANDBOX_LABEL = 'ca.sandbox';
+export const SANDBOX_LABEL_VALUE = '1';
+export const LABEL_ID = 'ca.sandbox.id';
+export const LABEL_REPO = 'ca.sandbox.repo';
+export const LABEL_POLICY = 'ca.sandbox.policy';
+export const LABEL_CREATED = 'ca.sandbox.created';
+/** What a container is for: `box` (the sandbox itself) or `helper` (clone, manifests). */
+export const LABEL_ROLE = 'ca.sandbox.role';
+export const LABEL_RUNTIME = 'ca.sandbox.runtime';
+export const LABEL_NETWORK = 'ca.sandbox.network';
+
+/** `--filter` value that selects everything we own. */
+export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;
+
+/** Dependency images are a cache: labeled apart so teardown never selects them. */
+export const CACHE_LABEL = 'ca.sandbox.cache';
+export const CACHE_LABEL_DEPHASH = 'ca.sandbox.cache.dephash';
+export const CACHE_LABEL_REPO = 'ca.sandbox.cache.repo';
+export const CACHE_IMAGE_REPOSITORY = 'ca-sbx';
+
+/** The filter for one sandbox's objects. */
+export function sandboxIdFilter(id: string): string {
+  return `label=${LABEL_ID}=${id}`;
+}
+
+/** The labels every object of sandbox `id` gets, plus any extra ones. */
+export function sandboxLabels(id: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { [SANDBOX_LABEL]: SANDBOX_LABEL_VALUE, [LABEL_ID]: id, ...extra };
+}
+
+/** `--label k=v` pairs for an argv. */
+export function labelArgs(labels: Record<string, string>): string[] {
+  return Object.entries(labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]);
+}

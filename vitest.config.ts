@@ -1,0 +1,29 @@
+import { defineConfig } from 'vitest/config';
+
+// Integration tests talk to the real Docker engine; Ryuk's image cannot be pulled here.
+process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**', '**/dist/**'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['packages/*/src/**/*.int.test.ts', 'packages/*/test/**/*.int.test.ts'],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          testTimeout: 240_000,
+          hookTimeout: 240_000,
+          // Two cores: more files at once only makes the engine the bottleneck.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
