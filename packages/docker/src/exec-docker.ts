@@ -32,7 +32,15 @@ export function setDockerTracer(trace: Tracer | undefined): void {
  * environment can leak into a `docker build` or `docker run` through the client.
  */
 export function dockerEnv(): Record<string, string> {
-  const keep = ['PATH', 'HOME', 'DOCKER_HOST', 'DOCKER_CONFIG', 'DOCKER_CONTEXT', 'DOCKER_CERT_PATH', 'DOCKER_TLS_VERIFY'];
+  const keep = [
+    'PATH',
+    'HOME',
+    'DOCKER_HOST',
+    'DOCKER_CONFIG',
+    'DOCKER_CONTEXT',
+    'DOCKER_CERT_PATH',
+    'DOCKER_TLS_VERIFY',
+  ];
   const env: Record<string, string> = { DOCKER_CLI_HINTS: 'false', DOCKER_BUILDKIT: '0' };
   for (const key of keep) {
     const value = process.env[key];
@@ -123,7 +131,12 @@ export function spawnDocker(argv: readonly string[], options: DockerSpawnOptions
 }
 
 /** Maps a finished spawnDocker result's failure to our errors. */
-export function dockerSpawnError(argv: readonly string[], exitCode: number | undefined, stderr: string, cause?: unknown): Error {
+export function dockerSpawnError(
+  argv: readonly string[],
+  exitCode: number | undefined,
+  stderr: string,
+  cause?: unknown,
+): Error {
   const down = unavailable(argv, { ...(cause as object), stderr });
   if (down) return down;
   return new DockerCommandError(argv, exitCode ?? -1, stderr);

@@ -1,27 +1,33 @@
-export { DOCKER_HINT, DockerCommandError, DockerResponseError, DockerUnavailableError, type ErrorKind } from './errors.js';
 export {
+  DOCKER_HINT,
+  DockerCommandError,
+  DockerResponseError,
+  DockerUnavailableError,
+  type ErrorKind,
+} from './errors.js';
+export {
+  type DockerResult,
+  type DockerRunOptions,
+  type DockerSpawnOptions,
   docker,
   dockerEnv,
   dockerSpawnError,
   isDaemonUnreachable,
   setDockerTracer,
   spawnDocker,
-  type DockerResult,
-  type DockerRunOptions,
-  type DockerSpawnOptions,
 } from './exec-docker.js';
-export { dockerInfo, type DockerInfo } from './info.js';
+export { type DockerInfo, dockerInfo } from './info.js';
 export {
+  type ContainerInspect,
   ContainerInspectSchema,
+  type ImageInspect,
   ImageInspectSchema,
-  VolumeInspectSchema,
   imageExists,
   inspectContainer,
   inspectImage,
   inspectVolume,
   parseContainerInspect,
-  type ContainerInspect,
-  type ImageInspect,
   type VolumeInspect,
+  VolumeInspectSchema,
 } from './inspect.js';
 export * from './labels.js';

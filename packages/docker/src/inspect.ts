@@ -76,7 +76,9 @@ export const ContainerInspectSchema = z.object({
   Mounts: nullableArray(MountSchema),
   NetworkSettings: z
     .object({
-      Networks: nullableRecord(z.object({ IPAddress: z.string().optional(), NetworkID: z.string().optional() }).loose()),
+      Networks: nullableRecord(
+        z.object({ IPAddress: z.string().optional(), NetworkID: z.string().optional() }).loose(),
+      ),
       Ports: nullableRecord(z.array(PortBindingSchema).nullable()),
     })
     .optional()
@@ -115,7 +117,9 @@ function parseFirst<T extends z.ZodType>(schema: T, what: string, stdout: string
   const first = Array.isArray(json) ? json[0] : json;
   const parsed = schema.safeParse(first);
   if (!parsed.success) {
-    throw new DockerResponseError(`docker ${what} inspect has an unexpected shape: ${parsed.error.issues[0]?.message ?? ''}`);
+    throw new DockerResponseError(
+      `docker ${what} inspect has an unexpected shape: ${parsed.error.issues[0]?.message ?? ''}`,
+    );
   }
   return parsed.data;
 }
@@ -128,7 +132,11 @@ export async function inspectContainer(ref: string): Promise<ContainerInspect> {
 
 /** Parses the JSON text of `docker container inspect` (for checks over documents we did not fetch). */
 export function parseContainerInspect(json: unknown): ContainerInspect {
-  return parseFirst(ContainerInspectSchema, 'container', typeof json === 'string' ? json : JSON.stringify(json));
+  return parseFirst(
+    ContainerInspectSchema,
+    'container',
+    typeof json === 'string' ? json : JSON.stringify(json),
+  );
 }
 
 export async function inspectVolume(name: string): Promise<VolumeInspect> {

@@ -1,1 +1,3 @@
-export {};
+export { buildMountArgs, buildVolumeCreateArgs } from './build-mount-args.js';
+export { BindMountRejectedError, InvalidMountError } from './errors.js';
+export { type MountSpec, parseMountSpec, type TmpfsMountSpec, type VolumeMountSpec } from './mount-spec.js';

@@ -1,0 +1,155 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { buildMountArgs, buildVolumeCreateArgs } from './build-mount-args.js';
+import { BindMountRejectedError, InvalidMountError } from './errors.js';
+
+const FORBIDDEN = [/type=bind/i, /^-v$/, /^--volume/, /^--volumes-from/, /docker\.sock/i];
+
+function assertSafe(argv: string[]): void {
+  for (const arg of argv) {
+    for (const pattern of FORBIDDEN) expect(arg).not.toMatch(pattern);
+  }
+  for (let index = 0; index < argv.length; index += 2) {
+    expect(['--mount', '--tmpfs']).toContain(argv[index]);
+  }
+}
+
+describe('buildMountArgs', () => {
+  it('builds a named volume mount', () => {
+    expect(buildMountArgs([{ type: 'volume', source: 'ca-sbx-abc', target: '/work/repo' }])).toEqual([
+      '--mount',
+      'type=volume,source=ca-sbx-abc,target=/work/repo',
+    ]);
+  });
+
+  it('builds a read-only volume and a hardened tmpfs', () => {
+    expect(
+      buildMountArgs([
+        { type: 'volume', source: 'v1', target: '/work/repo', readonly: true },
+        { type: 'tmpfs', target: '/tmp', size: '64m', mode: 0o1777 },
+      ]),
+    ).toEqual([
+      '--mount',
+      'type=volume,source=v1,target=/work/repo,readonly',
+      '--tmpfs',
+      '/tmp:noexec,nosuid,nodev,size=64m,mode=1777',
+    ]);
+  });
+
+  it.each([
+    ['type bind', { type: 'bind', source: '/etc', target: '/x' }],
+    ['type BIND with spaces', { type: ' BIND ', source: 'v', target: '/x' }],
+    ['absolute host source', { type: 'volume', source: '/etc', target: '/x' }],
+    ['relative host source', { type: 'volume', source: './repo', target: '/x' }],
+    ['nested relative source', { type: 'volume', source: 'repo/sub', target: '/x' }],
+    ['home source', { type: 'volume', source: '~/secrets', target: '/x' }],
+    ['parent source', { type: 'volume', source: '..', target: '/x' }],
+    ['docker socket target', { type: 'volume', source: 'v', target: '/var/run/docker.sock' }],
+    ['docker socket in tmpfs', { type: 'tmpfs', target: '/run/docker.sock' }],
+    ['bind propagation', { type: 'volume', source: 'v', target: '/x', 'bind-propagation': 'rshared' }],
+    ['volume driver options', { type: 'volume', source: 'v', target: '/x', 'volume-opt': 'o=bind' }],
+    ['device option', { type: 'volume', source: 'v', target: '/x', device: '/etc' }],
+    ['unknown key', { type: 'volume', source: 'v', target: '/x', extra: 1 }],
+    ['npipe type', { type: 'npipe', source: 'v', target: '/x' }],
+  ])('rejects %s', (_name, spec) => {
+    expect(() => buildMountArgs([spec])).toThrow(BindMountRejectedError);
+  });
+
+  it.each([
+    ['target with a comma', { type: 'volume', source: 'v', target: '/x,type=bind' }],
+    ['relative target', { type: 'volume', source: 'v', target: 'x' }],
+    ['dot-dot target', { type: 'volume', source: 'v', target: '/work/../etc' }],
+    ['root target', { type: 'tmpfs', target: '/' }],
+    ['odd tmpfs size', { type: 'tmpfs', target: '/tmp', size: '1g,exec' }],
+    ['src instead of source', { type: 'volume', src: 'v', target: '/x' }],
+  ])('refuses a malformed spec: %s', (_name, spec) => {
+    expect(() => buildMountArgs([spec])).toThrow(/mount|rejected/);
+  });
+
+  it('refuses two mounts on one target and a non-array input', () => {
+    expect(() =>
+      buildMountArgs([
+        { type: 'volume', source: 'a', target: '/x' },
+        { type: 'tmpfs', target: '/x' },
+      ]),
+    ).toThrow(InvalidMountError);
+    expect(() => buildMountArgs({ type: 'volume' })).toThrow(InvalidMountError);
+  });
+
+  it('never emits a bind, -v, --volume, --volumes-from or the docker socket, or it throws (property)', () => {
+    const hostile = fc.constantFrom(
+      'bind',
+      'volume',
+      'tmpfs',
+      '/',
+      '/etc',
+      '~',
+      '..',
+      '/var/run/docker.sock',
+      'docker.sock',
+      'type=bind',
+      '-v',
+      '--volume',
+      '--volumes-from',
+      'a,type=bind,source=/',
+      'ok',
+      '/work/repo',
+    );
+    const text = fc.oneof(fc.string(), hostile);
+    const spec = fc.record(
+      {
+        type: fc.oneof(hostile, fc.string()),
+        source: text,
+        target: text,
+        readonly: fc.boolean(),
+        size: text,
+        'bind-propagation': text,
+        'volume-opt': text,
+        extra: text,
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.array(fc.oneof(spec, fc.anything()), { maxLength: 4 }), (specs) => {
+        let argv: string[];
+        try {
+          argv = buildMountArgs(specs);
+        } catch (error) {
+          expect(error).toSatisfy(
+            (e) => e instanceof BindMountRejectedError || e instanceof InvalidMountError,
+          );
+          return;
+        }
+        assertSafe(argv);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('buildVolumeCreateArgs', () => {
+  it('creates a labeled local volume without driver options', () => {
+    const argv = buildVolumeCreateArgs('ca-sbx-abc', { 'ca.sandbox': '1', 'ca.sandbox.id': 'abc' });
+    expect(argv).toEqual([
+      'volume',
+      'create',
+      '--driver',
+      'local',
+      '--label',
+      'ca.sandbox=1',
+      '--label',
+      'ca.sandbox.id=abc',
+      '--',
+      'ca-sbx-abc',
+    ]);
+    expect(argv).not.toContain('--opt');
+    expect(argv).not.toContain('-o');
+  });
+
+  it('refuses path-like names and hostile labels', () => {
+    expect(() => buildVolumeCreateArgs('/etc', {})).toThrow(BindMountRejectedError);
+    expect(() => buildVolumeCreateArgs('--opt=device=/etc', {})).toThrow(BindMountRejectedError);
+    expect(() => buildVolumeCreateArgs('v', { 'a b': 'x' })).toThrow(InvalidMountError);
+    expect(() => buildVolumeCreateArgs('v', { a: 'x\ny' })).toThrow(InvalidMountError);
+  });
+});

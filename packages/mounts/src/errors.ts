@@ -1,0 +1,21 @@
+/** A mount that would expose the host: a bind in any spelling, the docker socket, driver options. */
+export class BindMountRejectedError extends Error {
+  override name = 'BindMountRejectedError';
+  readonly code = 'BIND_MOUNT_REJECTED';
+  readonly kind = 'usage' as const;
+  constructor(reason: string) {
+    super(
+      `mount rejected: ${reason} (only named volumes and tmpfs are allowed; the host filesystem is never mounted)`,
+    );
+  }
+}
+
+/** A mount spec that is malformed without being a bind (bad target, bad size). */
+export class InvalidMountError extends Error {
+  override name = 'InvalidMountError';
+  readonly code = 'INVALID_MOUNT';
+  readonly kind = 'usage' as const;
+  constructor(reason: string) {
+    super(`invalid mount: ${reason}`);
+  }
+}
