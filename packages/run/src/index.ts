@@ -1,1 +1,22 @@
-export {};
+export {
+  ContainerNameInUseError,
+  InvalidRunOptionsError,
+  IsolationViolationError,
+  RuntimeUnavailableError,
+  UnsupportedCombinationError,
+} from './errors.js';
+export {
+  type IsolationCheck,
+  type IsolationExpectations,
+  type IsolationReport,
+  verifyIsolation,
+} from './isolation.js';
+export {
+  type RunOptions,
+  type RunOptionsInput,
+  RunOptionsSchema,
+  resolveRunOptions,
+  sizeToBytes,
+} from './options.js';
+export { buildRunArgs, containerLabels, KEEP_ALIVE, REPO_DIR, SANDBOX_USER } from './run-args.js';
+export { type RunningContainer, runContainer, verifyContainer } from './run-container.js';

@@ -1,0 +1,60 @@
+import type { IsolationCheck } from './isolation.js';
+
+/** runContainer was given options it does not accept (unknown keys, bad values). */
+export class InvalidRunOptionsError extends Error {
+  override name = 'InvalidRunOptionsError';
+  readonly code = 'INVALID_RUN_OPTIONS';
+  readonly kind = 'usage' as const;
+  constructor(detail: string) {
+    super(`invalid sandbox options: ${detail}`);
+  }
+}
+
+/** The requested container runtime (e.g. gVisor's runsc) is not registered with the engine. */
+export class RuntimeUnavailableError extends Error {
+  override name = 'RuntimeUnavailableError';
+  readonly code = 'RUNTIME_UNAVAILABLE';
+  readonly kind = 'prerequisite' as const;
+  readonly hint: string;
+  constructor(runtime: string, available: string[]) {
+    super(
+      `runtime '${runtime}' is not registered with docker (available: ${available.join(', ') || 'none'})`,
+    );
+    this.hint =
+      runtime === 'runsc'
+        ? 'apt-get install runsc, register it in /etc/docker/daemon.json ("runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}) and restart dockerd; scripts/install-host.sh does this'
+        : 'check `docker info` for the registered runtimes';
+  }
+}
+
+/** The combination asked for cannot be isolated as promised (e.g. runsc with a network). */
+export class UnsupportedCombinationError extends Error {
+  override name = 'UnsupportedCombinationError';
+  readonly code = 'UNSUPPORTED_COMBINATION';
+  readonly kind = 'usage' as const;
+}
+
+/** A container with this name exists already. */
+export class ContainerNameInUseError extends Error {
+  override name = 'ContainerNameInUseError';
+  readonly code = 'NAME_IN_USE';
+  readonly kind = 'usage' as const;
+  constructor(name: string) {
+    super(`a container named '${name}' already exists: choose another --name or destroy it first`);
+  }
+}
+
+/** The started container broke an isolation invariant; it was removed before this was thrown. */
+export class IsolationViolationError extends Error {
+  override name = 'IsolationViolationError';
+  readonly code = 'ISOLATION_VIOLATION';
+  readonly kind = 'failure' as const;
+  constructor(
+    readonly container: string,
+    readonly failures: IsolationCheck[],
+  ) {
+    super(
+      `isolation check failed for ${container}: ${failures.map((check) => `${check.id} (expected ${check.expected}, saw ${check.seen})`).join('; ')}`,
+    );
+  }
+}

@@ -1,0 +1,139 @@
+import { parseContainerInspect } from '@ca-sandbox/docker';
+import { describe, expect, it } from 'vitest';
+import { verifyIsolation } from './isolation.js';
+
+/** A document shaped like `docker inspect` of a box started by runContainer. */
+function goodInspect(): Record<string, any> {
+  return {
+    Id: 'f'.repeat(64),
+    Name: '/ca-sbx-abc',
+    State: { Status: 'running', Running: true, OOMKilled: false },
+    Config: {
+      User: '1000:1000',
+      Image: 'ca-sbx-base:debian',
+      Env: ['HOME=/tmp'],
+      Labels: { 'ca.sandbox': '1', 'ca.sandbox.id': 'abc' },
+      WorkingDir: '/work/repo',
+    },
+    HostConfig: {
+      Binds: null,
+      Privileged: false,
+      CapAdd: null,
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      SecurityOpt: ['no-new-privileges'],
+      PidsLimit: 512,
+      Memory: 2147483648,
+      MemorySwap: 2147483648,
+      NanoCpus: 2000000000,
+      PortBindings: {},
+      PublishAllPorts: false,
+      PidMode: '',
+      IpcMode: 'private',
+      UTSMode: '',
+      UsernsMode: '',
+      NetworkMode: 'none',
+      Devices: [],
+      DeviceRequests: null,
+      Runtime: 'runc',
+      Mounts: [{ Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo' }],
+      Tmpfs: { '/tmp': 'nosuid,nodev,size=512m' },
+    },
+    Mounts: [
+      {
+        Type: 'volume',
+        Name: 'ca-sbx-abc',
+        Source: '/var/lib/docker/volumes/x',
+        Destination: '/work/repo',
+        RW: true,
+      },
+    ],
+    NetworkSettings: { Networks: { none: {} }, Ports: {} },
+  };
+}
+
+const expected = { network: 'none', runtime: 'runc', sandboxId: 'abc' };
+
+function failedIds(mutate: (doc: Record<string, any>) => void, exp = expected): string[] {
+  const doc = goodInspect();
+  mutate(doc);
+  return verifyIsolation(parseContainerInspect(doc), exp)
+    .checks.filter((check) => !check.pass)
+    .map((check) => check.id);
+}
+
+describe('verifyIsolation', () => {
+  it('passes a box started as runContainer starts it', () => {
+    const report = verifyIsolation(parseContainerInspect(goodInspect()), expected);
+    expect(report.checks.filter((check) => !check.pass)).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.container).toBe('ca-sbx-abc');
+  });
+
+  it('numbers every row after a CIS Docker Benchmark check', () => {
+    const report = verifyIsolation(parseContainerInspect(goodInspect()), expected);
+    for (const check of report.checks) expect(check.cis).toMatch(/^(\d+\.\d+|-)$/);
+    expect(new Set(report.checks.map((c) => c.id)).size).toBe(report.checks.length);
+  });
+
+  it.each<[string, string, (doc: Record<string, any>) => void]>([
+    ['a bind in Binds', 'no-host-mounts', (d) => (d.HostConfig.Binds = ['/etc:/host-etc'])],
+    [
+      'a bind in Mounts',
+      'no-host-mounts',
+      (d) => d.Mounts.push({ Type: 'bind', Source: '/', Destination: '/host' }),
+    ],
+    ['volumes-from', 'no-host-mounts', (d) => (d.HostConfig.VolumesFrom = ['other'])],
+    [
+      'the docker socket',
+      'no-docker-socket',
+      (d) => d.Mounts.push({ Type: 'volume', Name: 'x', Destination: '/var/run/docker.sock' }),
+    ],
+    ['a volume over another dir', 'volume-only-at-repo', (d) => (d.Mounts[0].Destination = '/deps')],
+    ['no source volume', 'volume-only-at-repo', (d) => (d.Mounts = [])],
+    ['privileged', 'not-privileged', (d) => (d.HostConfig.Privileged = true)],
+    ['CapDrop empty', 'cap-drop-all', (d) => (d.HostConfig.CapDrop = [])],
+    ['a CapAdd', 'cap-drop-all', (d) => (d.HostConfig.CapAdd = ['SYS_ADMIN'])],
+    ['a writable root', 'read-only-rootfs', (d) => (d.HostConfig.ReadonlyRootfs = false)],
+    ['root user', 'non-root-user', (d) => (d.Config.User = '')],
+    ['user 0', 'non-root-user', (d) => (d.Config.User = '0:0')],
+    ['no no-new-privileges', 'no-new-privileges', (d) => (d.HostConfig.SecurityOpt = [])],
+    ['no pids limit', 'pids-limit', (d) => (d.HostConfig.PidsLimit = 0)],
+    ['pids limit -1', 'pids-limit', (d) => (d.HostConfig.PidsLimit = -1)],
+    ['no memory limit', 'memory-limit', (d) => (d.HostConfig.Memory = 0)],
+    ['swap above memory', 'memory-limit', (d) => (d.HostConfig.MemorySwap = -1)],
+    ['no cpu limit', 'cpu-limit', (d) => (d.HostConfig.NanoCpus = 0)],
+    [
+      'a port binding',
+      'no-published-ports',
+      (d) => (d.HostConfig.PortBindings = { '22/tcp': [{ HostPort: '2222' }] }),
+    ],
+    ['publish all', 'no-published-ports', (d) => (d.HostConfig.PublishAllPorts = true)],
+    ['host network', 'no-host-network', (d) => (d.HostConfig.NetworkMode = 'host')],
+    ['host pid', 'no-host-pid', (d) => (d.HostConfig.PidMode = 'host')],
+    ['another container pid', 'no-host-pid', (d) => (d.HostConfig.PidMode = 'container:abc')],
+    ['host ipc', 'no-host-ipc', (d) => (d.HostConfig.IpcMode = 'host')],
+    ['host uts', 'no-host-uts', (d) => (d.HostConfig.UTSMode = 'host')],
+    ['host userns', 'no-host-userns', (d) => (d.HostConfig.UsernsMode = 'host')],
+    ['a device', 'no-devices', (d) => (d.HostConfig.Devices = [{ PathOnHost: '/dev/kvm' }])],
+    ['a GPU request', 'no-devices', (d) => (d.HostConfig.DeviceRequests = [{ Count: -1 }])],
+    ['seccomp unconfined', 'seccomp-confined', (d) => d.HostConfig.SecurityOpt.push('seccomp=unconfined')],
+    ['apparmor unconfined', 'apparmor-confined', (d) => d.HostConfig.SecurityOpt.push('apparmor:unconfined')],
+    ['another network', 'network-policy', (d) => (d.HostConfig.NetworkMode = 'bridge')],
+    ['another runtime', 'runtime', (d) => (d.HostConfig.Runtime = 'runsc')],
+    ['a missing label', 'labeled', (d) => delete d.Config.Labels['ca.sandbox']],
+    ['a foreign id', 'labeled', (d) => (d.Config.Labels['ca.sandbox.id'] = 'other')],
+  ])('fails on %s', (_name, id, mutate) => {
+    // Some tamperings break two invariants at once (host network is also the wrong network).
+    expect(failedIds(mutate)).toContain(id);
+  });
+
+  it('lists every failed check at once', () => {
+    const ids = failedIds((d) => {
+      d.HostConfig.Privileged = true;
+      d.HostConfig.ReadonlyRootfs = false;
+      d.Config.User = 'root';
+    });
+    expect(ids).toEqual(['not-privileged', 'read-only-rootfs', 'non-root-user']);
+  });
+});

@@ -1,0 +1,283 @@
+import { type ContainerInspect, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
+import { REPO_DIR, SANDBOX_USER } from './run-args.js';
+
+/** One row of the isolation report, numbered after the CIS Docker Benchmark check it matches. */
+export interface IsolationCheck {
+  id: string;
+  cis: string;
+  title: string;
+  expected: string;
+  seen: string;
+  pass: boolean;
+}
+
+export interface IsolationReport {
+  ok: boolean;
+  container: string;
+  checks: IsolationCheck[];
+}
+
+export interface IsolationExpectations {
+  network: string;
+  runtime: string;
+  sandboxId?: string;
+  /** Helpers may run without the source volume; boxes must have it at /work/repo. */
+  requireRepoVolume?: boolean;
+}
+
+type Rule = (
+  inspect: ContainerInspect,
+  expected: IsolationExpectations,
+) => Omit<IsolationCheck, 'pass'> & { pass: boolean };
+
+const list = (values: readonly unknown[]): string => (values.length ? values.map(String).join(',') : 'none');
+const isHost = (mode: string): boolean => mode === 'host' || mode.startsWith('container:');
+
+function allMounts(inspect: ContainerInspect): { type: string; source: string; target: string }[] {
+  const declared = inspect.HostConfig.Mounts.map((m) => ({
+    type: m.Type,
+    source: m.Source ?? '',
+    target: m.Target,
+  }));
+  const active = inspect.Mounts.map((m) => ({
+    type: m.Type,
+    source: m.Name ?? m.Source ?? '',
+    target: m.Destination,
+  }));
+  const binds = inspect.HostConfig.Binds.map((bind) => {
+    const [source = '', target = ''] = bind.split(':');
+    return { type: 'bind', source, target };
+  });
+  return [...declared, ...active, ...binds];
+}
+
+const RULES: Rule[] = [
+  (i) => {
+    const binds = allMounts(i).filter((m) => m.type !== 'volume' && m.type !== 'tmpfs');
+    return {
+      id: 'no-host-mounts',
+      cis: '5.5',
+      title: 'no bind mount or other host path is mounted',
+      expected: 'volume and tmpfs mounts only',
+      seen: binds.length
+        ? binds.map((m) => `${m.type}:${m.source}->${m.target}`).join(',')
+        : 'volume/tmpfs only',
+      pass: binds.length === 0 && i.HostConfig.VolumesFrom.length === 0,
+    };
+  },
+  (i) => {
+    const sockets = allMounts(i).filter((m) => /docker\.sock/i.test(`${m.source} ${m.target}`));
+    return {
+      id: 'no-docker-socket',
+      cis: '5.31',
+      title: 'the docker socket is not mounted',
+      expected: 'absent',
+      seen: sockets.length ? sockets.map((m) => m.target).join(',') : 'absent',
+      pass: sockets.length === 0,
+    };
+  },
+  (i, e) => {
+    const volumes = i.Mounts.filter((m) => m.Type === 'volume');
+    const targets = volumes.map((m) => m.Destination);
+    const onlyRepo = targets.every((target) => target === REPO_DIR);
+    const required = e.requireRepoVolume ?? true;
+    return {
+      id: 'volume-only-at-repo',
+      cis: '5.5',
+      title: 'the source volume mounts only at /work/repo',
+      expected: REPO_DIR,
+      seen: list(targets),
+      pass: onlyRepo && volumes.length <= 1 && (!required || volumes.length === 1),
+    };
+  },
+  (i) => ({
+    id: 'not-privileged',
+    cis: '5.4',
+    title: 'the container is not privileged',
+    expected: 'false',
+    seen: String(i.HostConfig.Privileged),
+    pass: i.HostConfig.Privileged === false,
+  }),
+  (i) => ({
+    id: 'cap-drop-all',
+    cis: '5.3',
+    title: 'all capabilities dropped, none added',
+    expected: 'CapDrop=ALL CapAdd=none',
+    seen: `CapDrop=${list(i.HostConfig.CapDrop)} CapAdd=${list(i.HostConfig.CapAdd)}`,
+    pass:
+      i.HostConfig.CapDrop.map((c) => c.toUpperCase()).includes('ALL') && i.HostConfig.CapAdd.length === 0,
+  }),
+  (i) => ({
+    id: 'read-only-rootfs',
+    cis: '5.12',
+    title: 'the root filesystem is read-only',
+    expected: 'true',
+    seen: String(i.HostConfig.ReadonlyRootfs),
+    pass: i.HostConfig.ReadonlyRootfs === true,
+  }),
+  (i) => ({
+    id: 'non-root-user',
+    cis: '4.1',
+    title: 'the process runs as the unprivileged sandbox user',
+    expected: SANDBOX_USER,
+    seen: i.Config.User || 'root (empty)',
+    pass: i.Config.User === SANDBOX_USER,
+  }),
+  (i) => {
+    const opts = i.HostConfig.SecurityOpt;
+    return {
+      id: 'no-new-privileges',
+      cis: '5.25',
+      title: 'processes cannot gain privileges (setuid, file caps)',
+      expected: 'no-new-privileges',
+      seen: list(opts),
+      pass: opts.some((o) => /^no-new-privileges(?:[:=]true)?$/.test(o)),
+    };
+  },
+  (i) => ({
+    id: 'pids-limit',
+    cis: '5.28',
+    title: 'the number of processes is limited',
+    expected: '> 0',
+    seen: String(i.HostConfig.PidsLimit ?? 'unlimited'),
+    pass: (i.HostConfig.PidsLimit ?? 0) > 0,
+  }),
+  (i) => ({
+    id: 'memory-limit',
+    cis: '5.10',
+    title: 'memory is limited and swap adds nothing',
+    expected: 'Memory > 0, MemorySwap = Memory',
+    seen: `Memory=${i.HostConfig.Memory} MemorySwap=${i.HostConfig.MemorySwap}`,
+    pass: i.HostConfig.Memory > 0 && i.HostConfig.MemorySwap === i.HostConfig.Memory,
+  }),
+  (i) => ({
+    id: 'cpu-limit',
+    cis: '5.11',
+    title: 'CPU is limited',
+    expected: 'NanoCpus > 0',
+    seen: String(i.HostConfig.NanoCpus),
+    pass: i.HostConfig.NanoCpus > 0,
+  }),
+  (i) => {
+    const bindings = [
+      ...Object.values(i.HostConfig.PortBindings),
+      ...Object.values(i.NetworkSettings.Ports),
+    ].flatMap((b) => b ?? []);
+    return {
+      id: 'no-published-ports',
+      cis: '5.8',
+      title: 'no port is published on the host',
+      expected: 'none',
+      seen: bindings.length || i.HostConfig.PublishAllPorts ? `${bindings.length} binding(s)` : 'none',
+      pass: bindings.length === 0 && !i.HostConfig.PublishAllPorts,
+    };
+  },
+  (i) => ({
+    id: 'no-host-network',
+    cis: '5.9',
+    title: "the host's network namespace is not shared",
+    expected: 'not host',
+    seen: i.HostConfig.NetworkMode || 'default',
+    pass: !isHost(i.HostConfig.NetworkMode),
+  }),
+  (i) => ({
+    id: 'no-host-pid',
+    cis: '5.15',
+    title: "the host's process namespace is not shared",
+    expected: 'private',
+    seen: i.HostConfig.PidMode || 'private',
+    pass: !isHost(i.HostConfig.PidMode),
+  }),
+  (i) => ({
+    id: 'no-host-ipc',
+    cis: '5.16',
+    title: "the host's IPC namespace is not shared",
+    expected: 'private',
+    seen: i.HostConfig.IpcMode || 'private',
+    pass: !isHost(i.HostConfig.IpcMode) && i.HostConfig.IpcMode !== 'shareable',
+  }),
+  (i) => ({
+    id: 'no-host-uts',
+    cis: '5.20',
+    title: "the host's UTS namespace is not shared",
+    expected: 'private',
+    seen: i.HostConfig.UTSMode || 'private',
+    pass: !isHost(i.HostConfig.UTSMode),
+  }),
+  (i) => ({
+    id: 'no-host-userns',
+    cis: '5.30',
+    title: "the host's user namespace mode is not forced",
+    expected: 'default',
+    seen: i.HostConfig.UsernsMode || 'default',
+    pass: i.HostConfig.UsernsMode !== 'host',
+  }),
+  (i) => ({
+    id: 'no-devices',
+    cis: '5.17',
+    title: 'no host device is exposed',
+    expected: 'none',
+    seen: `${i.HostConfig.Devices.length} device(s), ${i.HostConfig.DeviceRequests.length} request(s)`,
+    pass: i.HostConfig.Devices.length === 0 && i.HostConfig.DeviceRequests.length === 0,
+  }),
+  (i) => {
+    const off = i.HostConfig.SecurityOpt.filter((o) => /^seccomp[:=]unconfined$/i.test(o));
+    return {
+      id: 'seccomp-confined',
+      cis: '5.21',
+      title: 'the default seccomp profile is not disabled',
+      expected: 'not unconfined',
+      seen: off.length ? 'unconfined' : 'default',
+      pass: off.length === 0,
+    };
+  },
+  (i) => {
+    const off = i.HostConfig.SecurityOpt.filter((o) => /^apparmor[:=]unconfined$/i.test(o));
+    return {
+      id: 'apparmor-confined',
+      cis: '5.1',
+      title: 'AppArmor is not disabled',
+      expected: 'not unconfined',
+      seen: off.length ? 'unconfined' : 'default',
+      pass: off.length === 0,
+    };
+  },
+  (i, e) => ({
+    id: 'network-policy',
+    cis: '5.29',
+    title: 'the container is on the network its policy names',
+    expected: e.network,
+    seen: i.HostConfig.NetworkMode || 'default',
+    pass: i.HostConfig.NetworkMode === e.network,
+  }),
+  (i, e) => ({
+    id: 'runtime',
+    cis: '5.24',
+    title: 'the container runs under the requested runtime',
+    expected: e.runtime,
+    seen: i.HostConfig.Runtime || 'default',
+    pass: i.HostConfig.Runtime === e.runtime,
+  }),
+  (i, e) => {
+    const labels = i.Config.Labels;
+    const owned = labels[SANDBOX_LABEL] === SANDBOX_LABEL_VALUE;
+    const idOk = e.sandboxId === undefined ? Boolean(labels[LABEL_ID]) : labels[LABEL_ID] === e.sandboxId;
+    return {
+      id: 'labeled',
+      cis: '-',
+      title: 'the container carries the ca.sandbox labels teardown relies on',
+      expected: `ca.sandbox=1, ca.sandbox.id=${e.sandboxId ?? '<id>'}`,
+      seen: `ca.sandbox=${labels[SANDBOX_LABEL] ?? 'missing'}, ca.sandbox.id=${labels[LABEL_ID] ?? 'missing'}`,
+      pass: owned && idOk,
+    };
+  },
+];
+
+/**
+ * Checks a container's `docker inspect` document against every isolation invariant.
+ * Pure: the caller decides what to do with a failing report (runContainer removes the box).
+ */
+export function verifyIsolation(inspect: ContainerInspect, expected: IsolationExpectations): IsolationReport {
+  const checks = RULES.map((rule) => rule(inspect, expected));
+  return { ok: checks.every((check) => check.pass), container: inspect.Name.replace(/^\//, ''), checks };
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { InvalidRunOptionsError } from './errors.js';
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
+const ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
+const NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const LABEL_KEY = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
+
+/** The only knobs a sandbox container has. Unknown keys are rejected: no docker flag passes through. */
+export const RunOptionsSchema = z.strictObject({
+  sandboxId: z.string().regex(ID, 'must match [a-z0-9][a-z0-9_.-]{0,62}'),
+  name: z.string().regex(NAME, 'must be a plain container name'),
+  image: z.string().regex(IMAGE, 'must be an image reference'),
+  role: z.enum(['box', 'helper']).default('box'),
+  volume: z.string().regex(NAME, 'must be a volume name'),
+  volumeReadOnly: z.boolean().default(false),
+  network: z.string().regex(NETWORK, 'must be none, bridge or a network name').default('none'),
+  runtime: z.enum(['runc', 'runsc']).default('runc'),
+  memory: z.string().regex(SIZE, 'must be like 2g or 512m').default('2g'),
+  cpus: z.number().positive().max(256).default(2),
+  pidsLimit: z.number().int().min(16).max(1_000_000).default(512),
+  tmpfsSize: z.string().regex(SIZE, 'must be like 512m').default('512m'),
+  env: z
+    .record(
+      z.string().regex(ENV_NAME, 'env names are [A-Za-z_][A-Za-z0-9_]*'),
+      z.string().refine((value) => !value.includes('\0'), 'no NUL in env values'),
+    )
+    .default({}),
+  labels: z
+    .record(
+      z.string().regex(LABEL_KEY, 'label keys are lower-case dotted names'),
+      z.string().refine((value) => !/[\0\n\r]/.test(value), 'no control characters in labels'),
+    )
+    .default({}),
+  command: z
+    .array(z.string().refine((arg) => !arg.includes('\0')))
+    .min(1)
+    .optional(),
+});
+
+export type RunOptionsInput = z.input<typeof RunOptionsSchema>;
+export type RunOptions = z.output<typeof RunOptionsSchema>;
+
+/** Validates untrusted options and fills every default. */
+export function resolveRunOptions(input: unknown): RunOptions {
+  const parsed = RunOptionsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join('.') || 'options';
+    const detail =
+      issue?.code === 'unrecognized_keys'
+        ? `unknown option(s) ${issue.keys.join(', ')}`
+        : `${where} ${issue?.message ?? 'is invalid'}`;
+    throw new InvalidRunOptionsError(detail);
+  }
+  return parsed.data;
+}
+
+/** Memory sizes as docker reports them (bytes). */
+export function sizeToBytes(size: string): number {
+  const match = /^([0-9]+)([kmg]?)$/i.exec(size);
+  if (!match) return Number.NaN;
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[
+    (match[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g'
+  ];
+  return Number(match[1]) * unit;
+}

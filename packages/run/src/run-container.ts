@@ -1,0 +1,97 @@
+import {
+  type ContainerInspect,
+  DockerCommandError,
+  docker,
+  dockerInfo,
+  inspectContainer,
+  LABEL_NETWORK,
+  LABEL_ROLE,
+  LABEL_RUNTIME,
+} from '@ca-sandbox/docker';
+import {
+  ContainerNameInUseError,
+  IsolationViolationError,
+  RuntimeUnavailableError,
+  UnsupportedCombinationError,
+} from './errors.js';
+import { type IsolationReport, verifyIsolation } from './isolation.js';
+import { type RunOptions, resolveRunOptions } from './options.js';
+import { buildRunArgs } from './run-args.js';
+
+export interface RunningContainer {
+  id: string;
+  name: string;
+  inspect: ContainerInspect;
+  report: IsolationReport;
+}
+
+async function assertRuntime(options: RunOptions): Promise<void> {
+  if (options.runtime === 'runc') return;
+  const { runtimes } = await dockerInfo();
+  if (!runtimes.includes(options.runtime)) throw new RuntimeUnavailableError(options.runtime, runtimes);
+  if (options.network !== 'none') {
+    throw new UnsupportedCombinationError(
+      `runtime ${options.runtime} is registered here for network-less boxes only (--network=none); use the offline or clone-then-cut policy, or runtime runc`,
+    );
+  }
+}
+
+async function removeQuietly(ref: string): Promise<void> {
+  await docker(['rm', '--force', '--volumes=false', '--', ref], { allowFailure: true });
+}
+
+/**
+ * Starts a sandbox container (box or helper) with the hardened argv, then reads it back with
+ * `docker inspect` and removes it unless every isolation check passes.
+ *
+ * @throws InvalidRunOptionsError, RuntimeUnavailableError, ContainerNameInUseError,
+ *   IsolationViolationError (the container is already removed), DockerCommandError
+ */
+export async function runContainer(input: unknown): Promise<RunningContainer> {
+  const options = resolveRunOptions(input);
+  await assertRuntime(options);
+  const argv = buildRunArgs(options);
+  let id: string;
+  try {
+    id = (await docker(argv)).stdout.trim();
+  } catch (error) {
+    if (error instanceof DockerCommandError && /already in use/i.test(error.stderr)) {
+      throw new ContainerNameInUseError(options.name);
+    }
+    // `docker run` can fail after creating the container (e.g. a start error): never leave it.
+    await removeQuietly(options.name);
+    throw error;
+  }
+  try {
+    const inspect = await inspectContainer(id);
+    const report = verifyIsolation(inspect, {
+      network: options.network,
+      runtime: options.runtime,
+      sandboxId: options.sandboxId,
+    });
+    if (!report.ok) {
+      throw new IsolationViolationError(
+        options.name,
+        report.checks.filter((check) => !check.pass),
+      );
+    }
+    return { id, name: options.name, inspect, report };
+  } catch (error) {
+    await removeQuietly(id);
+    throw error;
+  }
+}
+
+/**
+ * Re-runs the isolation gate on a running container; the expected network and runtime come from
+ * the labels runContainer set (a box cannot change its own labels).
+ */
+export async function verifyContainer(ref: string): Promise<IsolationReport> {
+  const inspect = await inspectContainer(ref);
+  const labels = inspect.Config.Labels;
+  return verifyIsolation(inspect, {
+    network: labels[LABEL_NETWORK] ?? '(missing label)',
+    runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
+    requireRepoVolume: labels[LABEL_ROLE] !== 'helper',
+  });
+}
