@@ -2,6 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 // Integration tests talk to the real Docker engine; Ryuk's image cannot be pulled here.
 process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+// No registry here: the official base images are stood in for by scripts/seed-images.sh.
+process.env.CA_SANDBOX_BASE_IMAGE_NODE ??= 'ca-sbx-base:node';
+process.env.CA_SANDBOX_BASE_IMAGE_PYTHON ??= 'ca-sbx-base:python';
+process.env.CA_SANDBOX_BASE_IMAGE_GO ??= 'ca-sbx-base:go';
+process.env.CA_SANDBOX_BASE_IMAGE_PLAIN ??= 'ca-sbx-base:debian';
 
 export default defineConfig({
   test: {
