@@ -23,6 +23,8 @@ export const RunOptionsSchema = z.strictObject({
   cpus: z.number().positive().max(256).default(2),
   pidsLimit: z.number().int().min(16).max(1_000_000).default(512),
   tmpfsSize: z.string().regex(SIZE, 'must be like 512m').default('512m'),
+  /** RLIMIT_FSIZE: the volume has no quota on the local driver, so one file cannot outgrow this. */
+  maxFileSize: z.string().regex(SIZE, 'must be like 4g').default('4g'),
   env: z
     .record(
       z.string().regex(ENV_NAME, 'env names are [A-Za-z_][A-Za-z0-9_]*'),

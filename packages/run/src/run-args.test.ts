@@ -32,6 +32,7 @@ describe('buildRunArgs', () => {
     expect(flagValues(argv, '--network')).toEqual(['none']);
     expect(flagValues(argv, '--runtime')).toEqual(['runc']);
     expect(flagValues(argv, '--workdir')).toEqual(['/work/repo']);
+    expect(flagValues(argv, '--ulimit')).toEqual([`fsize=${4 * 1024 ** 3}`]);
     expect(argv.slice(-3)).toEqual(['ca-sbx-base:debian', 'sleep', 'infinity']);
   });
 

@@ -1,6 +1,6 @@
 import { LABEL_NETWORK, LABEL_ROLE, LABEL_RUNTIME, labelArgs, sandboxLabels } from '@ca-sandbox/docker';
 import { buildMountArgs } from '@ca-sandbox/mounts';
-import type { RunOptions } from './options.js';
+import { type RunOptions, sizeToBytes } from './options.js';
 
 export const REPO_DIR = '/work/repo';
 export const SANDBOX_USER = '1000:1000';
@@ -48,6 +48,8 @@ export function buildRunArgs(options: RunOptions): string[] {
     String(options.cpus),
     '--ipc',
     'private',
+    '--ulimit',
+    `fsize=${sizeToBytes(options.maxFileSize)}`,
     '--init',
     '--runtime',
     options.runtime,
