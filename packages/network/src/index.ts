@@ -1,1 +1,39 @@
-export {};
+export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
+export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
+export {
+  FIREWALL_HINT,
+  FirewallCommandError,
+  FirewallUnavailableError,
+  InvalidAllowEntryError,
+  InvalidNetworkPolicyError,
+  InvalidSandboxIdError,
+  SandboxNetworkMismatchError,
+} from './errors.js';
+export { applyAllowlist, listFirewallRules, removeFirewallRules } from './firewall.js';
+export {
+  BLOCKED_RANGES,
+  buildAllowlistRules,
+  type FirewallRule,
+  type FirewallRuleSpec,
+  parseRuleListing,
+} from './firewall-rules.js';
+export { assertFirewallUsable } from './iptables.js';
+export { assertSandboxId, bridgeName, RULE_TAG_PREFIX, ruleTag, sandboxNetworkName } from './names.js';
+export {
+  ALLOWLIST_WARNING,
+  DEFAULT_NETWORK_POLICY,
+  NETWORK_POLICIES,
+  type NetworkPolicy,
+  NetworkPolicySchema,
+  policyInstallsDependencies,
+  policyNeedsSandboxNetwork,
+  resolveNetworkPolicy,
+} from './policy.js';
+export {
+  createSandboxNetwork,
+  listSandboxNetworks,
+  type NetworkRemovalResult,
+  removeSandboxNetworks,
+  type SandboxNetwork,
+} from './sandbox-network.js';
+export { teardownSandboxNetwork } from './teardown.js';

@@ -1,0 +1,64 @@
+/** An `--allow` entry that is not an IPv4/IPv6 address or CIDR (a hostname, garbage, a zone id). */
+export class InvalidAllowEntryError extends Error {
+  override name = 'InvalidAllowEntryError';
+  readonly code = 'INVALID_ALLOW_ENTRY';
+  readonly kind = 'usage' as const;
+  constructor(
+    readonly entry: string,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/** A network policy name we do not know. */
+export class InvalidNetworkPolicyError extends Error {
+  override name = 'InvalidNetworkPolicyError';
+  readonly code = 'INVALID_NETWORK_POLICY';
+  readonly kind = 'usage' as const;
+}
+
+/** A sandbox id outside `[a-z0-9][a-z0-9_.-]{0,62}`. */
+export class InvalidSandboxIdError extends Error {
+  override name = 'InvalidSandboxIdError';
+  readonly code = 'INVALID_SANDBOX_ID';
+  readonly kind = 'usage' as const;
+}
+
+export const FIREWALL_HINT =
+  'run as root on a Linux host with iptables (Debian: apt-get install iptables) and a dockerd that manages iptables (the DOCKER-USER chain); or pick --network offline or clone-then-cut';
+
+/** iptables is missing, we are not root, or Docker's DOCKER-USER chain is absent (exit 3). */
+export class FirewallUnavailableError extends Error {
+  override name = 'FirewallUnavailableError';
+  readonly code = 'FIREWALL_UNAVAILABLE';
+  readonly kind = 'prerequisite' as const;
+  readonly hint: string;
+  constructor(detail: string, hint = FIREWALL_HINT) {
+    super(`the allowlist firewall is not usable: ${detail}`);
+    this.hint = hint;
+  }
+}
+
+/** An iptables command ran and failed. */
+export class FirewallCommandError extends Error {
+  override name = 'FirewallCommandError';
+  readonly code = 'FIREWALL_FAILED';
+  readonly kind = 'failure' as const;
+  constructor(
+    readonly argv: readonly string[],
+    readonly exitCode: number,
+    readonly stderr: string,
+  ) {
+    super(
+      `${argv[0] ?? 'iptables'} failed with exit code ${exitCode}: ${stderr.trim().split('\n')[0]?.slice(0, 300) || 'no output'}`,
+    );
+  }
+}
+
+/** The network handed to applyAllowlist is not the sandbox's own labeled network and bridge. */
+export class SandboxNetworkMismatchError extends Error {
+  override name = 'SandboxNetworkMismatchError';
+  readonly code = 'SANDBOX_NETWORK_MISMATCH';
+  readonly kind = 'failure' as const;
+}

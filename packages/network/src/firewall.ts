@@ -1,0 +1,140 @@
+import { docker } from '@ca-sandbox/docker';
+import { z } from 'zod';
+import { parseAllowEntries } from './allow-entries.js';
+import { FirewallCommandError, SandboxNetworkMismatchError } from './errors.js';
+import {
+  buildAllowlistRules,
+  buildGuardRules,
+  deleteArgs,
+  type FirewallRule,
+  type FirewallRuleSpec,
+  isGuardRule,
+  parseRuleListing,
+} from './firewall-rules.js';
+import {
+  assertFirewallUsable,
+  commandName,
+  type Family,
+  findExecutable,
+  firewallFamilies,
+  iptables,
+} from './iptables.js';
+import { assertSandboxId, bridgeName, sandboxNetworkName } from './names.js';
+import { BRIDGE_OPTION, type SandboxNetwork } from './sandbox-network.js';
+
+/** Every rule tagged `ca-sandbox:<id>` in the filter table, IPv4 and IPv6. */
+export async function listFirewallRules(): Promise<FirewallRule[]> {
+  // Without iptables no rule of ours can exist: teardown must not need it.
+  if (!findExecutable('iptables')) return [];
+  const rules: FirewallRule[] = [];
+  for (const family of firewallFamilies()) {
+    const listing = await iptables(family, ['-S']);
+    rules.push(...parseRuleListing(listing.stdout, family));
+  }
+  return rules;
+}
+
+function describe(rule: FirewallRule): string {
+  return `${commandName(rule.family)} ${rule.rule}`;
+}
+
+const GONE = /does a matching rule exist|bad rule|no chain\/target\/match/i;
+
+async function deleteRules(rules: readonly FirewallRule[]): Promise<string[]> {
+  const removed: string[] = [];
+  const failures: FirewallCommandError[] = [];
+  for (const rule of rules) {
+    const result = await iptables(rule.family, deleteArgs(rule), { allowFailure: true });
+    if (result.exitCode === 0) removed.push(describe(rule));
+    // Already gone (a concurrent teardown): what we wanted.
+    else if (!GONE.test(result.stderr))
+      failures.push(new FirewallCommandError(result.argv, result.exitCode, result.stderr));
+  }
+  if (failures[0]) throw failures[0];
+  return removed;
+}
+
+/**
+ * Deletes exactly the rules tagged with `sandboxId` (every tagged rule when no id is given) and
+ * returns them as `iptables -A ...` lines. Throws FirewallCommandError when a rule stays.
+ */
+export async function removeFirewallRules(sandboxId?: string): Promise<string[]> {
+  if (sandboxId !== undefined) assertSandboxId(sandboxId);
+  const mine = (await listFirewallRules()).filter(
+    (rule) => sandboxId === undefined || rule.sandboxId === sandboxId,
+  );
+  const removed = await deleteRules(mine);
+  const left = (await listFirewallRules()).filter(
+    (rule) => sandboxId === undefined || rule.sandboxId === sandboxId,
+  );
+  if (left[0]) {
+    throw new FirewallCommandError(
+      [commandName(left[0].family), '-S'],
+      1,
+      `rule still present: ${left[0].rule}`,
+    );
+  }
+  return removed;
+}
+
+const NetworkInspectSchema = z.object({
+  Name: z.string(),
+  Labels: z.record(z.string(), z.string()).nullable().optional(),
+  Options: z.record(z.string(), z.string()).nullable().optional(),
+});
+
+/** The network really is this sandbox's: our labels and the bridge name we derive from the id. */
+async function assertOwnNetwork(sandboxId: string, net: SandboxNetwork): Promise<void> {
+  const expected = { name: sandboxNetworkName(sandboxId), bridge: bridgeName(sandboxId) };
+  if (net.name !== expected.name || net.bridge !== expected.bridge) {
+    throw new SandboxNetworkMismatchError(
+      `network ${JSON.stringify(net.name)} / bridge ${JSON.stringify(net.bridge)} is not the network of sandbox ${sandboxId} (${expected.name} / ${expected.bridge})`,
+    );
+  }
+  const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', expected.name]);
+  const inspect = NetworkInspectSchema.parse(JSON.parse(stdout));
+  const labels = inspect.Labels ?? {};
+  if (
+    labels['ca.sandbox'] !== '1' ||
+    labels['ca.sandbox.id'] !== sandboxId ||
+    inspect.Options?.[BRIDGE_OPTION] !== expected.bridge
+  ) {
+    throw new SandboxNetworkMismatchError(
+      `docker network ${expected.name} is not labeled for sandbox ${sandboxId} or does not use bridge ${expected.bridge}`,
+    );
+  }
+}
+
+async function insertRules(specs: readonly FirewallRuleSpec[]): Promise<void> {
+  // Inserting at position 1 in reverse keeps the given order; the catch-all drops go in first.
+  for (const spec of [...specs].reverse()) {
+    await iptables(spec.family, ['-I', spec.chain, '1', ...spec.args]);
+  }
+}
+
+/**
+ * Limits the egress of sandbox `sandboxId`'s bridge to `cidrs` with host firewall rules (IPv4 in
+ * Docker's DOCKER-USER chain, IPv6 in FORWARD, and INPUT for traffic to the host itself), each
+ * tagged `ca-sandbox:<id>`. Replaces rules already applied for the id; while they are replaced,
+ * guard rules drop everything from the bridge. If this throws, the guards may remain: the box
+ * stays cut off until removeFirewallRules(id). Apply before the box starts.
+ */
+export async function applyAllowlist(
+  sandboxId: string,
+  net: SandboxNetwork,
+  cidrs: readonly string[],
+): Promise<void> {
+  assertSandboxId(sandboxId);
+  const allowed = parseAllowEntries(cidrs);
+  await assertFirewallUsable();
+  await assertOwnNetwork(sandboxId, net);
+  const families: Family[] = firewallFamilies();
+  const before = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
+  await insertRules(buildGuardRules(sandboxId, net.bridge, families));
+  await deleteRules(before.filter((rule) => !isGuardRule(rule)));
+  await insertRules(buildAllowlistRules(sandboxId, net.bridge, allowed, families));
+  const guards = (await listFirewallRules()).filter(
+    (rule) => rule.sandboxId === sandboxId && isGuardRule(rule),
+  );
+  await deleteRules(guards);
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { InvalidNetworkPolicyError } from './errors.js';
+
+export const NETWORK_POLICIES = ['offline', 'clone-then-cut', 'allowlist'] as const;
+
+/** `offline` (default), `clone-then-cut`, `allowlist` (EXPERIMENTAL). */
+export const NetworkPolicySchema = z.enum(NETWORK_POLICIES);
+export type NetworkPolicy = z.infer<typeof NetworkPolicySchema>;
+
+export const DEFAULT_NETWORK_POLICY: NetworkPolicy = 'offline';
+
+/** Printed every time `allowlist` is selected (CLI, MCP, library callers). */
+export const ALLOWLIST_WARNING =
+  "warning: network policy 'allowlist' is EXPERIMENTAL: the box gets a per-sandbox network whose egress host iptables rules limit to the listed IPs/CIDRs (LAN ranges, 169.254.0.0/16 and the host are dropped); the rules live only in the running kernel, and DNS names are not resolved for you";
+
+/** The policy named by `input`, `offline` when absent; InvalidNetworkPolicyError otherwise. */
+export function resolveNetworkPolicy(input?: unknown): NetworkPolicy {
+  if (input === undefined) return DEFAULT_NETWORK_POLICY;
+  const parsed = NetworkPolicySchema.safeParse(input);
+  if (!parsed.success) {
+    const shown = typeof input === 'string' ? JSON.stringify(input.slice(0, 60)) : typeof input;
+    throw new InvalidNetworkPolicyError(
+      `unknown network policy ${shown}: expected ${NETWORK_POLICIES.join(', ')}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Whether dependency install (untrusted install scripts, needs the network) runs: not offline. */
+export function policyInstallsDependencies(policy: NetworkPolicy): boolean {
+  return NetworkPolicySchema.parse(policy) !== 'offline';
+}
+
+/** Whether the running box needs a per-sandbox network (only `allowlist`); else `--network none`. */
+export function policyNeedsSandboxNetwork(policy: NetworkPolicy): boolean {
+  return NetworkPolicySchema.parse(policy) === 'allowlist';
+}
