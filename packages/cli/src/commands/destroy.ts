@@ -1,0 +1,55 @@
+import { UsageError } from '../errors.js';
+import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
+import { assertSandboxId } from '../options.js';
+import type { Output } from '../output.js';
+import { sanitizeLine } from '../sanitize.js';
+
+/** Concatenates the results of several teardowns. */
+export function mergeTeardown(results: TeardownResult[]): TeardownResult {
+  return {
+    removed: results.flatMap((r) => r.removed),
+    failures: results.flatMap((r) => r.failures),
+    leftovers: [...new Set(results.flatMap((r) => r.leftovers))],
+  };
+}
+
+/**
+ * Prints a teardown for humans (removed on stderr as notes; failures and leftovers on stderr
+ * always) and returns its exit code: 1 when anything failed or is left, else 0.
+ */
+export function reportTeardown(
+  out: Output,
+  result: TeardownResult,
+  { json, verb = 'removed' }: { json: boolean; verb?: string },
+): number {
+  if (json) out.json(result);
+  else if (result.removed.length === 0 && result.failures.length === 0) out.info('nothing to remove');
+  else for (const name of result.removed) out.info(`${verb} ${sanitizeLine(name)}`);
+  for (const failure of result.failures) {
+    out.streams.stderr.write(
+      `${out.red('failed:')} ${sanitizeLine(String(failure.kind))} ${sanitizeLine(String(failure.name))}: ${sanitizeLine(String(failure.message))}\n`,
+    );
+  }
+  for (const name of result.leftovers)
+    out.streams.stderr.write(`${out.red('left behind:')} ${sanitizeLine(name)}\n`);
+  return result.failures.length > 0 || result.leftovers.length > 0 ? 1 : 0;
+}
+
+/** `ca-sandbox destroy <id...> [--keep-volume]` / `destroy --all`. */
+export async function destroyCommand(
+  out: Output,
+  args: unknown[],
+  options: Record<string, unknown>,
+): Promise<number> {
+  const ids = (args[0] as string[] | undefined) ?? [];
+  const all = Boolean(options.all);
+  if (all && ids.length > 0) throw new UsageError('give sandbox ids or --all, not both', 'INVALID_OPTIONS');
+  if (!all && ids.length === 0) throw new UsageError('missing <id...> (or --all)', 'INVALID_OPTIONS');
+  for (const id of ids) assertSandboxId(id);
+  const lifecycle = await loadLifecycle();
+  const targets = all ? (await lifecycle.listSandboxes()).map((record) => record.id) : [...new Set(ids)];
+  const keepVolume = Boolean(options.keepVolume);
+  const results: TeardownResult[] = [];
+  for (const id of targets) results.push(await lifecycle.destroySandbox(id, { keepVolume }));
+  return reportTeardown(out, mergeTeardown(results), { json: out.options.json });
+}

@@ -1,0 +1,25 @@
+import { EXIT_EXEC_TOOL_FAILED } from '../error-report.js';
+import { type ExecResult, loadLifecycle } from '../lifecycle-api.js';
+import { assertSandboxId, resolveExecOptions } from '../options.js';
+import type { Output } from '../output.js';
+
+/** The process exit code for an exec result: the command's own when it fits a byte. */
+export function execExitCode(result: Pick<ExecResult, 'exitCode'>): number {
+  const code = result.exitCode;
+  return Number.isInteger(code) && code >= 0 && code <= 255 ? code : EXIT_EXEC_TOOL_FAILED;
+}
+
+/** `ca-sandbox exec <id> -- <cmd...>`: prints the exec contract as JSON, exits with the command's code. */
+export async function execCommand(
+  out: Output,
+  args: unknown[],
+  options: Record<string, unknown>,
+): Promise<number> {
+  const id = assertSandboxId(String(args[0]));
+  const argv = args[1] as string[];
+  const execOptions = resolveExecOptions(options as { timeout?: string; maxBytes?: string });
+  const lifecycle = await loadLifecycle();
+  const result = await lifecycle.execInSandbox(id, argv, execOptions);
+  out.json(result);
+  return execExitCode(result);
+}

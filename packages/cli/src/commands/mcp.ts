@@ -1,0 +1,10 @@
+import type { Output } from '../output.js';
+import { cliVersion } from '../program.js';
+
+/** `ca-sandbox mcp`: the stdio MCP server. Loaded only here: the SDK is not part of start-up. */
+export async function mcpCommand(out: Output): Promise<number> {
+  if (out.streams.stdout !== process.stdout) throw new Error('the MCP server needs the process stdout');
+  const { serveStdio } = await import('../mcp/server.js');
+  await serveStdio(cliVersion());
+  return 0;
+}

@@ -1,0 +1,35 @@
+import { describeError } from '../error-report.js';
+import { loadLifecycle } from '../lifecycle-api.js';
+import type { Output } from '../output.js';
+import { sanitizeLine } from '../sanitize.js';
+import { type CreateCommandFlags, createWithProgress } from './create.js';
+import { reportTeardown } from './destroy.js';
+
+/** `ca-sandbox run <repo>`: create, shell, destroy (unless --keep). Exits with the shell's code. */
+export async function runCommand(
+  out: Output,
+  args: unknown[],
+  options: Record<string, unknown>,
+): Promise<number> {
+  const flags = options as CreateCommandFlags & { keep?: boolean };
+  const record = await createWithProgress(out, String(args[0] ?? ''), flags);
+  const lifecycle = await loadLifecycle();
+  let shellCode = 0;
+  try {
+    shellCode = await lifecycle.openShell(record.id);
+  } catch (error) {
+    out.error(describeError(error), error);
+    shellCode = 1;
+  }
+  if (flags.keep) {
+    out.info(
+      `kept sandbox ${sanitizeLine(record.id)}; remove it with: ca-sandbox destroy ${sanitizeLine(record.id)}`,
+    );
+    if (out.options.json) out.json({ sandbox: record, shellExitCode: shellCode });
+    return shellCode;
+  }
+  const teardown = await lifecycle.destroySandbox(record.id);
+  const teardownCode = reportTeardown(out, teardown, { json: false });
+  if (out.options.json) out.json({ sandbox: record, shellExitCode: shellCode, teardown });
+  return teardownCode !== 0 ? teardownCode : shellCode;
+}

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { zodSentence } from './error-report.js';
+import { UsageError } from './errors.js';
+
+export const NETWORK_POLICIES = ['offline', 'clone-then-cut', 'allowlist'] as const;
+export const BUILDERS = ['auto', 'builtin', 'nixpacks'] as const;
+export const RUNTIMES = ['runc', 'runsc'] as const;
+
+/** Sandbox ids as @ca-sandbox/lifecycle names them. */
+export const SANDBOX_ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+
+const positiveNumber = (what: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, `expected ${what}`)
+    .transform(Number)
+    .refine((n) => n > 0, `expected ${what}`);
+
+const positiveInt = (what: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `expected ${what}`)
+    .transform(Number)
+    .refine((n) => Number.isSafeInteger(n) && n > 0, `expected ${what}`);
+
+/** What commander hands to create/run (all strings, repeatable --allow as an array). */
+const CreateFlagsSchema = z.object({
+  name: z
+    .string()
+    .regex(
+      SANDBOX_ID,
+      'expected lower-case letters, digits, ".", "_" or "-" (at most 63, starting with a letter or digit)',
+    )
+    .optional(),
+  network: z
+    .enum(NETWORK_POLICIES, { error: `expected one of ${NETWORK_POLICIES.join(', ')}` })
+    .default('offline'),
+  allow: z.array(z.string().trim().min(1, 'expected an ip or cidr')).default([]),
+  builder: z.enum(BUILDERS, { error: `expected one of ${BUILDERS.join(', ')}` }).optional(),
+  ref: z
+    .string()
+    .regex(/^[^\s-][^\s]*$/, 'expected a branch, tag or commit (no spaces, not starting with "-")')
+    .optional(),
+  runtime: z.enum(RUNTIMES, { error: `expected one of ${RUNTIMES.join(', ')}` }).optional(),
+  memory: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?[bkmg]?$/i, 'expected a size such as 512m or 2g')
+    .optional(),
+  cpus: positiveNumber('a positive number of cpus such as 1 or 0.5').optional(),
+  pids: positiveInt('a positive whole number').optional(),
+  baseImage: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'expected an image reference such as debian:bookworm')
+    .optional(),
+});
+
+export type CreateFlags = z.input<typeof CreateFlagsSchema>;
+
+/** createSandbox options as @ca-sandbox/lifecycle takes them. */
+export interface CreateRequest {
+  source: string;
+  name?: string;
+  network: (typeof NETWORK_POLICIES)[number];
+  allow?: string[];
+  builder?: (typeof BUILDERS)[number];
+  ref?: string;
+  runtime?: (typeof RUNTIMES)[number];
+  memory?: string;
+  cpus?: number;
+  pids?: number;
+  baseImage?: string;
+}
+
+function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new UsageError(zodSentence(parsed.error.issues), 'INVALID_OPTIONS');
+  return parsed.data;
+}
+
+/**
+ * Normalises create/run flags into createSandbox options. Only the flags the user gave are
+ * passed on, so the lifecycle's own defaults stay the single source of truth.
+ */
+export function resolveCreateOptions(source: string, flags: CreateFlags): CreateRequest {
+  if (!source.trim()) throw new UsageError('missing <repo-url-or-path>', 'INVALID_OPTIONS');
+  const parsed = parseOrUsage(CreateFlagsSchema, flags);
+  if (parsed.allow.length > 0 && parsed.network !== 'allowlist') {
+    throw new UsageError('--allow only applies to --network allowlist', 'INVALID_OPTIONS');
+  }
+  if (parsed.network === 'allowlist' && parsed.allow.length === 0) {
+    throw new UsageError('--network allowlist needs at least one --allow <ip|cidr>', 'INVALID_OPTIONS');
+  }
+  const request: CreateRequest = { source, network: parsed.network };
+  for (const key of ['name', 'builder', 'ref', 'runtime', 'memory', 'cpus', 'pids', 'baseImage'] as const) {
+    if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });
+  }
+  if (parsed.allow.length > 0) request.allow = parsed.allow;
+  return request;
+}
+
+const ExecFlagsSchema = z.object({
+  timeout: positiveNumber('a positive number of seconds').optional(),
+  maxBytes: positiveInt('a positive whole number of bytes').optional(),
+});
+
+/** exec flags → execInSandbox options (seconds → milliseconds). */
+export function resolveExecOptions(flags: { timeout?: string; maxBytes?: string }): {
+  timeoutMs?: number;
+  maxBytes?: number;
+} {
+  const parsed = parseOrUsage(ExecFlagsSchema, flags);
+  const options: { timeoutMs?: number; maxBytes?: number } = {};
+  if (parsed.timeout !== undefined) options.timeoutMs = Math.round(parsed.timeout * 1000);
+  if (parsed.maxBytes !== undefined) options.maxBytes = parsed.maxBytes;
+  return options;
+}
+
+/** Throws a usage error unless `id` is a well-formed sandbox id. */
+export function assertSandboxId(id: string): string {
+  if (!SANDBOX_ID.test(id)) {
+    throw new UsageError(
+      `invalid sandbox id "${id}": expected lower-case letters, digits, ".", "_" or "-"`,
+      'INVALID_SANDBOX_ID',
+      'list sandboxes with `ca-sandbox list`',
+    );
+  }
+  return id;
+}
+
+/**
+ * Parses `cp` operands. Only `<id>:<path> <host-dest>` is accepted: files leave a box only by a
+ * copy the host starts; `<host> <id>:<path>` (copy in) is refused.
+ */
+export function parseCpOperands(
+  source: string,
+  destination: string,
+): { id: string; boxPath: string; hostDest: string } {
+  const from = splitBoxPath(source);
+  if (!from) {
+    if (splitBoxPath(destination)) {
+      throw new UsageError(
+        'copying into a sandbox is refused: egress is out-only (files leave a box through `ca-sandbox cp <id>:<path> <dest>`, nothing is copied in)',
+        'COPY_IN_REFUSED',
+      );
+    }
+    throw new UsageError(`expected <id>:<path> as the source, got "${source}"`, 'INVALID_OPTIONS');
+  }
+  if (!destination.trim()) throw new UsageError('missing <host-dest>', 'INVALID_OPTIONS');
+  return { id: from.id, boxPath: from.path, hostDest: destination };
+}
+
+function splitBoxPath(operand: string): { id: string; path: string } | undefined {
+  const colon = operand.indexOf(':');
+  if (colon <= 0) return undefined;
+  const id = operand.slice(0, colon);
+  const path = operand.slice(colon + 1);
+  if (!SANDBOX_ID.test(id) || path === '') return undefined;
+  return { id, path };
+}

@@ -1,0 +1,215 @@
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './options.js';
+import { type GlobalOptions, Output } from './output.js';
+
+/** The package version, read once from package.json (no import of anything heavy). */
+export function cliVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** Shared between the program and main(): which command runs, and the exit code it settled on. */
+export interface RunState {
+  command?: string;
+  exitCode: number;
+  output?: Output;
+}
+
+type Action = (out: Output, args: unknown[], options: Record<string, unknown>) => Promise<number>;
+
+/** Output for the options of the command that runs (globals merged). */
+export function outputFor(command: Command, streams?: Output['streams']): Output {
+  const all = command.optsWithGlobals() as Partial<GlobalOptions>;
+  const options: GlobalOptions = {
+    json: Boolean(all.json),
+    verbose: Boolean(all.verbose),
+    quiet: Boolean(all.quiet),
+    color: all.color !== false,
+  };
+  return new Output(options, streams);
+}
+
+function example(lines: string[]): string {
+  return `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+}
+
+function addCreateOptions(command: Command): Command {
+  return command
+    .option('--name <id>', 'sandbox id (default: derived from the repo name)')
+    .addOption(
+      new Option('--network <policy>', 'network policy of the box')
+        .choices([...NETWORK_POLICIES])
+        .default('offline'),
+    )
+    .option(
+      '--allow <ip|cidr>',
+      'with --network allowlist: an address the box may reach (repeatable)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
+    .option('--ref <ref>', 'branch, tag or commit to check out')
+    .addOption(new Option('--runtime <runtime>', 'container runtime (runsc = gVisor)').choices([...RUNTIMES]))
+    .option('--memory <size>', 'memory limit, e.g. 2g (swap is the same)')
+    .option('--cpus <n>', 'cpu limit, e.g. 2 or 0.5')
+    .option('--pids <n>', 'process limit')
+    .option('--base-image <image>', 'base image instead of the provider default')
+    .option('--with-claude', 'not on the default path: see the sandbox-claude-inside skill');
+}
+
+/**
+ * The commander program. Every action lazy-loads its module (and through it the lifecycle), so
+ * `--version`, `--help` and usage errors load nothing but commander.
+ */
+export function createProgram(state: RunState, streams?: Output['streams']): Command {
+  const program = new Command('ca-sandbox');
+  const action =
+    (load: () => Promise<Action>) =>
+    async (...args: unknown[]): Promise<void> => {
+      const command = args.at(-1) as Command;
+      const out = outputFor(command, streams);
+      state.output = out;
+      if (out.options.verbose) {
+        const { traceDocker } = await import('./commands/verbose.js');
+        await traceDocker(out);
+      }
+      const run = await load();
+      state.exitCode = await run(out, args.slice(0, -2), command.opts());
+    };
+
+  program
+    .description('Explore an untrusted git repository in a throwaway, locked-down Docker box.')
+    .version(cliVersion(), '-V, --version', 'print the version')
+    .option('--json', 'machine-readable output (errors as {"error":{code,message}} on stderr)')
+    .option('--verbose', 'print every docker command line and stack traces')
+    .option('-q, --quiet', 'only results and errors')
+    .option('--no-color', 'no colors (also NO_COLOR=1)')
+    .showSuggestionAfterError(true)
+    .hook('preSubcommand', (_program, sub) => {
+      state.command = sub.name();
+    })
+    .addHelpText(
+      'after',
+      example([
+        'ca-sandbox doctor',
+        'id=$(ca-sandbox create https://github.com/octocat/Hello-World)',
+        'ca-sandbox exec "$id" -- ls -la',
+        'ca-sandbox destroy "$id"',
+      ]),
+    );
+
+  program
+    .command('doctor')
+    .description('check docker, runtimes, nixpacks, base images and the firewall')
+    .addHelpText('after', example(['ca-sandbox doctor', 'ca-sandbox doctor --json']))
+    .action(action(async () => (await import('./commands/doctor.js')).doctorCommand));
+
+  addCreateOptions(
+    program
+      .command('create')
+      .alias('up')
+      .description('clone, build, run and verify a sandbox; prints its id')
+      .argument('<repo-url-or-path>', 'git URL or local directory'),
+  )
+    .addHelpText(
+      'after',
+      example([
+        'ca-sandbox create https://github.com/octocat/Hello-World',
+        'ca-sandbox create ./some-repo --name demo --network clone-then-cut --memory 1g',
+        'ca-sandbox create https://example.com/x.git --network allowlist --allow 192.0.2.10',
+      ]),
+    )
+    .action(action(async () => (await import('./commands/create.js')).createCommand));
+
+  addCreateOptions(
+    program
+      .command('run')
+      .description('create a sandbox, open a shell in it, destroy it when the shell exits')
+      .argument('<repo-url-or-path>', 'git URL or local directory'),
+  )
+    .option('--keep', 'keep the sandbox after the shell exits')
+    .addHelpText(
+      'after',
+      example(['ca-sandbox run https://github.com/octocat/Hello-World', 'ca-sandbox run ./repo --keep']),
+    )
+    .action(action(async () => (await import('./commands/run.js')).runCommand));
+
+  program
+    .command('list')
+    .alias('ls')
+    .description('list sandboxes (read from docker labels only)')
+    .addHelpText('after', example(['ca-sandbox list', 'ca-sandbox ls --json']))
+    .action(action(async () => (await import('./commands/list.js')).listCommand));
+
+  program
+    .command('exec')
+    .description("run a command in a sandbox; prints the exec JSON and exits with the command's code")
+    .argument('<id>', 'sandbox id')
+    .argument('<cmd...>', 'the command and its arguments, after --')
+    .option('--timeout <seconds>', 'kill the command inside the box after this many seconds')
+    .option('--max-bytes <n>', 'cap on each of stdout and stderr (default 1 MiB)')
+    .addHelpText(
+      'after',
+      `${example(['ca-sandbox exec demo -- ls -la', 'ca-sandbox exec demo --timeout 30 -- npm test'])}
+Exit code: the command's own, or 125 when ca-sandbox failed before the command ran.
+`,
+    )
+    .action(action(async () => (await import('./commands/exec.js')).execCommand));
+
+  program
+    .command('shell')
+    .description('interactive shell in a sandbox at /work/repo')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox shell demo']))
+    .action(action(async () => (await import('./commands/shell.js')).shellCommand));
+
+  program
+    .command('cp')
+    .description('copy a file or directory OUT of a sandbox (copying in is refused)')
+    .argument('<id:path>', 'source inside the box, e.g. demo:/work/repo/dist')
+    .argument('<dest>', 'destination on the host')
+    .option('--force', 'overwrite existing files at the destination')
+    .addHelpText(
+      'after',
+      example([
+        'ca-sandbox cp demo:/work/repo/report.txt ./report.txt',
+        'ca-sandbox cp demo:dist ./out --force',
+      ]),
+    )
+    .action(action(async () => (await import('./commands/cp.js')).cpCommand));
+
+  program
+    .command('destroy')
+    .alias('rm')
+    .description('remove sandboxes (container, volume, network) and verify nothing is left')
+    .argument('[id...]', 'sandbox ids')
+    .option('--all', 'every sandbox')
+    .option('--keep-volume', 'keep the source volume')
+    .addHelpText('after', example(['ca-sandbox destroy demo', 'ca-sandbox rm --all']))
+    .action(action(async () => (await import('./commands/destroy.js')).destroyCommand));
+
+  program
+    .command('prune')
+    .description('remove every object labeled ca.sandbox=1 (and with --images the ca-sbx:* cache)')
+    .option('--dry-run', 'only list what would be removed')
+    .option('--images', 'also remove cached dependency images')
+    .addHelpText('after', example(['ca-sandbox prune --dry-run', 'ca-sandbox prune --images']))
+    .action(action(async () => (await import('./commands/prune.js')).pruneCommand));
+
+  program
+    .command('verify')
+    .description('re-run the isolation gate on a running sandbox and print each check')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox verify demo', 'ca-sandbox verify demo --json']))
+    .action(action(async () => (await import('./commands/verify.js')).verifyCommand));
+
+  program
+    .command('mcp')
+    .description('stdio MCP server with the same operations, for agents')
+    .addHelpText('after', example(['ca-sandbox mcp', 'claude mcp add ca-sandbox -- ca-sandbox mcp']))
+    .action(action(async () => (await import('./commands/mcp.js')).mcpCommand));
+
+  return program;
+}

@@ -1,0 +1,138 @@
+import type { Output } from './output.js';
+import { sanitizeLine } from './sanitize.js';
+
+/** What @ca-sandbox/lifecycle reports through hooks.onPhase. */
+export interface PhaseUpdate {
+  phase: string;
+  status: 'start' | 'done' | 'fail';
+  detail?: string;
+  elapsedMs?: number;
+}
+
+interface PhaseState {
+  phase: string;
+  status: 'start' | 'done' | 'fail';
+  startedAt: number;
+  elapsedMs?: number;
+  detail?: string;
+}
+
+const TAIL_LINES = 5;
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** `1.2s`, `850ms`, `2m05s`. */
+export function formatElapsed(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round((ms % 60_000) / 1000);
+  return `${minutes}m${String(seconds).padStart(2, '0')}s`;
+}
+
+/**
+ * Progress of `create` on stderr. On a TTY: one live line per phase with its elapsed time and,
+ * under the running phase, the tail of the build log; redrawn in place. Not on a TTY: one plain
+ * line per phase start and end (build log lines only under --verbose). Silent under --json/--quiet.
+ * Log lines come from the build of an untrusted repo: each is sanitised to one line.
+ */
+export class Progress {
+  private readonly phases: PhaseState[] = [];
+  private tail: string[] = [];
+  private drawnLines = 0;
+  private frame = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly live: boolean;
+  private readonly enabled: boolean;
+
+  constructor(
+    private readonly out: Output,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.enabled = out.chatty;
+    this.live = this.enabled && Boolean(out.streams.stderr.isTTY);
+  }
+
+  /** hooks.onPhase */
+  readonly onPhase = (update: PhaseUpdate): void => {
+    if (!this.enabled) return;
+    let state = this.phases.find((p) => p.phase === update.phase);
+    if (!state || update.status === 'start') {
+      state = { phase: update.phase, status: 'start', startedAt: this.now() };
+      this.phases.push(state);
+    }
+    state.status = update.status;
+    if (update.detail) state.detail = update.detail;
+    if (update.status !== 'start') {
+      state.elapsedMs = update.elapsedMs ?? this.now() - state.startedAt;
+      this.tail = [];
+    }
+    if (this.live) {
+      this.startTimer();
+      this.redraw();
+    } else {
+      this.out.streams.stderr.write(`${this.plainLine(state)}\n`);
+    }
+  };
+
+  /** hooks.onLog */
+  readonly onLog = (line: string): void => {
+    if (!this.enabled) return;
+    const clean = sanitizeLine(line.replace(/\r?\n$/, ''));
+    if (this.live) {
+      this.tail.push(clean);
+      if (this.tail.length > TAIL_LINES) this.tail.shift();
+      this.redraw();
+    } else if (this.out.options.verbose) {
+      this.out.streams.stderr.write(`  | ${clean}\n`);
+    }
+  };
+
+  /** Stops the live redraw; the last frame stays on screen. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.live) {
+      this.tail = [];
+      this.redraw();
+    }
+  }
+
+  private startTimer(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.frame = (this.frame + 1) % FRAMES.length;
+      this.redraw();
+    }, 100);
+    this.timer.unref();
+  }
+
+  private plainLine(state: PhaseState): string {
+    const detail = state.detail ? ` (${sanitizeLine(state.detail)})` : '';
+    if (state.status === 'start') return `${state.phase}: started${detail}`;
+    const verb = state.status === 'done' ? 'done' : 'failed';
+    return `${state.phase}: ${verb} in ${formatElapsed(state.elapsedMs ?? 0)}${detail}`;
+  }
+
+  private liveLine(state: PhaseState): string {
+    const { out } = this;
+    const elapsed = formatElapsed(state.elapsedMs ?? this.now() - state.startedAt);
+    const detail = state.detail ? out.dim(` ${sanitizeLine(state.detail)}`) : '';
+    const mark =
+      state.status === 'done'
+        ? out.green('✓')
+        : state.status === 'fail'
+          ? out.red('✗')
+          : out.yellow(FRAMES[this.frame] ?? '*');
+    return `${mark} ${state.phase.padEnd(8)} ${out.dim(elapsed)}${detail}`;
+  }
+
+  private redraw(): void {
+    const width = Math.max(20, (this.out.streams.stderr.columns ?? 80) - 1);
+    const lines = this.phases.map((state) => this.liveLine(state));
+    for (const line of this.tail) lines.push(this.out.dim(`    ${line.slice(0, width - 4)}`));
+    // Up over the previous frame, clear to the end of the screen, draw the new one.
+    const up = this.drawnLines > 0 ? `\u001b[${this.drawnLines}F` : '';
+    this.out.streams.stderr.write(`${up}\u001b[J${lines.join('\n')}\n`);
+    this.drawnLines = lines.length;
+  }
+}
