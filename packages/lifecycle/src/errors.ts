@@ -1,0 +1,107 @@
+/** The repo source is not an accepted git URL or an existing directory (refused before anything runs). */
+export class InvalidSourceError extends Error {
+  override name = 'InvalidSourceError';
+  readonly code = 'INVALID_SOURCE';
+  readonly kind = 'usage' as const;
+  constructor(reason: string) {
+    super(`invalid source: ${reason}`);
+  }
+}
+
+/** A sandbox name/id outside `[a-z0-9][a-z0-9_.-]{0,62}`. */
+export class InvalidSandboxNameError extends Error {
+  override name = 'InvalidSandboxNameError';
+  readonly code = 'INVALID_SANDBOX_NAME';
+  readonly kind = 'usage' as const;
+  constructor(name: string) {
+    super(
+      `invalid sandbox name '${printable(name)}': use 1-63 characters of a-z, 0-9, '_', '.', '-', starting with a letter or digit`,
+    );
+  }
+}
+
+/** Options that do not validate (unknown keys, wrong types, a bad ref). */
+export class InvalidOptionsError extends Error {
+  override name = 'InvalidOptionsError';
+  readonly code = 'INVALID_OPTIONS';
+  readonly kind = 'usage' as const;
+}
+
+/** `--name` names a sandbox that already exists. */
+export class SandboxExistsError extends Error {
+  override name = 'SandboxExistsError';
+  readonly code = 'SANDBOX_EXISTS';
+  readonly kind = 'usage' as const;
+  constructor(id: string) {
+    super(`a sandbox named '${id}' already exists: pick another --name or destroy it first`);
+  }
+}
+
+/** No sandbox (box container) with that id. */
+export class SandboxNotFoundError extends Error {
+  override name = 'SandboxNotFoundError';
+  readonly code = 'SANDBOX_NOT_FOUND';
+  readonly kind = 'usage' as const;
+  constructor(id: string, detail = 'no such sandbox') {
+    super(`sandbox '${printable(id)}': ${detail}`);
+  }
+}
+
+/** The local directory is over the packing caps (bytes or entries). */
+export class SourceTooLargeError extends Error {
+  override name = 'SourceTooLargeError';
+  readonly code = 'SOURCE_TOO_LARGE';
+  readonly kind = 'usage' as const;
+}
+
+/** The clone (or the local transfer) failed inside the helper. */
+export class CloneFailedError extends Error {
+  override name = 'CloneFailedError';
+  readonly code = 'CLONE_FAILED';
+  readonly kind = 'failure' as const;
+}
+
+/** createSandbox was aborted (SIGINT/SIGTERM wired to hooks.signal); what it made is removed. */
+export class CreateAbortedError extends Error {
+  override name = 'CreateAbortedError';
+  readonly code = 'CREATE_ABORTED';
+  readonly kind = 'failure' as const;
+  constructor() {
+    super('sandbox creation was interrupted; everything it created so far was removed');
+  }
+}
+
+/** The copy-out destination is refused (exists without force, is a symlink, parent missing). */
+export class CpOutDestinationError extends Error {
+  override name = 'CpOutDestinationError';
+  readonly code = 'CP_DESTINATION';
+  readonly kind = 'usage' as const;
+}
+
+/** The box path does not exist or cannot be copied. */
+export class CpOutSourceError extends Error {
+  override name = 'CpOutSourceError';
+  readonly code = 'CP_SOURCE';
+  readonly kind = 'usage' as const;
+}
+
+/** The copy-out stream is over its caps or malformed; nothing reaches the destination. */
+export class CpOutLimitError extends Error {
+  override name = 'CpOutLimitError';
+  readonly code = 'CP_LIMIT';
+  readonly kind = 'failure' as const;
+}
+
+/** The tar stream from the box is malformed or hostile beyond what we skip. */
+export class CpOutStreamError extends Error {
+  override name = 'CpOutStreamError';
+  readonly code = 'CP_STREAM';
+  readonly kind = 'failure' as const;
+}
+
+/** Text from outside (names, docker output) made safe for a one-line message. */
+export function printable(text: string, max = 200): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we strip
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
+}

@@ -1,0 +1,234 @@
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import tar from 'tar-stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CpOutLimitError, CpOutStreamError } from './errors.js';
+import { entryParts, extractTar } from './extract.js';
+
+type Item = Partial<tar.Header> & { name: string } & { body?: string | Buffer };
+
+/** A tar stream made of the given (hostile) headers. */
+function tarOf(items: Item[]): Readable {
+  const pack = tar.pack();
+  for (const { body, ...header } of items) {
+    if (body !== undefined) pack.entry(header, body);
+    else pack.entry(header);
+  }
+  pack.finalize();
+  return Readable.from(pack);
+}
+
+const LIMITS = { maxBytes: 1024 * 1024, maxEntries: 1000 };
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ca-lc-ext-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function listTree(root: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await readdir(root, { recursive: true })).sort()) out.push(name);
+  return out;
+}
+
+describe('extractTar', () => {
+  it('extracts a plain tree under the top-level name', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory', mode: 0o755 },
+        { name: 'repo/a.txt', type: 'file', mode: 0o644, body: 'hello' },
+        { name: 'repo/sub/b.txt', type: 'file', mode: 0o600, body: 'world' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary).toMatchObject({ files: 2, directories: 2, bytes: 10, skipped: [] });
+    expect(await readFile(join(dir, 'repo/sub/b.txt'), 'utf8')).toBe('world');
+  });
+
+  it('skips absolute and .. names, and names outside the top-level entry', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: '/etc/evil', type: 'file', body: 'x' },
+        { name: 'repo/../../evil', type: 'file', body: 'x' },
+        { name: '../evil', type: 'file', body: 'x' },
+        { name: 'other/evil', type: 'file', body: 'x' },
+        { name: 'repo/ok', type: 'file', body: 'ok' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped.map((s) => s.reason)).toEqual([
+      'absolute path',
+      "name contains '..'",
+      "name contains '..'",
+      'outside the copied path',
+    ]);
+    expect(await listTree(dir)).toEqual(['repo', 'repo/ok']);
+  });
+
+  it('skips symlinks that leave the tree, keeps those that stay inside', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/sub', type: 'directory' },
+        { name: 'repo/file', type: 'file', body: 'f' },
+        { name: 'repo/passwd', type: 'symlink', linkname: '/etc/passwd' },
+        { name: 'repo/up', type: 'symlink', linkname: '../outside' },
+        { name: 'repo/sub/up2', type: 'symlink', linkname: '../../x' },
+        { name: 'repo/sub/ok', type: 'symlink', linkname: '../file' },
+        { name: 'repo/ok2', type: 'symlink', linkname: 'sub/ok' },
+        { name: 'repo/self', type: 'symlink', linkname: '.' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.symlinks).toBe(3);
+    expect(summary.skipped.map((s) => s.path).sort()).toEqual(['repo/passwd', 'repo/sub/up2', 'repo/up']);
+    expect(await readlink(join(dir, 'repo/sub/ok'))).toBe('../file');
+    expect(await readFile(join(dir, 'repo/ok2'), 'utf8')).toBe('f');
+    await expect(lstat(join(dir, 'repo/passwd'))).rejects.toThrow();
+  });
+
+  it('refuses a link chain whose .. goes through another link', async () => {
+    // d1/d2/s -> ../.. is the tree root (lexically inside), but t -> s/../../.. then walks two
+    // levels above the tree on a real filesystem: it must be skipped.
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo/d1/d2', type: 'directory' },
+        { name: 'repo/d1/d2/s', type: 'symlink', linkname: '../..' },
+        { name: 'repo/d1/d2/t', type: 'symlink', linkname: 's/../../..' },
+        { name: 'repo/d1/d2/u', type: 'symlink', linkname: 's/x' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped.map((s) => s.path).sort()).toEqual(['repo/d1/d2/t', 'repo/d1/d2/u']);
+    expect(await readlink(join(dir, 'repo/d1/d2/s'))).toBe('../..');
+  });
+
+  it('never writes through a symlink made earlier in the stream', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/escape', type: 'symlink', linkname: '/tmp' },
+        { name: 'repo/escape/pwned', type: 'file', body: 'x' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    // The file became a real directory entry inside the tree; the link was skipped.
+    expect(summary.skipped.map((s) => s.path)).toContain('repo/escape');
+    expect((await lstat(join(dir, 'repo/escape'))).isDirectory()).toBe(true);
+  });
+
+  it('keeps hardlinks to copied files only', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/a', type: 'file', body: 'A' },
+        { name: 'repo/b', type: 'link', linkname: 'repo/a' },
+        { name: 'repo/c', type: 'link', linkname: '/etc/passwd' },
+        { name: 'repo/d', type: 'link', linkname: 'repo/../../etc/passwd' },
+        { name: 'repo/e', type: 'link', linkname: 'repo/missing' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.files).toBe(2);
+    expect(await readFile(join(dir, 'repo/b'), 'utf8')).toBe('A');
+    expect(summary.skipped.map((s) => s.path).sort()).toEqual(['repo/c', 'repo/d', 'repo/e']);
+  });
+
+  it('skips devices and FIFOs and strips setuid, setgid and sticky bits', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory', mode: 0o1777 },
+        { name: 'repo/fifo', type: 'fifo' },
+        { name: 'repo/null', type: 'character-device', devmajor: 1, devminor: 3 },
+        { name: 'repo/sda', type: 'block-device', devmajor: 8, devminor: 0 },
+        { name: 'repo/suid', type: 'file', mode: 0o4755, body: '#!/bin/sh' },
+        { name: 'repo/sgid', type: 'file', mode: 0o2755, body: 'x' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped.map((s) => s.reason)).toEqual(['fifo', 'device', 'device']);
+    expect((await stat(join(dir, 'repo/suid'))).mode & 0o7777).toBe(0o755);
+    expect((await stat(join(dir, 'repo/sgid'))).mode & 0o7777).toBe(0o755);
+    expect((await stat(join(dir, 'repo'))).mode & 0o7000).toBe(0);
+  });
+
+  it('throws on a file over the byte cap, before writing it', async () => {
+    const error = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/big', type: 'file', body: Buffer.alloc(4096) },
+      ]),
+      dir,
+      'repo',
+      { maxBytes: 1000, maxEntries: 10 },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CpOutLimitError);
+    await expect(lstat(join(dir, 'repo/big'))).rejects.toThrow();
+  });
+
+  it('throws past the entry cap', async () => {
+    const items: Item[] = [{ name: 'repo', type: 'directory' }];
+    for (let i = 0; i < 20; i += 1) items.push({ name: `repo/f${i}`, type: 'file', body: '' });
+    await expect(
+      extractTar(tarOf(items), dir, 'repo', { maxBytes: 1000, maxEntries: 10 }),
+    ).rejects.toBeInstanceOf(CpOutLimitError);
+  });
+
+  it('skips duplicates instead of overwriting', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo/a', type: 'file', body: 'first' },
+        { name: 'repo/a', type: 'file', body: 'second' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(await readFile(join(dir, 'repo/a'), 'utf8')).toBe('first');
+    expect(summary.skipped).toEqual([{ path: 'repo/a', reason: 'duplicate entry' }]);
+  });
+
+  it('a garbage stream is a CpOutStreamError', async () => {
+    const garbage = Readable.from([Buffer.alloc(1024, 0x41)]);
+    await expect(extractTar(garbage, dir, 'repo', LIMITS)).rejects.toBeInstanceOf(CpOutStreamError);
+  });
+
+  it('a top-level symlink is skipped', async () => {
+    const summary = await extractTar(
+      tarOf([{ name: 'link', type: 'symlink', linkname: 'file.txt' }]),
+      dir,
+      'link',
+      LIMITS,
+    );
+    expect(summary.skipped[0]?.reason).toMatch(/itself is a symlink/);
+    expect(await listTree(dir)).toEqual([]);
+  });
+});
+
+describe('entryParts', () => {
+  it('normalises and flags', () => {
+    expect(entryParts('./a//b/./c')).toEqual({ path: ['a', 'b', 'c'] });
+    expect(entryParts('/a').reason).toBe('absolute path');
+    expect(entryParts('a/../b').reason).toMatch(/\.\./);
+    expect(entryParts('a\0b').reason).toMatch(/NUL/);
+  });
+});

@@ -1,0 +1,152 @@
+import { stat } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError, printable } from './errors.js';
+
+export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
+
+/** A source that passed validation; nothing has run yet. */
+export type ParsedSource =
+  | { kind: 'url'; url: string; scheme: CloneScheme; display: string; repoName: string }
+  | { kind: 'local'; path: string; display: string; repoName: string };
+
+const SANDBOX_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+const ALLOWED_SCHEMES = new Set<string>(['https', 'http', 'git', 'ssh']);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// git's transport-helper syntax `<transport>::<address>` runs git-remote-<transport> (ext:: runs a shell).
+const TRANSPORT_HELPER = /^[A-Za-z0-9+.-]*::/;
+const URL_SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
+const SCP_LIKE = /^(?:([^@/:\s]+)@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(.+)$/;
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::([0-9]{1,5}))?$/;
+const REF = /^[A-Za-z0-9_][A-Za-z0-9._/+-]{0,199}$/;
+const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** Throws InvalidSandboxNameError unless `name` matches `[a-z0-9][a-z0-9_.-]{0,62}`. */
+export function validateSandboxName(name: unknown): string {
+  if (typeof name !== 'string' || !SANDBOX_NAME.test(name)) throw new InvalidSandboxNameError(String(name));
+  return name;
+}
+
+/**
+ * Validates `--ref` (a branch, tag or full commit sha). Returns whether it names a commit, which
+ * changes how the helper fetches it.
+ */
+export function parseRef(ref: string): { ref: string; commit: boolean } {
+  if (
+    !REF.test(ref) ||
+    ref.includes('..') ||
+    ref.includes('//') ||
+    ref.endsWith('/') ||
+    ref.endsWith('.lock')
+  ) {
+    throw new InvalidOptionsError(
+      `invalid ref '${printable(ref, 80)}': give a branch, tag or full commit sha`,
+    );
+  }
+  return { ref, commit: COMMIT.test(ref) };
+}
+
+/**
+ * Classifies and validates a repo source without running anything: a git URL (https, http, git,
+ * ssh, or scp-like user@host:path) or an existing local directory. Every form that could make
+ * git run a command (options, transport helpers, file://, ssh hosts/users that are options,
+ * control characters) throws InvalidSourceError.
+ */
+export async function parseSource(source: unknown): Promise<ParsedSource> {
+  if (typeof source !== 'string' || source.length === 0) throw new InvalidSourceError('the source is empty');
+  if (source.length > 4096) throw new InvalidSourceError('the source is longer than 4096 characters');
+  if (CONTROL.test(source)) throw new InvalidSourceError('control characters are not allowed');
+  if (source.startsWith('-')) throw new InvalidSourceError(`'${printable(source, 80)}' looks like an option`);
+  if (TRANSPORT_HELPER.test(source)) {
+    throw new InvalidSourceError('git transport helpers (<name>::<address>, e.g. ext::) are refused');
+  }
+  const scheme = URL_SCHEME.exec(source)?.[1]?.toLowerCase();
+  if (scheme !== undefined) return parseUrl(source, scheme);
+  const local = await localDirectory(source);
+  if (local) return local;
+  if (/^(?:\/|\.{1,2}(?:\/|$)|~)/.test(source)) {
+    throw new InvalidSourceError(`'${printable(source, 120)}' is not an existing directory`);
+  }
+  const scp = SCP_LIKE.exec(source);
+  if (scp) return parseScpLike(source, scp[1], scp[2] ?? '', scp[3] ?? '');
+  throw new InvalidSourceError(
+    `'${printable(source, 120)}' is not a git URL (https://, http://, git://, ssh://, user@host:path) or an existing directory`,
+  );
+}
+
+function parseUrl(source: string, scheme: string): ParsedSource {
+  if (scheme === 'file') {
+    throw new InvalidSourceError('file:// URLs are refused; give the directory path instead');
+  }
+  if (!ALLOWED_SCHEMES.has(scheme)) {
+    throw new InvalidSourceError(`the ${scheme}:// scheme is not allowed (use https, http, git or ssh)`);
+  }
+  if (/\s/.test(source)) throw new InvalidSourceError('whitespace is not allowed in a URL');
+  const rest = source.slice(source.indexOf('://') + 3);
+  const authority = rest.split(/[/?#]/, 1)[0] ?? '';
+  const at = authority.lastIndexOf('@');
+  const user = at >= 0 ? authority.slice(0, at) : undefined;
+  const hostPort = at >= 0 ? authority.slice(at + 1) : authority;
+  // git percent-decodes ssh URLs before handing host and user to ssh: check both spellings.
+  for (const part of [user, hostPort]) {
+    if (part === undefined) continue;
+    const decoded = safeDecode(part);
+    if (part.startsWith('-') || decoded.startsWith('-')) {
+      throw new InvalidSourceError('a URL host or user must not begin with "-" (it would be an ssh option)');
+    }
+    if (CONTROL.test(decoded)) throw new InvalidSourceError('control characters are not allowed');
+  }
+  if (user !== undefined && scheme === 'ssh' && /[%:]/.test(user)) {
+    throw new InvalidSourceError('an ssh URL user must be a plain name');
+  }
+  if (!HOST.test(hostPort)) throw new InvalidSourceError(`'${printable(hostPort, 80)}' is not a valid host`);
+  let parsed: URL;
+  try {
+    parsed = new URL(source);
+  } catch {
+    throw new InvalidSourceError(`'${printable(source, 120)}' is not a valid URL`);
+  }
+  const display = parsed.password ? source.replace(`:${parsed.password}@`, ':***@') : source;
+  return {
+    kind: 'url',
+    url: source,
+    scheme: scheme as CloneScheme,
+    display,
+    repoName: repoNameOf(parsed.pathname),
+  };
+}
+
+function parseScpLike(source: string, user: string | undefined, host: string, path: string): ParsedSource {
+  if (user?.startsWith('-') || host.startsWith('-')) {
+    throw new InvalidSourceError('an ssh host or user must not begin with "-" (it would be an ssh option)');
+  }
+  return { kind: 'url', url: source, scheme: 'ssh', display: source, repoName: repoNameOf(path) };
+}
+
+async function localDirectory(source: string): Promise<ParsedSource | undefined> {
+  const path = resolve(source);
+  const info = await stat(path).catch(() => undefined);
+  if (!info) return undefined;
+  if (!info.isDirectory()) throw new InvalidSourceError(`'${printable(source, 120)}' is not a directory`);
+  return { kind: 'local', path, display: path, repoName: repoNameOf(path) };
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A short label-safe name for the repo, from the last path segment without `.git`. */
+export function repoNameOf(path: string): string {
+  const last = basename(path.replace(/\/+$/, '')).replace(/\.git$/i, '');
+  const clean = last
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .slice(0, 40)
+    .replace(/[^a-z0-9]+$/, '');
+  return clean || 'repo';
+}
