@@ -1,0 +1,158 @@
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { cli, createBox, destroyBox, destroyLeftovers, execBox, HostCanary } from './_harness.js';
+
+let canary: HostCanary;
+const repos: string[] = [];
+beforeEach(async () => {
+  await canary?.remove();
+  canary = await HostCanary.create();
+});
+afterAll(async () => {
+  await destroyLeftovers();
+  await canary?.remove();
+  for (const dir of repos) await rm(dir, { recursive: true, force: true });
+});
+
+/** A committed git repo made by the test; hostile config is appended AFTER the last git command. */
+async function makeRepo(files: Record<string, string>) {
+  const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-repo-'));
+  repos.push(dir);
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(join(dir, name, '..'), { recursive: true });
+    await writeFile(join(dir, name), content);
+  }
+  const git = (...args: string[]) =>
+    execa(
+      'git',
+      ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', '-c', 'core.hooksPath=/dev/null', ...args],
+      {
+        cwd: dir,
+        env: { GIT_CONFIG_NOSYSTEM: '1', HOME: dir },
+      },
+    );
+  await git('init', '-q', '-b', 'main');
+  await git('add', '-A');
+  return { dir, git };
+}
+
+async function appendConfig(dir: string, text: string): Promise<void> {
+  const path = join(dir, '.git', 'config');
+  await writeFile(path, `${await readFile(path, 'utf8')}\n${text}\n`);
+}
+
+describe('hostile sources are refused before any process starts', () => {
+  const cases: [string, (dir: string) => string][] = [
+    ['an --upload-pack argument injection', (d) => `--upload-pack=touch ${d}/pwned`],
+    ['an -oProxyCommand argument injection', (d) => `-oProxyCommand=touch ${d}/pwned`],
+    ['an ssh host beginning with a dash', (d) => `ssh://-oProxyCommand=touch ${d}/pwned/repo`],
+    ['an ssh user beginning with a dash', (d) => `ssh://-oProxyCommand=touch ${d}@host/repo`],
+    ['the ext:: transport', (d) => `ext::sh -c touch% ${d}/pwned`],
+    ['the fd:: transport', () => 'fd::3'],
+    ['a file:// URL', () => 'file:///etc'],
+    ['control characters', (d) => `https://example.invalid/\u001b]52;c;x\u0007${d}`],
+  ];
+  it.each(cases)('%s exits 2 and runs nothing', async (_name, source) => {
+    const result = await cli(['create', '--json', '--', source(canary.dir)]);
+    expect(result.exitCode).toBe(2);
+    expect(JSON.parse(result.stdout || result.stderr).error.code).toBeTruthy();
+    await canary.assertUntouched();
+  });
+});
+
+describe('hostile git repos from a local directory', () => {
+  it('a .gitmodules with hostile names and URLs is never recursed', async () => {
+    const { dir, git } = await makeRepo({
+      'README.md': 'x',
+      '.gitmodules': [
+        '[submodule "../../../escape"]',
+        '\tpath = sub',
+        `\turl = ext::sh -c touch% ${canary.dir}/submodule-pwned`,
+        '[submodule "evil"]',
+        '\tpath = evil',
+        `\turl = --upload-pack=touch ${canary.dir}/upload-pwned`,
+      ].join('\n'),
+    });
+    await git('update-index', '--add', '--cacheinfo', `160000,${'1'.repeat(40)},sub`);
+    await git('update-index', '--add', '--cacheinfo', `160000,${'2'.repeat(40)},evil`);
+    await git('commit', '-q', '-m', 'hostile submodules');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, ['sh', '-c', 'ls -A sub evil 2>&1; ls /work']);
+    expect(inside.stdout).not.toMatch(/pwned/);
+    expect(inside.stdout.trim().split('\n').at(-1)).toBe('repo');
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it('hooks in the tree and in .git/hooks never run, on the host or in the box', async () => {
+    const hook = `#!/bin/sh\ntouch ${canary.dir}/hook-pwned /work/repo/HOOK_RAN 2>/dev/null\n`;
+    const { dir, git } = await makeRepo({
+      'README.md': 'x',
+      'hooks/post-checkout': hook,
+      '.githooks/post-checkout': hook,
+    });
+    await git('commit', '-q', '-m', 'hooks');
+    for (const name of ['post-checkout', 'post-merge', 'reference-transaction', 'pre-commit']) {
+      await writeFile(join(dir, '.git', 'hooks', name), hook);
+      await chmod(join(dir, '.git', 'hooks', name), 0o755);
+    }
+    await appendConfig(dir, '[core]\n\thooksPath = .githooks');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, ['sh', '-c', 'test -e HOOK_RAN && echo RAN || echo clean']);
+    expect(inside.stdout).toBe('clean\n');
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it('a smudge filter named in .gitattributes never runs', async () => {
+    const { dir, git } = await makeRepo({ '.gitattributes': '* filter=evil\n', 'file.txt': 'content\n' });
+    await git('commit', '-q', '-m', 'filter');
+    await appendConfig(
+      dir,
+      `[filter "evil"]\n\tsmudge = sh -c 'touch ${canary.dir}/smudge-pwned /work/repo/SMUDGE_RAN; cat'\n\trequired = true`,
+    );
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, [
+      'sh',
+      '-c',
+      'cat file.txt; test -e SMUDGE_RAN && echo RAN || echo clean',
+    ]);
+    expect(inside.stdout).toBe('content\nclean\n');
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it('core.fsmonitor and core.sshCommand in a local repo never run on the host', async () => {
+    const { dir, git } = await makeRepo({ 'README.md': 'x' });
+    await git('commit', '-q', '-m', 'init');
+    await appendConfig(
+      dir,
+      `[core]\n\tfsmonitor = touch ${canary.dir}/fsmonitor-pwned\n\tsshCommand = touch ${canary.dir}/ssh-pwned\n[uploadpack]\n\tpackObjectsHook = touch ${canary.dir}/pack-pwned`,
+    );
+    const box = await createBox(dir);
+    expect((await execBox(box.id, ['cat', 'README.md'])).stdout).toBe('x');
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it('a symlink to a host secret arrives as a dangling link, never the secret', async () => {
+    const { dir, git } = await makeRepo({ 'README.md': 'x' });
+    await symlink(canary.file, join(dir, 'secret-link'));
+    await git('add', '-A');
+    await git('commit', '-q', '-m', 'link');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, [
+      'sh',
+      '-c',
+      'readlink secret-link; cat secret-link 2>&1 || echo unreadable',
+    ]);
+    expect(inside.stdout).toContain(canary.file);
+    expect(inside.stdout).toContain('unreadable');
+    expect(inside.stdout).not.toContain(canary.content.trim());
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+});

@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  type SandboxRecord,
+} from './_harness.js';
+
+/** Bytes that drive a terminal: ESC, C1 controls (raw or UTF-8 encoded) and bidi overrides. */
+const TERMINAL_CONTROL = /[\u001b\u0080-\u009f\u202a-\u202e\u2066-\u2069]/u;
+
+describe('hostile output', () => {
+  let box: SandboxRecord;
+  beforeAll(async () => {
+    box = await createBox(join(FIXTURES, 'output'));
+  });
+  afterAll(async () => {
+    if (box) await destroyBox(box.id);
+    await destroyLeftovers();
+  });
+
+  it('ANSI, OSC 52, OSC 8, C1, bidi and invalid UTF-8 on stdout and stderr are escaped in the exec JSON', async () => {
+    const result = await cli(['exec', box.id, '--', 'sh', 'noisy.sh']);
+    expect(result.exitCode).toBe(0);
+    // The raw bytes the terminal receives hold no control at all...
+    expect(result.stdoutBytes.includes(0x1b)).toBe(false);
+    expect(TERMINAL_CONTROL.test(result.stdout)).toBe(false);
+    expect(result.stdout).not.toMatch(/[\u2028\u2029]/);
+    // ...and the JSON still carries them, escaped, with invalid UTF-8 as U+FFFD.
+    const parsed = JSON.parse(result.stdout) as { stdout: string; stderr: string };
+    expect(parsed.stdout).toContain('\u001b]52;c;');
+    expect(parsed.stdout).toContain('\u009b');
+    expect(parsed.stdout).toContain('\ufffd');
+    expect(parsed.stderr).toContain('\u001b[2J');
+    expect(parsed.stderr).toContain('\ufffd');
+  });
+
+  it('hostile file names are neutralised in human output and escaped under --json', async () => {
+    await execBox(box.id, ['sh', 'noisy.sh']);
+    const human = await cli(['exec', box.id, '--', 'ls', 'names']);
+    expect(TERMINAL_CONTROL.test(human.stdout)).toBe(false);
+    const list = await cli(['list']);
+    expect(list.exitCode).toBe(0);
+    expect(TERMINAL_CONTROL.test(list.stdout)).toBe(false);
+  });
+
+  it('a repo name with terminal controls is neutralised in list and errors', async () => {
+    const result = await cli(['verify', `\u001b]52;c;cHduZWQ=\u0007${box.id}`]);
+    expect(result.exitCode).not.toBe(0);
+    expect(TERMINAL_CONTROL.test(result.stderr)).toBe(false);
+    expect(result.stderr).not.toContain('\u0007');
+  });
+});

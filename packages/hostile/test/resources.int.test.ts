@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  HostCanary,
+  RUNTIMES,
+} from './_harness.js';
+
+describe.each(RUNTIMES)('resource abuse under %s', (runtime) => {
+  afterAll(destroyLeftovers);
+
+  it('a fork bomb stops at the pids limit, the host stays fine and the box is still destroyable', async () => {
+    const canary = await HostCanary.create();
+    const box = await createBox(join(FIXTURES, 'resources'), { runtime, extra: ['--pids', '128'] });
+    const bomb = await execBox(box.id, ['bash', 'fork-bomb.sh', '8'], ['--timeout', '60']);
+    expect(bomb.stdout).toContain('bomb over');
+    if (runtime === 'runc') expect(bomb.stdout).toContain('Resource temporarily unavailable');
+    const after = await execBox(box.id, ['sh', '-c', 'echo alive']);
+    expect(after.stdout).toBe('alive\n');
+    expect((await cli(['--version'])).exitCode).toBe(0);
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+    await canary.remove();
+  });
+
+  it('a memory bomb is killed inside the box at the memory limit and the host is fine', async () => {
+    const box = await createBox(join(FIXTURES, 'resources'), { runtime, extra: ['--memory', '256m'] });
+    const bomb = await execBox(box.id, ['perl', 'memory-bomb.pl'], ['--timeout', '120']);
+    expect(bomb.timedOut).toBe(false);
+    expect(bomb.exitCode).toBe(137);
+    if (runtime === 'runc') {
+      const oom = await execBox(box.id, ['cat', '/sys/fs/cgroup/memory/memory.oom_control']);
+      expect(oom.stdout).toMatch(/oom_kill [1-9]/);
+    }
+    expect((await execBox(box.id, ['true'])).exitCode).toBe(0);
+    await destroyBox(box.id);
+  });
+
+  it('filling /tmp ends in ENOSPC at the tmpfs size', async () => {
+    const box = await createBox(join(FIXTURES, 'resources'), { runtime });
+    const fill = await execBox(box.id, ['sh', 'fill.sh', '/tmp', '2048'], ['--timeout', '120']);
+    expect(fill.stdout + fill.stderr).toMatch(/No space left on device/);
+    expect((await execBox(box.id, ['true'])).exitCode).toBe(0);
+    await destroyBox(box.id);
+  });
+
+  it('one file in the volume cannot outgrow the file size limit and the box is still destroyable', async () => {
+    const box = await createBox(join(FIXTURES, 'resources'), { runtime });
+    const huge = await execBox(box.id, ['sh', '-c', 'truncate -s 5G /work/repo/huge.bin; echo exit=$?']);
+    expect(huge.stdout + huge.stderr).toMatch(/File too large|exit=1/);
+    const some = await execBox(box.id, ['sh', 'fill.sh', '/work/repo', '64'], ['--timeout', '120']);
+    expect(some.stdout).toMatch(/64 MiB|67108864 bytes/);
+    await destroyBox(box.id);
+  });
+});
