@@ -11,6 +11,7 @@ import {
 } from './_harness.js';
 
 /** Bytes that drive a terminal: ESC, C1 controls (raw or UTF-8 encoded) and bidi overrides. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal controls is the point
 const TERMINAL_CONTROL = /[\u001b\u0080-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
 describe('hostile output', () => {
