@@ -1,13 +1,7 @@
 import { z } from 'zod';
+import { BUILDERS, NETWORK_POLICIES, RUNTIMES, SANDBOX_ID } from './constants.js';
 import { zodSentence } from './error-report.js';
 import { UsageError } from './errors.js';
-
-export const NETWORK_POLICIES = ['offline', 'clone-then-cut', 'allowlist'] as const;
-export const BUILDERS = ['auto', 'builtin', 'nixpacks'] as const;
-export const RUNTIMES = ['runc', 'runsc'] as const;
-
-/** Sandbox ids as @ca-sandbox/lifecycle names them. */
-export const SANDBOX_ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 
 const positiveNumber = (what: string) =>
   z

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './options.js';
+import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { type GlobalOptions, Output } from './output.js';
 
 /** The package version, read once from package.json (no import of anything heavy). */

@@ -4,17 +4,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { mergeTeardown } from '../commands/destroy.js';
 import { verifyRows } from '../commands/verify.js';
+import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from '../constants.js';
 import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
-import {
-  assertSandboxId,
-  BUILDERS,
-  NETWORK_POLICIES,
-  RUNTIMES,
-  resolveCreateOptions,
-  resolveExecOptions,
-} from '../options.js';
+import { assertSandboxId, resolveCreateOptions, resolveExecOptions } from '../options.js';
 import { safeJsonStringify } from '../sanitize.js';
 
 /** A tool result carrying JSON text (escaped like the CLI's --json output). */

@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { captureStreams } from '../test/_streams.js';
+import { main } from './main.js';
+import { cliVersion, createProgram } from './program.js';
+
+async function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const streams = captureStreams({ env });
+  const code = await main(args, streams);
+  return { code, stdout: streams.stdout.text, stderr: streams.stderr.text };
+}
+
+const COMMANDS = [
+  'doctor',
+  'create',
+  'run',
+  'list',
+  'exec',
+  'shell',
+  'cp',
+  'destroy',
+  'prune',
+  'verify',
+  'mcp',
+];
+
+describe('the program', () => {
+  it('has every command of the contract, with the aliases', () => {
+    const program = createProgram({ exitCode: 0 });
+    expect(program.commands.map((c) => c.name()).sort()).toEqual([...COMMANDS].sort());
+    const alias = (name: string) => program.commands.find((c) => c.name() === name)?.aliases();
+    expect(alias('create')).toEqual(['up']);
+    expect(alias('list')).toEqual(['ls']);
+    expect(alias('destroy')).toEqual(['rm']);
+  });
+
+  it('prints the version', async () => {
+    const result = await run(['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${cliVersion()}\n` });
+  });
+
+  it.each(COMMANDS)('shows an example in `%s --help`', async (command) => {
+    const result = await run([command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Examples?:\n {2}\$ ca-sandbox /);
+  });
+
+  it('lists the create options in its help', async () => {
+    const { stdout } = await run(['create', '--help']);
+    for (const option of [
+      '--name',
+      '--network',
+      '--allow',
+      '--builder',
+      '--ref',
+      '--runtime',
+      '--memory',
+      '--cpus',
+      '--pids',
+      '--base-image',
+    ]) {
+      expect(stdout).toContain(option);
+    }
+  });
+});
+
+describe('usage errors', () => {
+  it('exit 2 with one error line and a hint, no stack', async () => {
+    const result = await run(['create', './x', '--cpus', 'many']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      'error: invalid value for --cpus: expected a positive number of cpus such as 1 or 0.5\n',
+    );
+  });
+
+  it('exit 2 for commander errors, as JSON under --json', async () => {
+    const result = await run(['--json', 'create', './x', '--network', 'host']);
+    expect(result.code).toBe(2);
+    const parsed = JSON.parse(result.stderr);
+    expect(parsed.error.code).toBe('USAGE');
+    expect(parsed.error.message).toMatch(/--network/);
+    expect((await run(['create', './x', '--network', 'host', '--json'])).stderr).toMatch(/^\{"error":/);
+  });
+
+  it('exit 2 for an unknown command or a missing argument', async () => {
+    expect((await run(['frobnicate'])).code).toBe(2);
+    expect((await run(['create'])).code).toBe(2);
+    expect((await run(['destroy'])).stderr).toMatch(/missing <id\.\.\.> \(or --all\)/);
+    expect((await run(['destroy', 'a', '--all'])).code).toBe(2);
+  });
+
+  it('refuses copying into a box (exit 2, egress is out-only)', async () => {
+    const result = await run(['cp', './local-file', 'demo:/work/repo/x']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^error: copying into a sandbox is refused: egress is out-only/);
+  });
+
+  it('explains --with-claude and exits 2', async () => {
+    for (const command of ['create', 'run']) {
+      const result = await run([command, './repo', '--with-claude']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/sandbox-claude-inside skill/);
+    }
+  });
+
+  it('exec: tool errors exit 125 so they never look like the command`s own code', async () => {
+    const bad = await run(['exec', 'demo', '-la']);
+    expect(bad.code).toBe(125);
+    expect(bad.stderr).toMatch(/hint: put the command after --/);
+    expect((await run(['exec', 'Not An Id', '--', 'true'])).code).toBe(125);
+    expect((await run(['exec', 'demo', '--timeout', 'soon', '--', 'true'])).stderr).toMatch(/--timeout/);
+  });
+
+  it('sanitises hostile text inside error messages', async () => {
+    const result = await run(['exec', 'x\u001b]0;pwned\u0007\u001b[2J', '--', 'true']);
+    expect(result.stderr).not.toMatch(/\u001b/);
+    expect(result.stderr.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('prints the stack only under --verbose', async () => {
+    expect((await run(['create', './x', '--pids', '0'])).stderr).not.toMatch(/ at /);
+    const verbose = await run(['create', './x', '--pids', '0', '--verbose']);
+    expect(verbose.code).toBe(2);
+    expect(verbose.stderr).toMatch(/\n.*at .*options\.ts/);
+  });
+});

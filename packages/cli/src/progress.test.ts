@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { captureStreams } from '../test/_streams.js';
+import { colorEnabled, Output } from './output.js';
+import { formatElapsed, Progress } from './progress.js';
+
+function output(options: Partial<Output['options']> = {}, tty = false, env: NodeJS.ProcessEnv = {}) {
+  const streams = captureStreams({ tty, env });
+  const out = new Output({ json: false, verbose: false, quiet: false, color: true, ...options }, streams);
+  return { out, streams };
+}
+
+describe('Progress', () => {
+  it('prints plain phase lines with elapsed times when not a TTY', () => {
+    const { out, streams } = output();
+    let now = 1000;
+    const progress = new Progress(out, () => now);
+    progress.onPhase({ phase: 'clone', status: 'start' });
+    now = 2200;
+    progress.onPhase({ phase: 'clone', status: 'done' });
+    progress.onPhase({ phase: 'build', status: 'start' });
+    progress.onLog('Step 1/3 : FROM base');
+    progress.onPhase({ phase: 'build', status: 'fail', elapsedMs: 250, detail: 'exit 1' });
+    progress.stop();
+    expect(streams.stderr.text).toBe(
+      'clone: started\nclone: done in 1.2s\nbuild: started\nbuild: failed in 250ms (exit 1)\n',
+    );
+    expect(streams.stdout.text).toBe('');
+  });
+
+  it('shows build log lines only under --verbose when not a TTY, sanitised', () => {
+    const { out, streams } = output({ verbose: true });
+    const progress = new Progress(out);
+    progress.onLog('\u001b]0;owned\u0007npm \u001b[31mWARN\u001b[0m\rfake\r\n');
+    expect(streams.stderr.text).toBe('  | npm WARN\\x0dfake\n');
+  });
+
+  it('redraws live lines with a sanitised log tail on a TTY', () => {
+    const { out, streams } = output({}, true);
+    let now = 0;
+    const progress = new Progress(out, () => now);
+    progress.onPhase({ phase: 'build', status: 'start' });
+    for (let i = 0; i < 8; i++) progress.onLog(`line ${i} \u001b[2J\u202e`);
+    now = 3000;
+    progress.onPhase({ phase: 'build', status: 'done' });
+    progress.stop();
+    const text = streams.stderr.text;
+    expect(text).toContain('line 7 \\u202e');
+    // Only what we paint: SGR colors and cursor movement, never the log's own sequences.
+    expect(text).not.toContain('\u001b[2J');
+    expect(text).not.toContain('\u202e');
+    expect(text).toMatch(/build\s+\S*3\.0s/);
+  });
+
+  it('is silent under --json and --quiet', () => {
+    for (const options of [{ json: true }, { quiet: true }]) {
+      const { out, streams } = output(options, true);
+      const progress = new Progress(out);
+      progress.onPhase({ phase: 'clone', status: 'start' });
+      progress.onLog('x');
+      progress.stop();
+      expect(streams.stderr.text).toBe('');
+    }
+  });
+});
+
+describe('formatElapsed', () => {
+  it('formats milliseconds, seconds and minutes', () => {
+    expect(formatElapsed(850)).toBe('850ms');
+    expect(formatElapsed(1234)).toBe('1.2s');
+    expect(formatElapsed(125_000)).toBe('2m05s');
+  });
+});
+
+describe('Output', () => {
+  it('colors only on a TTY without --no-color, NO_COLOR or --json', () => {
+    const tty = captureStreams({ tty: true });
+    const base = { json: false, color: true };
+    expect(colorEnabled(base, tty)).toBe(true);
+    expect(colorEnabled({ ...base, color: false }, tty)).toBe(false);
+    expect(colorEnabled({ ...base, json: true }, tty)).toBe(false);
+    expect(colorEnabled(base, captureStreams({ tty: true, env: { NO_COLOR: '1' } }))).toBe(false);
+    expect(colorEnabled(base, captureStreams())).toBe(false);
+  });
+
+  it('prints tables with every cell on one sanitised line', () => {
+    const { out, streams } = output();
+    out.table(
+      ['ID', 'REPO'],
+      [
+        ['a', 'evil\nrepo\u001b]0;x\u0007'],
+        ['bb', 'ok'],
+      ],
+    );
+    expect(streams.stdout.text).toBe('ID  REPO\na   evil\\nrepo\nbb  ok\n');
+  });
+
+  it('writes errors as one line, or JSON under --json', () => {
+    const human = output();
+    human.out.error({ code: 'X', kind: 'failure', message: 'it broke\u001b[2J', hint: 'try again' });
+    expect(human.streams.stderr.text).toBe('error: it broke\nhint: try again\n');
+    const json = output({ json: true });
+    json.out.error({ code: 'X', kind: 'failure', message: 'it\u2028broke' });
+    expect(json.streams.stderr.text).toBe('{"error":{"code":"X","message":"it\\u2028broke"}}\n');
+  });
+
+  it('prints warnings even under --quiet and --json', () => {
+    const { out, streams } = output({ quiet: true, json: true });
+    out.warn('allowlist is EXPERIMENTAL');
+    out.info('hidden');
+    expect(streams.stderr.text).toBe('warning: allowlist is EXPERIMENTAL\n');
+  });
+});

@@ -1,0 +1,101 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { safeJsonStringify, sanitizeForTerminal, sanitizeLine } from './sanitize.js';
+
+// Anything a terminal could act on, or that reorders what a reader sees.
+const DANGEROUS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+const HOSTILE: [string, string][] = [
+  ['SGR color', '\u001b[31mred\u001b[0m'],
+  ['cursor movement and erase', 'a\u001b[2J\u001b[Hb\u001b[1A\u001b[K'],
+  ['OSC title with BEL', '\u001b]0;pwned\u0007after'],
+  ['OSC 52 clipboard write with ST', '\u001b]52;c;ZWNobyBoaQ==\u001b\\after'],
+  ['OSC 8 hyperlink', '\u001b]8;;https://evil.example\u001b\\click\u001b]8;;\u001b\\'],
+  ['DCS', '\u001bPq#0;2;0;0;0\u001b\\after'],
+  ['APC', '\u001b_payload\u001b\\after'],
+  ['8-bit CSI', '\u009b31mred'],
+  ['8-bit OSC', '\u009d0;title\u009cafter'],
+  ['C1 NEL and others', 'a\u0085b\u0090c\u009fd'],
+  ['carriage return overwrite', 'rm -rf /\rls'],
+  ['backspace', 'safe\b\b\b\bevil'],
+  ['bell and null', 'a\u0007b\u0000c'],
+  ['DEL', 'a\u007fb'],
+  ['bidi override (Trojan Source)', 'access\u202e\u2066// admin\u2069\u2066'],
+  ['lone ESC', 'a\u001b'],
+  ['unterminated OSC', '\u001b]0;never ends'],
+  ['nested escape rebuild', '\u001b\u001b[31m[31m'],
+  ['ESC charset switch', '\u001b(0lqk\u001b(B'],
+];
+
+describe('sanitizeForTerminal', () => {
+  it.each(HOSTILE)('neutralises %s', (_name, input) => {
+    const output = sanitizeForTerminal(input);
+    expect(output).not.toMatch(DANGEROUS);
+    expect(output).not.toContain('\u001b');
+  });
+
+  it('drops whole escape sequences, payload included', () => {
+    expect(sanitizeForTerminal('\u001b[31mred\u001b[0m')).toBe('red');
+    expect(sanitizeForTerminal('\u001b]0;pwned\u0007after')).toBe('after');
+    expect(sanitizeForTerminal('\u001b]52;c;ZWNobyBoaQ==\u001b\\x')).toBe('x');
+    expect(sanitizeForTerminal('\u009d0;title\u009cafter')).toBe('after');
+  });
+
+  it('shows stray controls as visible escapes', () => {
+    expect(sanitizeForTerminal('a\rb')).toBe('a\\x0db');
+    expect(sanitizeForTerminal('a\u0085b')).toBe('a\\x85b');
+    expect(sanitizeForTerminal('x\u202ey')).toBe('x\\u202ey');
+    expect(sanitizeForTerminal('a\u001b')).toBe('a\\x1b');
+  });
+
+  it('keeps newline, tab and ordinary unicode', () => {
+    expect(sanitizeForTerminal('line 1\n\tline 2 — ünïcødé 🚀')).toBe('line 1\n\tline 2 — ünïcødé 🚀');
+  });
+
+  it('never lets a dangerous character through (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (input) => {
+        expect(sanitizeForTerminal(input)).not.toMatch(DANGEROUS);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('leaves printable ASCII untouched (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom(...' abcXYZ019~!@#$%^&*()[]{};:\'",.<>/?\\|`-_=+\n\t') }),
+        (input) => {
+          expect(sanitizeForTerminal(input)).toBe(input);
+        },
+      ),
+    );
+  });
+});
+
+describe('sanitizeLine', () => {
+  it('makes one line of a multi-line name', () => {
+    expect(sanitizeLine('evil\nname\twith\u001b[2Kstuff')).toBe('evil\\nname\\twithstuff');
+  });
+});
+
+describe('safeJsonStringify', () => {
+  it('escapes DEL, C1, U+2028/2029 and bidi overrides on top of what JSON.stringify escapes', () => {
+    const text = safeJsonStringify({ s: 'a\u007fb\u0085c\u2028d\u2029e\u202ef\u001bg' });
+    expect(text).toBe('{"s":"a\\u007fb\\u0085c\\u2028d\\u2029e\\u202ef\\u001bg"}');
+  });
+
+  it('round-trips any value and emits no raw control character (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (value, text) => {
+        const input = { value, text };
+        const json = safeJsonStringify(input, 2);
+        expect(json).not.toMatch(
+          /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/,
+        );
+        expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(input)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
