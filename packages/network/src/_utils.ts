@@ -36,3 +36,12 @@ export function splitRuleLine(line: string): string[] {
   if (inWord) words.push(current);
   return words;
 }
+
+/** JSON.parse that yields undefined instead of throwing (docker output is checked by a schema next). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -18,6 +18,13 @@ export class InvalidNetworkPolicyError extends Error {
   readonly kind = 'usage' as const;
 }
 
+/** Extra labels for a sandbox network that are not plain `key=value` strings. */
+export class InvalidNetworkLabelsError extends Error {
+  override name = 'InvalidNetworkLabelsError';
+  readonly code = 'INVALID_NETWORK_LABELS';
+  readonly kind = 'usage' as const;
+}
+
 /** A sandbox id outside `[a-z0-9][a-z0-9_.-]{0,62}`. */
 export class InvalidSandboxIdError extends Error {
   override name = 'InvalidSandboxIdError';

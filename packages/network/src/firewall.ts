@@ -1,5 +1,6 @@
 import { docker } from '@ca-sandbox/docker';
 import { z } from 'zod';
+import { parseJson } from './_utils.js';
 import { parseAllowEntries } from './allow-entries.js';
 import { FirewallCommandError, SandboxNetworkMismatchError } from './errors.js';
 import {
@@ -92,12 +93,13 @@ async function assertOwnNetwork(sandboxId: string, net: SandboxNetwork): Promise
     );
   }
   const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', expected.name]);
-  const inspect = NetworkInspectSchema.parse(JSON.parse(stdout));
-  const labels = inspect.Labels ?? {};
+  const parsed = NetworkInspectSchema.safeParse(parseJson(stdout));
+  const labels: Record<string, string> = (parsed.success && parsed.data.Labels) || {};
+  const options: Record<string, string> = (parsed.success && parsed.data.Options) || {};
   if (
     labels['ca.sandbox'] !== '1' ||
     labels['ca.sandbox.id'] !== sandboxId ||
-    inspect.Options?.[BRIDGE_OPTION] !== expected.bridge
+    options[BRIDGE_OPTION] !== expected.bridge
   ) {
     throw new SandboxNetworkMismatchError(
       `docker network ${expected.name} is not labeled for sandbox ${sandboxId} or does not use bridge ${expected.bridge}`,

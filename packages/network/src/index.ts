@@ -5,6 +5,7 @@ export {
   FirewallCommandError,
   FirewallUnavailableError,
   InvalidAllowEntryError,
+  InvalidNetworkLabelsError,
   InvalidNetworkPolicyError,
   InvalidSandboxIdError,
   SandboxNetworkMismatchError,

@@ -28,7 +28,7 @@ describe('network policy', () => {
     expect(policyInstallsDependencies('offline')).toBe(false);
     expect(policyInstallsDependencies('clone-then-cut')).toBe(true);
     expect(policyInstallsDependencies('allowlist')).toBe(true);
-    expect(() => policyInstallsDependencies('online' as never)).toThrow();
+    expect(() => policyInstallsDependencies('online' as never)).toThrow(InvalidNetworkPolicyError);
   });
 
   it('only allowlist needs a sandbox network; the others run the box with --network none', () => {

@@ -28,10 +28,10 @@ export function resolveNetworkPolicy(input?: unknown): NetworkPolicy {
 
 /** Whether dependency install (untrusted install scripts, needs the network) runs: not offline. */
 export function policyInstallsDependencies(policy: NetworkPolicy): boolean {
-  return NetworkPolicySchema.parse(policy) !== 'offline';
+  return resolveNetworkPolicy(policy) !== 'offline';
 }
 
 /** Whether the running box needs a per-sandbox network (only `allowlist`); else `--network none`. */
 export function policyNeedsSandboxNetwork(policy: NetworkPolicy): boolean {
-  return NetworkPolicySchema.parse(policy) === 'allowlist';
+  return resolveNetworkPolicy(policy) === 'allowlist';
 }

@@ -7,6 +7,8 @@ import {
   sandboxLabels,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
+import { parseJson } from './_utils.js';
+import { InvalidNetworkLabelsError } from './errors.js';
 import { assertSandboxId, bridgeName, sandboxNetworkName } from './names.js';
 
 export const BRIDGE_OPTION = 'com.docker.network.bridge.name';
@@ -44,7 +46,13 @@ export async function createSandboxNetwork(
   labels: Record<string, string> = {},
 ): Promise<SandboxNetwork> {
   assertSandboxId(sandboxId);
-  const extra = LabelsSchema.parse(labels);
+  const parsedLabels = LabelsSchema.safeParse(labels);
+  if (!parsedLabels.success) {
+    throw new InvalidNetworkLabelsError(
+      'invalid network labels: keys must be [a-z0-9][a-z0-9._-]*, values strings up to 1024 chars',
+    );
+  }
+  const extra = parsedLabels.data;
   const name = sandboxNetworkName(sandboxId);
   const bridge = bridgeName(sandboxId);
   await docker([
@@ -61,7 +69,7 @@ export async function createSandboxNetwork(
     name,
   ]);
   const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', name]);
-  const parsed = IpamSchema.safeParse(JSON.parse(stdout));
+  const parsed = IpamSchema.safeParse(parseJson(stdout));
   const config = parsed.success ? parsed.data.IPAM.Config?.[0] : undefined;
   if (
     !parsed.success ||
