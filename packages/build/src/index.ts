@@ -1,1 +1,49 @@
-export {};
+export {
+  type BaseImageChoice,
+  DEFAULT_BASE_IMAGES,
+  ensureBaseImage,
+  readConfigBaseImages,
+  resolveBaseImage,
+} from './base-image.js';
+export {
+  BUILTIN_VERSION,
+  type Builder,
+  type BuilderChoice,
+  type BuilderName,
+  builtinBuilder,
+  selectBuilder,
+} from './builders.js';
+export { computeDepHash, DEPHASH_LENGTH, type DepHashKey } from './dephash.js';
+export { renderDockerfile } from './dockerfile.js';
+export {
+  BaseImageMissingError,
+  BuildConfigError,
+  ImageBuildError,
+  InvalidBuildOptionsError,
+  ManifestLimitError,
+  ManifestReadError,
+  NixpacksMissingError,
+  NixpacksPlanError,
+} from './errors.js';
+export { type LinkResult, linkDependencies } from './link.js';
+export { isManifestName, MANIFEST_NAMES } from './manifest-names.js';
+export {
+  type ManifestFile,
+  parseManifestTar,
+  type ReadManifestsOptions,
+  readManifests,
+  type SkippedManifest,
+} from './manifests.js';
+export { nixpacksVersion, translatePlan } from './nixpacks.js';
+export {
+  type NetworkPolicy,
+  type PreparedImage,
+  type PrepareEvent,
+  type PrepareImageOptions,
+  prepareImage,
+  removeImage,
+  resolvePrepareOptions,
+} from './prepare.js';
+export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
+export { builtinRecipe, type InstallRecipe } from './recipe.js';
+export { imageTag, sanitiseRepoName } from './tag.js';

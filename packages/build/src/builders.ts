@@ -1,0 +1,53 @@
+import { NixpacksMissingError } from './errors.js';
+import type { ManifestFile } from './manifests.js';
+import { nixpacksPlan, nixpacksRecipe, nixpacksVersion } from './nixpacks.js';
+import type { Detection } from './provider.js';
+import { builtinRecipe, type InstallRecipe } from './recipe.js';
+
+export type BuilderName = 'builtin' | 'nixpacks';
+export type BuilderChoice = 'auto' | BuilderName;
+
+/** Bump when the built-in Dockerfile template changes: it is part of the dephash key. */
+export const BUILTIN_VERSION = '1';
+
+export interface RecipeInput {
+  files: readonly ManifestFile[];
+  detection: Detection;
+  /** The manifests-only context on the host (nixpacks plans it). */
+  manifestsDir: string;
+}
+
+/** A builder turns a manifests-only context into an install recipe. Another one (Railpack) slots in here. */
+export interface Builder {
+  readonly name: BuilderName;
+  /** Enters the dephash key, so a new builder version never reuses an old image. */
+  readonly version: string;
+  recipe(input: RecipeInput): Promise<InstallRecipe>;
+}
+
+export const builtinBuilder: Builder = {
+  name: 'builtin',
+  version: BUILTIN_VERSION,
+  recipe: async ({ files, detection }) => builtinRecipe(files, detection),
+};
+
+function nixpacksBuilder(version: string): Builder {
+  return {
+    name: 'nixpacks',
+    version: `${version}+${BUILTIN_VERSION}`,
+    recipe: async ({ files, detection, manifestsDir }) =>
+      nixpacksRecipe(await nixpacksPlan(manifestsDir), files, detection),
+  };
+}
+
+/**
+ * The builder for a choice: `builtin`; `nixpacks` (NixpacksMissingError when not on PATH);
+ * `auto` = nixpacks when present, else built-in.
+ */
+export async function selectBuilder(choice: BuilderChoice): Promise<Builder> {
+  if (choice === 'builtin') return builtinBuilder;
+  const version = await nixpacksVersion();
+  if (version) return nixpacksBuilder(version);
+  if (choice === 'nixpacks') throw new NixpacksMissingError();
+  return builtinBuilder;
+}

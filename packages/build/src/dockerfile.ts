@@ -1,0 +1,92 @@
+import { hasControlChar } from './_utils.js';
+import { ImageRefSchema } from './base-image.js';
+import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
+
+/** The build context folder that holds the manifests (nothing else is copied). */
+export const CONTEXT_MANIFESTS = 'manifests';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** A Dockerfile ENV value in double quotes; without `expand`, `$` is escaped (no substitution). */
+export function envValue(entry: EnvEntry): string {
+  if (hasControlChar(entry.value)) throw new Error(`env ${entry.name} has a control character`);
+  let value = entry.value.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
+  if (!entry.expand) value = value.replace(/\$/g, '\\$');
+  return `"${value}"`;
+}
+
+// One ENV line per entry keeps the order explicit (a later PATH builds on an earlier one).
+function envLines(entries: readonly EnvEntry[]): string[] {
+  return entries.map((entry) => {
+    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    return `ENV ${entry.name}=${envValue(entry)}`;
+  });
+}
+
+/** Where an explicitly given CA bundle (corporate TLS proxy) lives in the image: public certificates only. */
+export const EXTRA_CA_PATH = '/deps/.ca-sbx/extra-ca.pem';
+/** Its name in the build context. */
+export const CONTEXT_EXTRA_CA = 'extra-ca.pem';
+
+// Only the install step trusts the extra CA; the image's own ENV stays as the builder made it.
+const EXTRA_CA_SETUP = [
+  `cat /etc/ssl/certs/ca-certificates.crt ${EXTRA_CA_PATH} > /tmp/ca-sbx-bundle.pem 2>/dev/null || cp ${EXTRA_CA_PATH} /tmp/ca-sbx-bundle.pem`,
+  `export NODE_EXTRA_CA_CERTS=${EXTRA_CA_PATH}`,
+  'export SSL_CERT_FILE=/tmp/ca-sbx-bundle.pem PIP_CERT=/tmp/ca-sbx-bundle.pem REQUESTS_CA_BUNDLE=/tmp/ca-sbx-bundle.pem',
+  'export CARGO_HTTP_CAINFO=/tmp/ca-sbx-bundle.pem GIT_SSL_CAINFO=/tmp/ca-sbx-bundle.pem',
+];
+
+export interface RenderOptions {
+  /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
+  extraCa?: boolean;
+}
+
+/** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
+export function runLine(script: string): string {
+  return `RUN ${JSON.stringify(['/bin/sh', '-c', script])}`;
+}
+
+function shellEnv(entries: readonly EnvEntry[]): string[] {
+  return entries.map((entry) => {
+    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    return `export ${entry.name}='${entry.value.replace(/'/g, `'\\''`)}'`;
+  });
+}
+
+/** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
+export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
+  return [
+    'set -eu',
+    ...(options.extraCa ? EXTRA_CA_SETUP : []),
+    ...shellEnv(recipe.installEnv),
+    ...recipe.install,
+    'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true',
+  ].join('\n');
+}
+
+/**
+ * The deps-only Dockerfile: the context is the manifests alone, copied to /deps/src; the install
+ * runs as 1000:1000 and writes only under /deps; /work/repo exists (owned 1000:1000) for the
+ * volume, and the image runs as 1000:1000 with HOME on the tmpfs. No ARG, no host value.
+ */
+export function renderDockerfile(
+  baseImage: string,
+  recipe: InstallRecipe,
+  options: RenderOptions = {},
+): string {
+  if (!ImageRefSchema.safeParse(baseImage).success)
+    throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+  const lines = [
+    `FROM ${baseImage}`,
+    'USER 0:0',
+    runLine(`mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}`),
+    `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
+    ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
+    'USER 1000:1000',
+    ...envLines(recipe.env),
+    `WORKDIR ${DEPS_SRC}`,
+  ];
+  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options)));
+  lines.push(`WORKDIR ${REPO_DIR}`, '');
+  return lines.join('\n');
+}

@@ -1,0 +1,91 @@
+import type { ErrorKind } from '@ca-sandbox/docker';
+
+/** The options of prepareImage/readManifests do not validate (exit 2). */
+export class InvalidBuildOptionsError extends Error {
+  override name = 'InvalidBuildOptionsError';
+  readonly kind: ErrorKind = 'usage';
+  readonly code = 'INVALID_BUILD_OPTIONS';
+}
+
+/** The repo's manifest set is over a cap (count, one file's size, total size). */
+export class ManifestLimitError extends Error {
+  override name = 'ManifestLimitError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'MANIFEST_LIMIT';
+  constructor(
+    readonly limit: 'maxFiles' | 'maxFileBytes' | 'maxTotalBytes',
+    readonly max: number,
+    detail: string,
+  ) {
+    super(`manifest ${detail} is over the limit ${limit}=${max}`);
+  }
+}
+
+/** Reading the manifests out of the helper container failed (tar error, exec failure). */
+export class ManifestReadError extends Error {
+  override name = 'ManifestReadError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'MANIFEST_READ';
+}
+
+/** The base image is neither in the local store nor pullable. */
+export class BaseImageMissingError extends Error {
+  override name = 'BaseImageMissingError';
+  readonly kind: ErrorKind = 'prerequisite';
+  readonly code = 'BASE_IMAGE_MISSING';
+  readonly hint: string;
+  constructor(
+    readonly image: string,
+    readonly provider: string,
+  ) {
+    super(`base image ${image} for provider ${provider} is neither local nor pullable`);
+    this.hint =
+      `seed the local images with scripts/seed-images.sh, or name a local image with ` +
+      `CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} (or --base-image, or "baseImages" in the CA_SANDBOX_CONFIG file)`;
+  }
+}
+
+/** `--builder nixpacks` was asked for and nixpacks is not on PATH. */
+export class NixpacksMissingError extends Error {
+  override name = 'NixpacksMissingError';
+  readonly kind: ErrorKind = 'prerequisite';
+  readonly code = 'NIXPACKS_MISSING';
+  readonly hint =
+    'install nixpacks (curl -sSL https://nixpacks.com/install.sh | bash, or see https://nixpacks.com/docs/install), or use --builder builtin';
+  constructor(detail = 'nixpacks was not found on PATH') {
+    super(detail);
+  }
+}
+
+/** nixpacks produced a plan we refuse (bad shape, unsafe values): the plan is repo-controlled. */
+export class NixpacksPlanError extends Error {
+  override name = 'NixpacksPlanError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'NIXPACKS_PLAN';
+}
+
+/** The config file named by the option or CA_SANDBOX_CONFIG cannot be used. */
+export class BuildConfigError extends Error {
+  override name = 'BuildConfigError';
+  readonly kind: ErrorKind = 'usage';
+  readonly code = 'BUILD_CONFIG';
+}
+
+/** `docker build` of the dependency image failed. */
+export class ImageBuildError extends Error {
+  override name = 'ImageBuildError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'IMAGE_BUILD_FAILED';
+  constructor(
+    readonly image: string,
+    readonly exitCode: number,
+    readonly output: string,
+  ) {
+    super(`docker build of ${image} failed with exit code ${exitCode}: ${lastLine(output) || 'no output'}`);
+  }
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n');
+  return (lines[lines.length - 1] ?? '').slice(0, 500);
+}

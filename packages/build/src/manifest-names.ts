@@ -1,0 +1,75 @@
+import { hasControlChar } from './_utils.js';
+
+/** Exact file names that make up the dependency manifest/lockfile set, at any depth. */
+export const MANIFEST_NAMES: readonly string[] = [
+  'package.json',
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'pnpm-lock.yaml',
+  'pnpm-workspace.yaml',
+  'yarn.lock',
+  '.yarnrc.yml',
+  'bun.lock',
+  'bun.lockb',
+  '.npmrc',
+  'pyproject.toml',
+  'poetry.lock',
+  'uv.lock',
+  'Pipfile',
+  'Pipfile.lock',
+  'setup.py',
+  'setup.cfg',
+  'go.mod',
+  'go.sum',
+  'go.work',
+  'go.work.sum',
+  'Cargo.toml',
+  'Cargo.lock',
+  'rust-toolchain',
+  'rust-toolchain.toml',
+  'Gemfile',
+  'Gemfile.lock',
+  '.nvmrc',
+  '.node-version',
+  '.python-version',
+  '.tool-versions',
+  'nixpacks.toml',
+  'nixpacks.json',
+];
+
+/** Shell globs (find -name) for manifests whose names vary. */
+export const MANIFEST_GLOBS: readonly string[] = ['requirements*.txt'];
+
+/** Directories never descended into: not part of the repo's declared dependencies. */
+export const PRUNED_DIRS: readonly string[] = ['.git', 'node_modules', 'vendor'];
+
+const NAME_SET = new Set(MANIFEST_NAMES);
+
+/** True when a file's base name belongs to the manifest set. */
+export function isManifestName(base: string): boolean {
+  return NAME_SET.has(base) || /^requirements.*\.txt$/s.test(base);
+}
+
+/** True when a path (relative, posix) lies under a pruned directory. */
+export function isUnderPrunedDir(path: string): boolean {
+  const parts = path.split('/');
+  return parts.slice(0, -1).some((part) => PRUNED_DIRS.includes(part));
+}
+
+const MAX_PATH_CHARS = 1024;
+const MAX_DEPTH = 64;
+
+/**
+ * Validates a manifest path from the repo (hostile): relative posix, no `.`/`..`/empty segment,
+ * no control characters or backslash, bounded length and depth. Returns the reason it is unsafe.
+ */
+export function unsafePathReason(path: string): string | undefined {
+  if (path.length === 0) return 'empty name';
+  if (path.length > MAX_PATH_CHARS) return 'name too long';
+  if (path.startsWith('/')) return 'absolute name';
+  if (hasControlChar(path) || path.includes('\\')) return 'control character or backslash in name';
+  const parts = path.split('/');
+  if (parts.length > MAX_DEPTH) return 'path too deep';
+  if (parts.some((part) => part === '' || part === '.' || part === '..')) return 'empty, . or .. segment';
+  return undefined;
+}

@@ -1,0 +1,194 @@
+import { spawnDocker } from '@ca-sandbox/docker';
+import { extract, type Header } from 'tar-stream';
+import { z } from 'zod';
+import { parseOptions } from './_utils.js';
+import { ManifestLimitError, ManifestReadError } from './errors.js';
+import {
+  isManifestName,
+  isUnderPrunedDir,
+  MANIFEST_GLOBS,
+  MANIFEST_NAMES,
+  PRUNED_DIRS,
+  unsafePathReason,
+} from './manifest-names.js';
+
+/** One manifest or lockfile read out of the sandbox volume. */
+export interface ManifestFile {
+  /** Relative to the repo root, posix separators, validated safe. */
+  path: string;
+  content: Buffer;
+}
+
+/** A manifest-named entry that was not read, and why (symlink, odd name, ...). */
+export interface SkippedManifest {
+  path: string;
+  reason: string;
+}
+
+export const DEFAULT_MAX_FILES = 5000;
+export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_TOTAL_BYTES = 64 * 1024 * 1024;
+
+const CONTAINER_REF = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+
+const ReadManifestsOptionsSchema = z.strictObject({
+  root: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]*$/, 'root must be an absolute path of [A-Za-z0-9._/-]')
+    .default('/work/repo'),
+  maxFiles: z.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_FILES),
+  maxFileBytes: z.number().int().min(1).default(DEFAULT_MAX_FILE_BYTES),
+  maxTotalBytes: z.number().int().min(1).default(DEFAULT_MAX_TOTAL_BYTES),
+  timeoutMs: z.number().int().min(1).default(120_000),
+  onSkip: z.custom<(skipped: SkippedManifest) => void>((v) => typeof v === 'function').optional(),
+  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
+});
+export type ReadManifestsOptions = z.input<typeof ReadManifestsOptionsSchema>;
+type ResolvedReadOptions = z.output<typeof ReadManifestsOptionsSchema>;
+
+/** Validates readManifests options and fills every default. */
+export function resolveReadManifestsOptions(input: unknown = {}): ResolvedReadOptions {
+  return parseOptions(ReadManifestsOptionsSchema, input, 'readManifests');
+}
+
+// find never follows symlinks (-P); symlinks named like a manifest are listed so that tar stores
+// them as symlink entries, which we report and never resolve. head bounds the list in the
+// container: one more than the cap tells us the cap was hit without streaming a huge tree.
+function findScript(): string {
+  const quote = (s: string) => `'${s}'`;
+  const prune = PRUNED_DIRS.map((d) => `-name ${quote(d)}`).join(' -o ');
+  const names = [...MANIFEST_NAMES, ...MANIFEST_GLOBS].map((n) => `-name ${quote(n)}`).join(' -o ');
+  return [
+    'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
+    `find . \\( ${prune} \\) -prune -o \\( -type f -o -type l \\) \\( ${names} \\) -print0 2>/dev/null` +
+      ' | head -z -n "$2"' +
+      ' | tar --null --no-recursion --hard-dereference --numeric-owner -T - -cf -',
+  ].join('\n');
+}
+
+/**
+ * Reads the manifest/lockfile set out of a RUNNING helper container that has the sandbox volume
+ * at `root` (default /work/repo): `find` (no symlink following, pruning .git/node_modules/vendor)
+ * piped to `tar -c` inside the container, the stream parsed here. Never reads a host checkout.
+ * Symlinks and unsafe names are skipped (reported through `onSkip`); caps throw ManifestLimitError.
+ */
+export async function readManifests(
+  containerId: string,
+  options: ReadManifestsOptions = {},
+): Promise<ManifestFile[]> {
+  const opts = resolveReadManifestsOptions(options);
+  if (!CONTAINER_REF.test(containerId))
+    throw new ManifestReadError(`invalid container reference: ${JSON.stringify(containerId.slice(0, 80))}`);
+  const argv = ['exec', containerId, 'sh', '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)];
+  const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
+  const stderr: Buffer[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (stderr.length < 64) stderr.push(chunk);
+  });
+  const stop = () => child.kill('SIGKILL');
+  const timer = setTimeout(stop, opts.timeoutMs);
+  opts.signal?.addEventListener('abort', stop, { once: true });
+  try {
+    const files = await parseManifestTar(child.stdout as NodeJS.ReadableStream, opts);
+    const result = await child;
+    if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
+    if (result.exitCode !== 0) {
+      const text = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0] ?? '';
+      throw new ManifestReadError(
+        `reading manifests from ${containerId} failed (exit ${result.exitCode ?? 'killed'}): ${text || 'no output'}`,
+      );
+    }
+    return files;
+  } catch (error) {
+    stop();
+    await child.catch(() => undefined);
+    if (error instanceof ManifestLimitError || error instanceof ManifestReadError) throw error;
+    throw new ManifestReadError(`reading manifests from ${containerId} failed: ${(error as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', stop);
+  }
+}
+
+/**
+ * Parses a tar stream of manifests with the caps and rules of readManifests. Exported for tests
+ * and for callers that obtain the stream another way (e.g. `docker cp container:path -`).
+ */
+export async function parseManifestTar(
+  stream: NodeJS.ReadableStream | AsyncIterable<Buffer>,
+  options: Partial<ResolvedReadOptions> = {},
+): Promise<ManifestFile[]> {
+  const maxFiles = options.maxFiles ?? DEFAULT_MAX_FILES;
+  const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
+  const onSkip = options.onSkip ?? (() => undefined);
+  const tar = extract();
+  const feed = (async () => {
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (!tar.write(chunk)) await new Promise<void>((resolve) => tar.once('drain', () => resolve()));
+      }
+      tar.end(undefined);
+    } catch (error) {
+      tar.destroy(error as Error);
+    }
+  })();
+  const files: ManifestFile[] = [];
+  const seen = new Set<string>();
+  let entries = 0;
+  let total = 0;
+  try {
+    for await (const entry of tar) {
+      const header: Header = entry.header;
+      entries += 1;
+      if (entries > maxFiles) throw new ManifestLimitError('maxFiles', maxFiles, 'count');
+      const path = normaliseEntryName(header.name);
+      const reason = skipReason(path, header, seen);
+      if (reason) {
+        onSkip({ path: path.slice(0, 300), reason });
+        entry.resume();
+        continue;
+      }
+      const size = header.size ?? 0;
+      if (size > maxFileBytes)
+        throw new ManifestLimitError(
+          'maxFileBytes',
+          maxFileBytes,
+          `${JSON.stringify(path.slice(0, 200))} (${size} bytes)`,
+        );
+      total += size;
+      if (total > maxTotalBytes)
+        throw new ManifestLimitError('maxTotalBytes', maxTotalBytes, 'set total size');
+      const chunks: Buffer[] = [];
+      for await (const chunk of entry) chunks.push(chunk as Buffer);
+      seen.add(path);
+      files.push({ path, content: Buffer.concat(chunks) });
+    }
+  } catch (error) {
+    tar.destroy();
+    if (error instanceof ManifestLimitError) throw error;
+    throw new ManifestReadError(`the manifest tar stream is invalid: ${(error as Error).message}`);
+  } finally {
+    await feed;
+  }
+  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function normaliseEntryName(name: string): string {
+  let path = name;
+  while (path.startsWith('./')) path = path.slice(2);
+  return path;
+}
+
+function skipReason(path: string, header: Header, seen: Set<string>): string | undefined {
+  const unsafe = unsafePathReason(path);
+  if (unsafe) return unsafe;
+  if (header.type === 'symlink') return 'symlink (not followed)';
+  if (header.type !== 'file' && header.type !== 'contiguous-file')
+    return `not a regular file (${header.type ?? 'unknown'})`;
+  const base = path.slice(path.lastIndexOf('/') + 1);
+  if (!isManifestName(base)) return 'not a manifest name';
+  if (isUnderPrunedDir(path)) return 'under a pruned directory';
+  if (seen.has(path)) return 'duplicate entry';
+  return undefined;
+}

@@ -1,0 +1,267 @@
+import { posix } from 'node:path';
+import { shellQuote } from './_utils.js';
+import {
+  filterRequirements,
+  hasInstallableRequirement,
+  manifestDirs,
+  pythonLocalPaths,
+} from './local-paths.js';
+import type { ManifestFile } from './manifests.js';
+import type { Detection, Provider } from './provider.js';
+
+/** Where the deps live in the image, out of the source tree. */
+export const DEPS_DIR = '/deps';
+/** Where the manifests are copied for the install (the build context's only content). */
+export const DEPS_SRC = '/deps/src';
+export const REPO_DIR = '/work/repo';
+/** Scratch space of the install step, emptied at its end. */
+const TOOLS = '/tmp/ca-sbx-tools';
+
+/** One ENV entry. `expand` lets docker substitute `$PATH`; only our own constants use it. */
+export interface EnvEntry {
+  name: string;
+  value: string;
+  expand?: boolean;
+}
+
+/** What a builder decides: the commands of the install step and the environment of the image. */
+export interface InstallRecipe {
+  provider: Provider;
+  /** Shell lines, run by /bin/sh -eu as 1000:1000 in /deps/src; empty ⇒ no install step. */
+  install: string[];
+  /** ENV of the image (set before the install step, so the install uses the same paths). */
+  env: EnvEntry[];
+  /** Extra variables for the install step only. */
+  installEnv: EnvEntry[];
+  notes: string[];
+  /** The lifecycle links /work/repo/node_modules → /deps/node_modules (ESM does not read NODE_PATH). */
+  linkNodeModules: boolean;
+}
+
+/** The exported environment of each provider: deps out of tree, HOME on the tmpfs. */
+export function providerEnv(provider: Provider, files: readonly ManifestFile[]): EnvEntry[] {
+  const env: EnvEntry[] = [{ name: 'HOME', value: '/tmp' }];
+  if (provider === 'node') {
+    env.push(
+      { name: 'NODE_PATH', value: '/deps/node_modules' },
+      { name: 'PATH', value: '/deps/node_modules/.bin:$PATH', expand: true },
+      { name: 'npm_config_update_notifier', value: 'false' },
+    );
+  } else if (provider === 'python') {
+    const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
+    env.push(
+      { name: 'PYTHONPATH', value: ['/deps/python', ...local].join(':') },
+      { name: 'PATH', value: '/deps/python/bin:$PATH', expand: true },
+      { name: 'PIP_DISABLE_PIP_VERSION_CHECK', value: '1' },
+    );
+  } else if (provider === 'go') {
+    const workspace = files.some((file) => file.path === 'go.work');
+    env.push(
+      { name: 'GOPATH', value: '/deps/go' },
+      { name: 'GOMODCACHE', value: '/deps/go/pkg/mod' },
+      { name: 'GOCACHE', value: '/tmp/go-build' },
+      { name: 'GOTOOLCHAIN', value: 'local' },
+      { name: 'PATH', value: '/deps/go/bin:$PATH', expand: true },
+    );
+    // go refuses -mod=mod in workspace mode; outside it, -mod=mod lets a replace into the repo resolve.
+    if (!workspace) env.push({ name: 'GOFLAGS', value: '-mod=mod' });
+  } else if (provider === 'rust') {
+    env.push(
+      { name: 'CARGO_HOME', value: '/deps/cargo' },
+      { name: 'PATH', value: '$PATH:/deps/cargo/bin', expand: true },
+    );
+  }
+  return env;
+}
+
+/**
+ * The manifests as they go into the build context: requirements*.txt lose their local-path
+ * entries (the source is not in the context; those paths resolve from /work/repo at run time).
+ */
+export function contextFiles(files: readonly ManifestFile[]): { files: ManifestFile[]; notes: string[] } {
+  const notes: string[] = [];
+  const out = files.map((file) => {
+    if (!/^requirements.*\.txt$/.test(posix.basename(file.path))) return file;
+    const { text, removed } = filterRequirements(file.content.toString('utf8'));
+    if (removed.length === 0) return file;
+    notes.push(
+      `${file.path}: ${removed.length} local path requirement(s) not installed; they resolve from ${REPO_DIR} via PYTHONPATH`,
+    );
+    return { path: file.path, content: Buffer.from(text, 'utf8') };
+  });
+  return { files: out, notes };
+}
+
+const NODE_INSTALL_FLAGS = '--no-audit --no-fund --loglevel=error';
+const MOVE_NODE_MODULES =
+  'if [ -d node_modules ]; then mv node_modules /deps/node_modules; else mkdir -p /deps/node_modules; fi';
+
+function tool(spec: string): string {
+  return `npm install --prefix ${TOOLS} ${NODE_INSTALL_FLAGS} ${shellQuote(spec)}`;
+}
+
+function nodeInstall(
+  files: readonly ManifestFile[],
+  detection: Detection,
+): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> {
+  const has = (name: string) => files.some((file) => file.path === name);
+  const version = detection.packageManagerVersion;
+  const notes: string[] = [];
+  const installEnv: EnvEntry[] = [];
+  let install: string[];
+  switch (detection.packageManager) {
+    case 'pnpm':
+      install = [
+        tool(`pnpm@${version ?? '9'}`),
+        `${TOOLS}/node_modules/.bin/pnpm install ${has('pnpm-lock.yaml') ? '--frozen-lockfile' : ''}`.trim(),
+      ];
+      break;
+    case 'yarn':
+      install = [
+        tool(`yarn@${version ?? '1'}`),
+        `${TOOLS}/node_modules/.bin/yarn install --non-interactive ${has('yarn.lock') ? '--frozen-lockfile' : ''}`.trim(),
+      ];
+      break;
+    case 'yarn-berry':
+      // The repo's yarnPath (.yarn/releases) is not in the manifests-only context: ignore it.
+      installEnv.push(
+        { name: 'YARN_IGNORE_PATH', value: '1' },
+        { name: 'YARN_NODE_LINKER', value: 'node-modules' },
+        { name: 'YARN_ENABLE_IMMUTABLE_INSTALLS', value: 'false' },
+        { name: 'YARN_ENABLE_TELEMETRY', value: '0' },
+        { name: 'YARN_ENABLE_GLOBAL_CACHE', value: 'false' },
+        { name: 'YARN_CACHE_FOLDER', value: '/tmp/ca-sbx-yarn-cache' },
+      );
+      install = [tool(`@yarnpkg/cli-dist@${version ?? '4'}`), `${TOOLS}/node_modules/.bin/yarn install`];
+      break;
+    default: {
+      if (detection.packageManager === 'bun')
+        notes.push('bun is not available in the build: dependencies installed with npm');
+      const lock = has('package-lock.json') || has('npm-shrinkwrap.json');
+      install = [`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`];
+    }
+  }
+  if (files.some((file) => file.path !== 'package.json' && posix.basename(file.path) === 'package.json')) {
+    notes.push(
+      'workspace packages are installed from their manifests only; import them by relative path from /work/repo',
+    );
+  }
+  return { install: [...install, MOVE_NODE_MODULES], installEnv, notes };
+}
+
+// Drops requirement lines that point into the tree (they resolve from /work/repo at run time).
+const DROP_LOCAL = `grep -v -E '^[[:space:]]*(-e[[:space:]]|--editable|\\.|/|file:)|@[[:space:]]*file:' /tmp/ca-sbx-req.txt > /tmp/ca-sbx-req2.txt || true`;
+const PIP_TARGET = 'install --no-cache-dir --disable-pip-version-check --target /deps/python';
+
+function pythonInstall(
+  files: readonly ManifestFile[],
+  detection: Detection,
+): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> {
+  const installEnv: EnvEntry[] = [{ name: 'PIP_NO_INPUT', value: '1' }];
+  const pip = 'python3 -m pip';
+  const py = 'python3';
+  const tools = (spec: string) =>
+    `${pip} install --no-cache-dir --disable-pip-version-check --target ${TOOLS} ${spec}`;
+  const exported = (cmd: string) => [cmd, DROP_LOCAL, `${pip} ${PIP_TARGET} -r /tmp/ca-sbx-req2.txt`];
+  const withTools = `PYTHONPATH=${TOOLS} PATH=${TOOLS}/bin:$PATH`;
+  switch (detection.packageManager) {
+    case 'poetry':
+      return {
+        installEnv,
+        notes: [],
+        install: [
+          tools('poetry poetry-plugin-export'),
+          ...exported(
+            `${withTools} ${py} -m poetry export --without-hashes -f requirements.txt -o /tmp/ca-sbx-req.txt`,
+          ),
+        ],
+      };
+    case 'uv':
+      return {
+        installEnv,
+        notes: [],
+        install: [
+          tools('uv'),
+          ...exported(
+            `${withTools} ${py} -m uv export --frozen --no-hashes --no-dev --no-emit-project -o /tmp/ca-sbx-req.txt`,
+          ),
+        ],
+      };
+    case 'pipenv':
+      return {
+        installEnv,
+        notes: [],
+        install: [
+          tools('pipenv'),
+          ...exported(`${withTools} ${py} -m pipenv requirements > /tmp/ca-sbx-req.txt`),
+        ],
+      };
+    default: {
+      const requirements = files.find((file) => file.path === 'requirements.txt');
+      if (!requirements) {
+        return {
+          installEnv,
+          install: [],
+          notes: ['no requirements.txt at the repo root: no python dependencies installed'],
+        };
+      }
+      if (!hasInstallableRequirement(filterRequirements(requirements.content.toString('utf8')).text)) {
+        return {
+          installEnv,
+          install: [],
+          notes: ['requirements.txt names only local paths: nothing to install'],
+        };
+      }
+      return { installEnv, notes: [], install: [`${pip} ${PIP_TARGET} -r requirements.txt`] };
+    }
+  }
+}
+
+function goInstall(files: readonly ManifestFile[]): string[] {
+  return manifestDirs(files, 'go.mod').map((dir) =>
+    dir ? `(cd ${shellQuote(dir)} && go mod download)` : 'go mod download',
+  );
+}
+
+function rustInstall(files: readonly ManifestFile[]): string[] {
+  // cargo wants a target per package; the context has manifests only, so stub one where none is.
+  const stubs = manifestDirs(files, 'Cargo.toml').map(
+    (dir) =>
+      `(cd ${shellQuote(dir || '.')} && mkdir -p src && { [ -e src/main.rs ] || [ -e src/lib.rs ] || : > src/lib.rs; })`,
+  );
+  return files.some((file) => file.path === 'Cargo.toml') ? [...stubs, 'cargo fetch'] : [];
+}
+
+/** The built-in builder's recipe for a detected provider. */
+export function builtinRecipe(files: readonly ManifestFile[], detection: Detection): InstallRecipe {
+  const env = providerEnv(detection.provider, files);
+  const base = { provider: detection.provider, env, linkNodeModules: false };
+  switch (detection.provider) {
+    case 'node':
+      return { ...base, ...nodeInstall(files, detection), linkNodeModules: true };
+    case 'python': {
+      const paths = pythonLocalPaths(files);
+      const notes = paths.length
+        ? [`local path dependencies on PYTHONPATH from ${REPO_DIR}: ${paths.join(', ')}`]
+        : [];
+      const part = pythonInstall(files, detection);
+      return { ...base, ...part, notes: [...notes, ...part.notes] };
+    }
+    case 'go':
+      return {
+        ...base,
+        install: goInstall(files),
+        installEnv: [],
+        notes: ['go replace directives into the repo resolve from /work/repo at run time'],
+      };
+    case 'rust':
+      return { ...base, install: rustInstall(files), installEnv: [], notes: [] };
+    default:
+      return {
+        ...base,
+        install: [],
+        installEnv: [],
+        notes: ['no known provider: the base image without dependencies'],
+      };
+  }
+}
