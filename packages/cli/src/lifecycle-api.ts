@@ -21,17 +21,7 @@ export function loadLifecycle(): Promise<Lifecycle> {
   return loaded;
 }
 
-/** Text printed every time the allowlist policy is selected (from @ca-sandbox/network when built). */
+/** Text printed every time the allowlist policy is selected (owned by @ca-sandbox/network). */
 export async function allowlistWarning(): Promise<string> {
-  try {
-    const network = (await import('@ca-sandbox/network')) as { ALLOWLIST_WARNING?: unknown };
-    if (typeof network.ALLOWLIST_WARNING === 'string' && network.ALLOWLIST_WARNING)
-      return network.ALLOWLIST_WARNING;
-  } catch {
-    // network not built: fall through to our own wording.
-  }
-  return FALLBACK_ALLOWLIST_WARNING;
+  return (await import('@ca-sandbox/network')).ALLOWLIST_WARNING;
 }
-
-export const FALLBACK_ALLOWLIST_WARNING =
-  'the allowlist network policy is EXPERIMENTAL: egress is filtered by host iptables rules to the listed addresses only, but DNS, shared kernel and rule races are not hardened; prefer offline or clone-then-cut for untrusted code';

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { PrerequisiteError } from '../errors.js';
 import type { Output } from '../output.js';
 import { sanitizeLine } from '../sanitize.js';
@@ -14,126 +13,95 @@ export interface DoctorCheck {
   fix?: string;
 }
 
-const PROVIDERS = ['node', 'python', 'go', 'rust', 'plain'] as const;
 const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
-const SEED_HINT = 'build the local base images: bash scripts/seed-images.sh (or docker pull the image)';
+const IMAGE_HINT =
+  'build the local base images (bash scripts/seed-images.sh) and name them in CA_SANDBOX_BASE_IMAGE or CA_SANDBOX_BASE_IMAGE_<PROVIDER>, or allow docker pull';
 
 function problem(error: unknown): string {
   return sanitizeLine(error instanceof Error ? error.message : String(error));
 }
 
-function runVersion(binary: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      binary,
-      ['--version'],
-      { timeout: 10_000, env: { PATH: process.env.PATH ?? '' } },
-      (error, stdout) => resolve(error ? undefined : stdout.trim().split('\n')[0]),
-    );
-  });
+interface ImageNeed {
+  check: string;
+  image: string;
+  required: boolean;
+  source: string;
 }
 
-/** The images create needs: the clone helper, and every base image the environment names. */
-export function configuredImages(
-  env: NodeJS.ProcessEnv,
-): { check: string; image: string; required: boolean }[] {
-  const images = [
-    { check: 'helper image', image: env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE, required: true },
+/** The images create needs: the clone helper, and the base image each provider resolves to. */
+export async function neededImages(env: NodeJS.ProcessEnv): Promise<ImageNeed[]> {
+  const needs: ImageNeed[] = [
+    {
+      check: 'helper image',
+      image: env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE,
+      required: true,
+      source: 'helper',
+    },
   ];
-  if (env.CA_SANDBOX_BASE_IMAGE)
-    images.push({ check: 'base image', image: env.CA_SANDBOX_BASE_IMAGE, required: false });
-  for (const provider of PROVIDERS) {
-    const image = env[`CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()}`];
-    if (image) images.push({ check: `base image (${provider})`, image, required: false });
-  }
-  return images;
-}
-
-/** Runs every check; none of them throws. */
-export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
-  const docker = await import('@ca-sandbox/docker');
-  const checks: DoctorCheck[] = [];
-  let runtimes: string[] | undefined;
-  try {
-    const info = await docker.dockerInfo();
-    runtimes = info.runtimes;
-    checks.push({
-      check: 'docker',
-      status: 'ok',
-      required: true,
-      detail: `engine ${sanitizeLine(info.serverVersion)} reachable (${sanitizeLine(info.storageDriver || 'unknown driver')}, cgroup v${sanitizeLine(info.cgroupVersion || '?')})`,
-    });
-  } catch (error) {
-    checks.push({
-      check: 'docker',
-      status: 'fail',
-      required: true,
-      detail: problem(error),
-      fix: docker.DOCKER_HINT,
-    });
-  }
-  if (runtimes) {
-    checks.push(
-      runtimes.includes('runc')
-        ? { check: 'runtime runc', status: 'ok', required: true, detail: 'registered' }
-        : {
-            check: 'runtime runc',
-            status: 'fail',
-            required: true,
-            detail: 'not registered',
-            fix: 'reinstall docker (runc ships with it)',
-          },
-      runtimes.includes('runsc')
-        ? {
-            check: 'runtime runsc',
-            status: 'ok',
-            required: false,
-            detail: 'gVisor registered (--runtime runsc)',
-          }
-        : {
-            check: 'runtime runsc',
-            status: 'warn',
-            required: false,
-            detail: 'gVisor not registered; --runtime runsc unavailable (the box shares the host kernel)',
-            fix: 'install gVisor (https://gvisor.dev/docs/user_guide/install/), run `runsc install` and restart dockerd',
-          },
-    );
-    for (const { check, image, required } of configuredImages(env)) {
-      const present = await docker.imageExists(image).catch(() => false);
-      checks.push(
-        present
-          ? { check, status: 'ok', required, detail: `${sanitizeLine(image)} present` }
-          : {
-              check,
-              status: required ? 'fail' : 'warn',
-              required,
-              detail: `${sanitizeLine(image)} missing`,
-              fix: SEED_HINT,
-            },
-      );
+  // The build package owns base-image resolution (flag > env > config > official default).
+  const build = await import('@ca-sandbox/build');
+  for (const provider of build.PROVIDERS) {
+    try {
+      const choice = build.resolveBaseImage(provider, { env });
+      needs.push({
+        check: `base image ${provider}`,
+        image: choice.image,
+        required: false,
+        source: choice.source,
+      });
+    } catch (error) {
+      needs.push({
+        check: `base image ${provider}`,
+        image: problem(error),
+        required: false,
+        source: 'invalid',
+      });
     }
   }
-  const nixpacks = await runVersion('nixpacks');
-  checks.push(
-    nixpacks
-      ? { check: 'nixpacks', status: 'ok', required: false, detail: sanitizeLine(nixpacks) }
-      : {
-          check: 'nixpacks',
-          status: 'warn',
-          required: false,
-          detail: 'not on PATH; only needed for --builder nixpacks',
-          fix: 'install it: curl -sSL https://nixpacks.com/install.sh | bash',
-        },
-  );
-  checks.push(await firewallCheck());
+  return needs;
+}
+
+async function imageChecks(
+  env: NodeJS.ProcessEnv,
+  imageExists: (image: string) => Promise<boolean>,
+): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  for (const { check, image, required, source } of await neededImages(env)) {
+    const present = source !== 'invalid' && (await imageExists(image).catch(() => false));
+    const where = source === 'default' ? 'official default' : source;
+    checks.push(
+      present
+        ? { check, status: 'ok', required, detail: `${sanitizeLine(image)} present (${where})` }
+        : {
+            check,
+            status: required ? 'fail' : 'warn',
+            required,
+            detail: `${sanitizeLine(image)} not present locally (${where})${required ? '' : '; create pulls it for that provider'}`,
+            fix: IMAGE_HINT,
+          },
+    );
+  }
   return checks;
+}
+
+async function nixpacksCheck(): Promise<DoctorCheck> {
+  const build = await import('@ca-sandbox/build');
+  const version = await build.nixpacksVersion().catch(() => undefined);
+  return version
+    ? { check: 'nixpacks', status: 'ok', required: false, detail: `version ${sanitizeLine(version)}` }
+    : {
+        check: 'nixpacks',
+        status: 'warn',
+        required: false,
+        detail: 'not on PATH; only needed for --builder nixpacks',
+        fix: 'install it: curl -sSL https://nixpacks.com/install.sh | bash',
+      };
 }
 
 async function firewallCheck(): Promise<DoctorCheck> {
   const check = 'iptables (allowlist)';
   try {
-    const network = (await import('@ca-sandbox/network')) as { assertFirewallUsable?: () => Promise<void> };
-    if (!network.assertFirewallUsable) throw new Error('firewall check not available in this build');
+    const network = await import('@ca-sandbox/network');
     await network.assertFirewallUsable();
     return { check, status: 'ok', required: false, detail: 'DOCKER-USER chain usable' };
   } catch (error) {
@@ -149,6 +117,58 @@ async function firewallCheck(): Promise<DoctorCheck> {
           : 'install iptables and run ca-sandbox as root (only needed for --network allowlist)',
     };
   }
+}
+
+/** Runs every check; none of them throws. */
+export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
+  const docker = await import('@ca-sandbox/docker');
+  const checks: DoctorCheck[] = [];
+  try {
+    const info = await docker.dockerInfo();
+    checks.push({
+      check: 'docker',
+      status: 'ok',
+      required: true,
+      detail: `engine ${sanitizeLine(info.serverVersion)} reachable (${sanitizeLine(info.storageDriver || 'unknown driver')}, cgroup v${sanitizeLine(info.cgroupVersion || '?')})`,
+    });
+    checks.push(
+      info.runtimes.includes('runc')
+        ? { check: 'runtime runc', status: 'ok', required: true, detail: 'registered' }
+        : {
+            check: 'runtime runc',
+            status: 'fail',
+            required: true,
+            detail: 'not registered',
+            fix: 'reinstall docker (runc ships with it)',
+          },
+      info.runtimes.includes('runsc')
+        ? {
+            check: 'runtime runsc',
+            status: 'ok',
+            required: false,
+            detail: 'gVisor registered (--runtime runsc, network-less boxes)',
+          }
+        : {
+            check: 'runtime runsc',
+            status: 'warn',
+            required: false,
+            detail: 'gVisor not registered; --runtime runsc unavailable (boxes share the host kernel)',
+            fix: 'install gVisor (https://gvisor.dev/docs/user_guide/install/), run `runsc install` and restart dockerd',
+          },
+    );
+    checks.push(...(await imageChecks(env, docker.imageExists)));
+  } catch (error) {
+    checks.push({
+      check: 'docker',
+      status: 'fail',
+      required: true,
+      detail: problem(error),
+      fix: docker.DOCKER_HINT,
+    });
+  }
+  checks.push(await nixpacksCheck());
+  checks.push(await firewallCheck());
+  return checks;
 }
 
 /** `ca-sandbox doctor`: a checklist with a fix per missing item; exit 3 when a required item is missing. */
@@ -169,10 +189,10 @@ export async function doctorCommand(out: Output): Promise<number> {
     }
   }
   if (!ok) {
-    const missing = checks.filter((c) => c.status === 'fail').map((c) => c.check);
+    const failed = checks.filter((c) => c.status === 'fail');
     throw new PrerequisiteError(
-      `missing prerequisite: ${missing.join(', ')}`,
-      checks.find((c) => c.status === 'fail')?.fix ?? 'see the checklist above',
+      `missing prerequisite: ${failed.map((c) => c.check).join(', ')}`,
+      failed[0]?.fix ?? 'see the checklist',
       'DOCTOR_FAILED',
     );
   }
