@@ -54,6 +54,19 @@ export class SourceTooLargeError extends Error {
   readonly kind = 'usage' as const;
 }
 
+/** The helper image (git for clones) is not present locally. */
+export class HelperImageMissingError extends Error {
+  override name = 'HelperImageMissingError';
+  readonly code = 'HELPER_IMAGE_MISSING';
+  readonly kind = 'prerequisite' as const;
+  readonly hint: string;
+  constructor(image: string) {
+    super(`the helper image '${printable(image, 120)}' is not present`);
+    this.hint =
+      'build the local images with scripts/seed-images.sh, or point CA_SANDBOX_HELPER_IMAGE at an image with git and tar';
+  }
+}
+
 /** The clone (or the local transfer) failed inside the helper. */
 export class CloneFailedError extends Error {
   override name = 'CloneFailedError';

@@ -1,0 +1,221 @@
+import { DockerCommandError, docker } from '@ca-sandbox/docker';
+import { BOX_WORKDIR } from './_utils.js';
+import { CloneFailedError, printable } from './errors.js';
+import { type DirectoryScan, packDirectory } from './pack-local.js';
+import type { CloneScheme, ParsedSource } from './source.js';
+
+/** Where a local repo is unpacked in the helper before `git clone --no-local` (a tmpfs). */
+export const LOCAL_STAGING = '/tmp/src';
+
+/**
+ * The environment of every git in the helper: no system or global config, no prompts, no LFS
+ * smudge, ssh that never asks.
+ */
+export const GIT_ENV: Record<string, string> = {
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_LFS_SKIP_SMUDGE: '1',
+  GIT_ASKPASS: '/bin/false',
+  SSH_ASKPASS: '/bin/false',
+  GIT_SSH_COMMAND:
+    'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=/tmp/.known_hosts',
+};
+
+/** `-c` settings for every git in the helper: only the named protocol, no hooks, no bundles. */
+export function gitHardening(protocol: CloneScheme | 'file'): string[] {
+  return [
+    ['protocol.allow', 'never'],
+    [`protocol.${protocol}.allow`, 'always'],
+    ['core.hooksPath', '/dev/null'],
+    ['core.fsmonitor', 'false'],
+    ['transfer.bundleURI', 'false'],
+    ['submodule.recurse', 'false'],
+    ['credential.helper', ''],
+    ['core.symlinks', 'true'],
+  ].flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+}
+
+export interface CloneStep {
+  argv: string[];
+  /** A failure of this step is tolerated (the next step is the fallback). */
+  optional?: boolean;
+  /** Only run when the previous optional step failed. */
+  fallback?: boolean;
+}
+
+/**
+ * The commands run in the helper (as 1000:1000, `--` before every URL and directory) for a URL
+ * clone: a shallow single-branch clone, or, for a commit sha, a fetch of that commit (with a full
+ * fetch as fallback when the server refuses arbitrary wants).
+ */
+export function buildUrlCloneSteps(
+  source: { url: string; scheme: CloneScheme },
+  ref: { ref: string; commit: boolean } | undefined,
+  timeoutSeconds: number,
+): CloneStep[] {
+  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening(source.scheme)];
+  const inRepo = [...git, '-C', BOX_WORKDIR];
+  if (!ref?.commit) {
+    const branch = ref ? ['--branch', ref.ref] : [];
+    return [
+      {
+        argv: [
+          ...git,
+          'clone',
+          '--no-recurse-submodules',
+          '--depth',
+          '1',
+          '--single-branch',
+          ...branch,
+          '--',
+          source.url,
+          BOX_WORKDIR,
+        ],
+      },
+    ];
+  }
+  return [
+    { argv: [...git, 'init', '--quiet', '--', BOX_WORKDIR] },
+    { argv: [...inRepo, 'remote', 'add', 'origin', '--', source.url] },
+    {
+      argv: [
+        ...inRepo,
+        'fetch',
+        '--quiet',
+        '--no-recurse-submodules',
+        '--depth',
+        '1',
+        '--',
+        'origin',
+        ref.ref,
+      ],
+      optional: true,
+    },
+    {
+      argv: [
+        ...inRepo,
+        'fetch',
+        '--quiet',
+        '--no-recurse-submodules',
+        '--',
+        'origin',
+        '+refs/*:refs/remotes/origin/*',
+      ],
+      fallback: true,
+    },
+    { argv: [...inRepo, 'checkout', '--quiet', '--detach', ref.ref, '--'] },
+  ];
+}
+
+/** `git clone --no-local` of the unpacked local repo, then the (meaningless in the box) origin dropped. */
+export function buildLocalCloneSteps(
+  ref: { ref: string; commit: boolean } | undefined,
+  timeoutSeconds: number,
+): CloneStep[] {
+  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening('file')];
+  const inRepo = [...git, '-C', BOX_WORKDIR];
+  const branch = ref && !ref.commit ? ['--branch', ref.ref] : [];
+  const steps: CloneStep[] = [
+    {
+      argv: [
+        ...git,
+        'clone',
+        '--quiet',
+        '--no-local',
+        '--no-recurse-submodules',
+        ...branch,
+        '--',
+        LOCAL_STAGING,
+        BOX_WORKDIR,
+      ],
+    },
+  ];
+  if (ref?.commit) steps.push({ argv: [...inRepo, 'checkout', '--quiet', '--detach', ref.ref, '--'] });
+  steps.push({ argv: [...inRepo, 'remote', 'remove', 'origin'] });
+  return steps;
+}
+
+function envArgs(): string[] {
+  return Object.entries(GIT_ENV).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+}
+
+/** Runs clone steps in the helper; CloneFailedError with git's own first error line. */
+export async function runCloneSteps(
+  helper: string,
+  steps: readonly CloneStep[],
+  timeoutSeconds: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  let previousFailed = false;
+  for (const step of steps) {
+    if (step.fallback && !previousFailed) continue;
+    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(), helper, ...step.argv];
+    const result = await docker(argv, {
+      allowFailure: true,
+      timeoutMs: (timeoutSeconds + 30) * 1000,
+      ...(signal ? { signal } : {}),
+    });
+    previousFailed = result.exitCode !== 0;
+    if (previousFailed && !step.optional) throw cloneError(step, result.exitCode, result.stderr);
+  }
+}
+
+/**
+ * Streams the packed local directory into the helper (`docker exec -i ... tar -x`): a git repo
+ * goes to the staging dir to be cloned, a plain tree straight into /work/repo.
+ */
+export async function sendLocalTree(
+  helper: string,
+  scan: DirectoryScan,
+  signal?: AbortSignal,
+): Promise<void> {
+  const prefix = scan.gitRepo ? 'src/' : '';
+  const target = scan.gitRepo ? '/tmp' : BOX_WORKDIR;
+  const argv = [
+    'exec',
+    '-i',
+    '-u',
+    '1000:1000',
+    helper,
+    'tar',
+    '-x',
+    '--no-same-owner',
+    '-C',
+    target,
+    '-f',
+    '-',
+  ];
+  try {
+    await docker(argv, {
+      input: packDirectory(scan, prefix),
+      timeoutMs: 30 * 60_000,
+      ...(signal ? { signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof DockerCommandError) {
+      throw new CloneFailedError(
+        `copying the local directory into the helper failed: ${firstLine(error.stderr)}`,
+      );
+    }
+    throw error;
+  }
+}
+
+function cloneError(step: CloneStep, exitCode: number, stderr: string): CloneFailedError {
+  const verb =
+    step.argv.find((arg) => ['clone', 'fetch', 'checkout', 'init', 'remote'].includes(arg)) ?? 'git';
+  const why = exitCode === 137 ? 'the time limit was reached' : firstLine(stderr) || `exit code ${exitCode}`;
+  return new CloneFailedError(`git ${verb} failed in the helper: ${why}`);
+}
+
+function firstLine(text: string): string {
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const fatal = lines.find((line) => /^(fatal|error):/i.test(line)) ?? lines[0] ?? '';
+  return printable(fatal, 300);
+}
+
+export type { ParsedSource };

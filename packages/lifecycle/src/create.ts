@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { linkDependencies, type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import {
+  DockerUnavailableError,
+  docker,
+  dockerInfo,
+  imageExists,
+  LABEL_CREATED,
+  LABEL_ID,
+  LABEL_POLICY,
+  LABEL_REPO,
+  SANDBOX_FILTER,
+  sandboxLabels,
+} from '@ca-sandbox/docker';
+import { buildVolumeCreateArgs } from '@ca-sandbox/mounts';
+import {
+  applyAllowlist,
+  assertFirewallUsable,
+  createSandboxNetwork,
+  removeFirewallRules,
+} from '@ca-sandbox/network';
+import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
+import { listIds, sandboxNames } from './_utils.js';
+import { buildLocalCloneSteps, buildUrlCloneSteps, runCloneSteps, sendLocalTree } from './clone.js';
+import { CreateAbortedError, HelperImageMissingError, SandboxExistsError } from './errors.js';
+import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
+import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
+import {
+  LABEL_INSTANCE,
+  LABEL_SOURCE,
+  recordFromInspect,
+  type SandboxRecord,
+  sandboxRecordLabels,
+} from './record.js';
+import { type ParsedSource, parseSource } from './source.js';
+
+export type CreatePhase = 'preflight' | 'clone' | 'dephash' | 'build' | 'run' | 'verify';
+
+export interface PhaseEvent {
+  phase: CreatePhase;
+  status: 'start' | 'done' | 'fail';
+  detail?: string;
+  elapsedMs?: number;
+}
+
+export interface CreateHooks {
+  onPhase?(event: PhaseEvent): void;
+  onLog?(line: string): void;
+  /** Abort (SIGINT/SIGTERM in the CLI): what was created so far is removed, then CreateAbortedError. */
+  signal?: AbortSignal;
+}
+
+export type { CreateOptions } from './options.js';
+
+/**
+ * Clone → build → run → verify. The source is validated before anything runs; git runs only in a
+ * hardened helper container; every object is labeled; any failure or abort removes everything
+ * this call created (found by a per-call instance label) before the error is thrown.
+ */
+export async function createSandbox(
+  options: import('./options.js').CreateOptions,
+  hooks: CreateHooks = {},
+): Promise<SandboxRecord> {
+  const resolved = resolveCreateOptions(options);
+  const source = await parseSource(resolved.source);
+  const id = resolved.id || generateSandboxId(source.repoName);
+  const run = new CreateRun(id, resolved, source, hooks);
+  try {
+    return await run.execute();
+  } catch (error) {
+    run.failCurrent(error);
+    await run.cleanup();
+    if (hooks.signal?.aborted) throw new CreateAbortedError();
+    throw error;
+  }
+}
+
+class CreateRun {
+  private readonly instance = randomBytes(8).toString('hex');
+  private readonly names;
+  private readonly labels: Record<string, string>;
+  private current?: { phase: CreatePhase; started: number };
+
+  constructor(
+    private readonly id: string,
+    private readonly options: ResolvedCreateOptions,
+    private readonly source: ParsedSource,
+    private readonly hooks: CreateHooks,
+  ) {
+    this.names = sandboxNames(id);
+    this.labels = sandboxLabels(id, {
+      [LABEL_REPO]: source.repoName,
+      [LABEL_POLICY]: options.policy,
+      [LABEL_CREATED]: new Date().toISOString(),
+      [LABEL_SOURCE]: source.display,
+      [LABEL_INSTANCE]: this.instance,
+    });
+  }
+
+  async execute(): Promise<SandboxRecord> {
+    await this.phase('preflight', () => this.preflight());
+    await this.phase('clone', () => this.clone());
+    const prepared = await this.build();
+    await this.removeHelper();
+    const box = await this.phase(
+      'run',
+      () => this.startBox(prepared),
+      (started) => started.name,
+    );
+    // runContainer already refused a box failing any check; this phase reports what was checked.
+    await this.phase(
+      'verify',
+      async () => `${box.report.checks.filter((check) => check.pass).length} isolation checks passed`,
+    );
+    return recordFromInspect(box.inspect);
+  }
+
+  private async preflight(): Promise<string> {
+    const info = await dockerInfo();
+    if (this.options.runtime !== 'runc' && !info.runtimes.includes(this.options.runtime)) {
+      throw new RuntimeUnavailableError(this.options.runtime, info.runtimes);
+    }
+    if (!(await imageExists(this.options.helperImage)))
+      throw new HelperImageMissingError(this.options.helperImage);
+    if (this.options.policy === 'allowlist') await assertFirewallUsable();
+    const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
+    const [containers, volumes] = await Promise.all([
+      listIds('container', filters),
+      listIds('volume', filters),
+    ]);
+    if (containers.length > 0 || volumes.length > 0) throw new SandboxExistsError(this.id);
+    return `docker ${info.serverVersion}`;
+  }
+
+  private async clone(): Promise<string> {
+    const scan =
+      this.source.kind === 'local' ? await scanDirectory(this.source.path, DEFAULT_PACK_LIMITS) : undefined;
+    this.checkAborted();
+    await docker(buildVolumeCreateArgs(this.names.volume, this.labels));
+    await this.assertOwnVolume();
+    this.checkAborted();
+    await runContainer({
+      sandboxId: this.id,
+      name: this.names.helper,
+      image: this.options.helperImage,
+      role: 'helper',
+      volume: this.names.volume,
+      network: this.source.kind === 'local' ? 'none' : this.options.cloneNetwork,
+      tmpfsSize: '1g',
+      labels: this.labels,
+    }).catch((error: unknown) => {
+      if (error instanceof ContainerNameInUseError) throw new SandboxExistsError(this.id);
+      throw error;
+    });
+    this.checkAborted();
+    const limit = this.options.cloneTimeoutSeconds;
+    const signal = this.hooks.signal;
+    if (this.source.kind === 'url') {
+      const steps = buildUrlCloneSteps(this.source, this.options.ref, limit);
+      await runCloneSteps(this.names.helper, steps, limit, signal);
+      return this.source.display;
+    }
+    if (!scan) throw new Error('unreachable: local source without a scan');
+    await sendLocalTree(this.names.helper, scan, signal);
+    if (scan.gitRepo)
+      await runCloneSteps(this.names.helper, buildLocalCloneSteps(this.options.ref, limit), limit, signal);
+    this.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${this.source.display}`);
+    for (const skip of scan.skipped.slice(0, 20)) this.log(`skipped ${skip.path}: ${skip.reason}`);
+    return scan.gitRepo
+      ? `${this.source.display} (git clone --no-local)`
+      : `${this.source.display} (plain copy)`;
+  }
+
+  /** `docker volume create` is idempotent: make sure the volume is the one this call made. */
+  private async assertOwnVolume(): Promise<void> {
+    const { stdout } = await docker([
+      'volume',
+      'inspect',
+      '--format',
+      '{{json .Labels}}',
+      '--',
+      this.names.volume,
+    ]);
+    const labels = JSON.parse(stdout) as Record<string, string> | null;
+    if (labels?.[LABEL_INSTANCE] !== this.instance) throw new SandboxExistsError(this.id);
+  }
+
+  private async build(): Promise<PreparedImage> {
+    this.emit({ phase: 'dephash', status: 'start' });
+    this.current = { phase: 'dephash', started: performance.now() };
+    const prepared = await prepareImage({
+      containerId: this.names.helper,
+      repoName: this.source.repoName,
+      policy: this.options.policy,
+      builder: this.options.builder,
+      ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
+      ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
+      onLog: (line) => this.log(line),
+      onEvent: (event) => {
+        if (event.type === 'dephash') {
+          this.done(event.dephash);
+          this.emit({ phase: 'build', status: 'start', detail: event.image });
+          this.current = { phase: 'build', started: performance.now() };
+        }
+      },
+    });
+    this.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
+    for (const note of prepared.notes) this.log(note);
+    this.checkAborted();
+    const link = await linkDependencies(this.names.helper, prepared);
+    if (link.linked) this.log('linked node_modules to /deps/node_modules');
+    return prepared;
+  }
+
+  private async removeHelper(): Promise<void> {
+    await docker(['rm', '--force', '--', this.names.helper]);
+    this.checkAborted();
+  }
+
+  private async startBox(prepared: PreparedImage) {
+    let network = 'none';
+    if (this.options.policy === 'allowlist') {
+      const net = await createSandboxNetwork(this.id, this.labels);
+      // The rules go in before the box starts: it never runs with open egress.
+      await applyAllowlist(this.id, net, this.options.allow);
+      network = net.name;
+      this.checkAborted();
+    }
+    const box = await runContainer({
+      sandboxId: this.id,
+      name: this.names.box,
+      image: prepared.image,
+      role: 'box',
+      volume: this.names.volume,
+      network,
+      runtime: this.options.runtime,
+      memory: this.options.memory,
+      cpus: this.options.cpus,
+      pidsLimit: this.options.pids,
+      labels: {
+        ...this.labels,
+        ...sandboxRecordLabels({
+          imageCacheHit: prepared.cacheHit,
+          dephash: prepared.dephash,
+          builder: prepared.builder,
+          provider: prepared.provider,
+          depsInstalled: prepared.depsInstalled,
+        }),
+      },
+    });
+    this.checkAborted();
+    return box;
+  }
+
+  /** Removes everything labeled with this call's instance label (and the id's firewall rules). */
+  async cleanup(): Promise<void> {
+    const filter = [`label=${LABEL_INSTANCE}=${this.instance}`];
+    try {
+      const containers = await listIds('container', filter);
+      if (containers.length)
+        await docker(['rm', '--force', '--volumes', '--', ...containers], { allowFailure: true });
+      const [volumes, networks] = await Promise.all([listIds('volume', filter), listIds('network', filter)]);
+      if (volumes.length) await docker(['volume', 'rm', '--force', '--', ...volumes], { allowFailure: true });
+      if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
+      if (this.options.policy === 'allowlist') await removeFirewallRules(this.id).catch(() => []);
+    } catch (error) {
+      if (error instanceof DockerUnavailableError) return;
+      this.log(`cleanup after a failed create did not finish: ${(error as Error).message}; run prune`);
+    }
+  }
+
+  private async phase<T>(
+    phase: CreatePhase,
+    fn: () => Promise<T>,
+    describe?: (result: T) => string,
+  ): Promise<T> {
+    this.checkAborted();
+    this.emit({ phase, status: 'start' });
+    this.current = { phase, started: performance.now() };
+    const result = await fn();
+    this.done(describe ? describe(result) : typeof result === 'string' ? result : undefined);
+    return result;
+  }
+
+  private done(detail?: string): void {
+    if (!this.current) return;
+    const elapsedMs = Math.round(performance.now() - this.current.started);
+    this.emit({ phase: this.current.phase, status: 'done', elapsedMs, ...(detail ? { detail } : {}) });
+    this.current = undefined;
+  }
+
+  /** Reports the phase that was running when the create failed. */
+  failCurrent(error: unknown): void {
+    if (!this.current) return;
+    const elapsedMs = Math.round(performance.now() - this.current.started);
+    this.emit({ phase: this.current.phase, status: 'fail', elapsedMs, detail: (error as Error).message });
+    this.current = undefined;
+  }
+
+  private checkAborted(): void {
+    if (this.hooks.signal?.aborted) throw new CreateAbortedError();
+  }
+
+  private emit(event: PhaseEvent): void {
+    try {
+      this.hooks.onPhase?.(event);
+    } catch {
+      // A progress printer must not break a create.
+    }
+  }
+
+  private log(line: string): void {
+    try {
+      this.hooks.onLog?.(line);
+    } catch {
+      // idem
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import {
+  ContainerInspectSchema,
+  DockerResponseError,
+  docker,
+  inspectContainer,
+  LABEL_ID,
+  LABEL_ROLE,
+  SANDBOX_FILTER,
+} from '@ca-sandbox/docker';
+import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
+import { z } from 'zod';
+import { boxName } from './_utils.js';
+import { SandboxNotFoundError } from './errors.js';
+import { recordFromInspect, type SandboxRecord } from './record.js';
+
+/**
+ * Every sandbox (box container labeled `ca.sandbox=1`, role box), its record read from labels
+ * only: there is no state file to drift from the engine. Sorted by creation time.
+ */
+export async function listSandboxes(): Promise<SandboxRecord[]> {
+  const { stdout } = await docker([
+    'container',
+    'ls',
+    '--all',
+    '--quiet',
+    '--no-trunc',
+    '--filter',
+    SANDBOX_FILTER,
+    '--filter',
+    `label=${LABEL_ROLE}=box`,
+  ]);
+  const ids = stdout.split('\n').filter((line) => line.trim() !== '');
+  if (ids.length === 0) return [];
+  // A box removed between the two calls makes inspect fail for that one only: keep the rest.
+  const inspected = await docker(['container', 'inspect', '--', ...ids], { allowFailure: true });
+  let json: unknown;
+  try {
+    json = JSON.parse(inspected.stdout || '[]');
+  } catch {
+    throw new DockerResponseError('docker container inspect did not return JSON');
+  }
+  const parsed = z.array(ContainerInspectSchema).safeParse(json);
+  if (!parsed.success) throw new DockerResponseError('docker container inspect has an unexpected shape');
+  return parsed.data.map(recordFromInspect).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** Re-runs the isolation gate (run's verifyContainer) on the sandbox's box. */
+export async function verifySandbox(id: string): Promise<IsolationReport> {
+  const name = boxName(id);
+  const inspect = await inspectContainer(name).catch(() => undefined);
+  if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
+  return verifyContainer(name);
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
+import { z } from 'zod';
+import { InvalidOptionsError } from './errors.js';
+import { parseRef, validateSandboxName } from './source.js';
+
+const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
+const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
+
+export const CreateOptionsSchema = z.strictObject({
+  source: z.string(),
+  name: z.string().optional(),
+  network: z.string().optional(),
+  allow: z.array(z.string()).optional(),
+  builder: z.enum(['auto', 'builtin', 'nixpacks']).optional(),
+  ref: z.string().optional(),
+  runtime: z.enum(['runc', 'runsc']).optional(),
+  memory: z.string().regex(SIZE, 'must be like 2g or 512m').optional(),
+  cpus: z.number().positive().max(256).optional(),
+  pids: z.number().int().min(16).max(1_000_000).optional(),
+  baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
+  /** The docker network the clone helper joins (default 'bridge'); never the box's. */
+  cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
+});
+
+export type CreateOptions = z.input<typeof CreateOptionsSchema>;
+
+export interface ResolvedCreateOptions {
+  source: string;
+  id: string;
+  policy: NetworkPolicy;
+  allow: string[];
+  builder: 'auto' | 'builtin' | 'nixpacks';
+  ref?: { ref: string; commit: boolean };
+  runtime: 'runc' | 'runsc';
+  memory: string;
+  cpus: number;
+  pids: number;
+  baseImage?: string;
+  cloneNetwork: string;
+  helperImage: string;
+  /** Seconds the clone may take inside the helper. */
+  cloneTimeoutSeconds: number;
+}
+
+export const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
+
+/**
+ * Validates createSandbox options (InvalidOptionsError and friends, all usage errors) and fills
+ * every default. Pure: nothing runs.
+ */
+export function resolveCreateOptions(
+  input: unknown,
+  env: NodeJS.ProcessEnv = process.env,
+): ResolvedCreateOptions {
+  const parsed = CreateOptionsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const detail =
+      issue?.code === 'unrecognized_keys'
+        ? `unknown option(s) ${issue.keys.join(', ')}`
+        : `${issue?.path.join('.') || 'options'} ${issue?.message ?? 'is invalid'}`;
+    throw new InvalidOptionsError(`invalid create options: ${detail}`);
+  }
+  const options = parsed.data;
+  const policy = resolveNetworkPolicy(options.network);
+  const allow = options.allow?.length ? parseAllowEntries(options.allow) : [];
+  if (allow.length > 0 && policy !== 'allowlist') {
+    throw new InvalidOptionsError('--allow is only for the allowlist network policy');
+  }
+  if (policy === 'allowlist' && allow.length === 0) {
+    throw new InvalidOptionsError('the allowlist policy needs at least one --allow <ip|cidr>');
+  }
+  const runtime = options.runtime ?? 'runc';
+  if (runtime === 'runsc' && policy === 'allowlist') {
+    throw new InvalidOptionsError(
+      'runtime runsc works here only for network-less boxes: use offline or clone-then-cut',
+    );
+  }
+  const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
+  if (!IMAGE.test(helperImage))
+    throw new InvalidOptionsError('CA_SANDBOX_HELPER_IMAGE is not an image reference');
+  return {
+    source: options.source,
+    id: options.name === undefined ? '' : validateSandboxName(options.name),
+    policy,
+    allow,
+    builder: options.builder ?? 'auto',
+    ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
+    runtime,
+    memory: options.memory ?? '2g',
+    cpus: options.cpus ?? 2,
+    pids: options.pids ?? 512,
+    ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
+    cloneNetwork: options.cloneNetwork ?? 'bridge',
+    helperImage,
+    cloneTimeoutSeconds: 600,
+  };
+}
+
+/** A generated id: the repo name and a random suffix, within the id pattern. */
+export function generateSandboxId(repoName: string): string {
+  return validateSandboxName(`${repoName.slice(0, 40)}-${randomBytes(3).toString('hex')}`);
+}

@@ -1,0 +1,77 @@
+import {
+  type ContainerInspect,
+  LABEL_CREATED,
+  LABEL_ID,
+  LABEL_POLICY,
+  LABEL_REPO,
+  LABEL_RUNTIME,
+} from '@ca-sandbox/docker';
+import { BOX_WORKDIR } from './_utils.js';
+
+/** The sandbox record of DESIGN.md (JSON of `create`, items of `list`). Read back from labels only. */
+export interface SandboxRecord {
+  id: string;
+  container: string;
+  volume: string;
+  image: string;
+  imageCacheHit: boolean;
+  dephash: string;
+  builder: string;
+  provider: string;
+  /** The network policy. */
+  network: string;
+  runtime: string;
+  repo: string;
+  source: string;
+  status: string;
+  createdAt: string;
+}
+
+/** Where the source came from, as shown (a URL password is masked). */
+export const LABEL_SOURCE = 'ca.sandbox.source';
+/** One createSandbox call: what a failed or aborted create removes, and nothing else. */
+export const LABEL_INSTANCE = 'ca.sandbox.instance';
+export const LABEL_DEPHASH = 'ca.sandbox.dephash';
+export const LABEL_BUILDER = 'ca.sandbox.builder';
+export const LABEL_PROVIDER = 'ca.sandbox.provider';
+export const LABEL_IMAGE_CACHE_HIT = 'ca.sandbox.image-cache-hit';
+export const LABEL_DEPS_INSTALLED = 'ca.sandbox.deps-installed';
+
+/** The box labels that carry the build's part of the record. */
+export function sandboxRecordLabels(build: {
+  imageCacheHit: boolean;
+  dephash: string;
+  builder: string;
+  provider: string;
+  depsInstalled: boolean;
+}): Record<string, string> {
+  return {
+    [LABEL_DEPHASH]: build.dephash,
+    [LABEL_BUILDER]: build.builder,
+    [LABEL_PROVIDER]: build.provider,
+    [LABEL_IMAGE_CACHE_HIT]: String(build.imageCacheHit),
+    [LABEL_DEPS_INSTALLED]: String(build.depsInstalled),
+  };
+}
+
+/** The record of a box container, from its inspect document (labels, image, state). */
+export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
+  const labels = inspect.Config.Labels;
+  const volume = inspect.Mounts.find((mount) => mount.Destination === BOX_WORKDIR)?.Name ?? '';
+  return {
+    id: labels[LABEL_ID] ?? '',
+    container: inspect.Name.replace(/^\//, ''),
+    volume,
+    image: inspect.Config.Image,
+    imageCacheHit: labels[LABEL_IMAGE_CACHE_HIT] === 'true',
+    dephash: labels[LABEL_DEPHASH] ?? '',
+    builder: labels[LABEL_BUILDER] ?? '',
+    provider: labels[LABEL_PROVIDER] ?? '',
+    network: labels[LABEL_POLICY] ?? '',
+    runtime: labels[LABEL_RUNTIME] ?? '',
+    repo: labels[LABEL_REPO] ?? '',
+    source: labels[LABEL_SOURCE] ?? '',
+    status: inspect.State.Status,
+    createdAt: labels[LABEL_CREATED] ?? inspect.Created ?? '',
+  };
+}

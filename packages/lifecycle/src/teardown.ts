@@ -1,0 +1,222 @@
+import { CACHE_IMAGE_REPOSITORY, docker, LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
+import { z } from 'zod';
+import { mapLimit } from './_utils.js';
+import { InvalidOptionsError, printable, SandboxNotFoundError } from './errors.js';
+import { validateSandboxName } from './source.js';
+
+export type TeardownKind = 'container' | 'volume' | 'network' | 'firewall' | 'image';
+
+export interface TeardownFailure {
+  kind: TeardownKind;
+  name: string;
+  /** docker's (or iptables') own exit code. */
+  exitCode: number;
+  message: string;
+}
+
+/** The teardown result of DESIGN.md; names are `<kind>:<name>`. */
+export interface TeardownResult {
+  removed: string[];
+  failures: TeardownFailure[];
+  /** What a label-scoped re-list still found afterwards: non-empty means the teardown failed. */
+  leftovers: string[];
+  /** prune({ dryRun: true }): `removed` lists what would be removed; nothing was touched. */
+  dryRun?: boolean;
+}
+
+export const MAX_FAILURES = 100;
+/** Objects per `docker rm`/`volume rm`/`network rm` call, and calls in flight, during prune. */
+const PRUNE_CHUNK = 10;
+const PRUNE_PARALLEL = 4;
+
+interface Found {
+  containers: string[];
+  volumes: string[];
+  networks: string[];
+}
+
+class Sweep {
+  readonly result: TeardownResult = { removed: [], failures: [], leftovers: [] };
+
+  fail(kind: TeardownKind, name: string, exitCode: number, message: string): void {
+    if (this.result.failures.length < MAX_FAILURES) {
+      this.result.failures.push({ kind, name, exitCode, message: printable(message.trim(), 500) });
+    } else if (this.result.failures.length === MAX_FAILURES) {
+      this.result.failures.push({ kind, name: '…', exitCode, message: 'more failures not listed' });
+    }
+  }
+
+  /**
+   * Removes `names` with one docker call; when it fails, once more one by one so that every
+   * failure carries its own object and docker's exit code. Never throws for a removal failure.
+   */
+  async remove(kind: 'container' | 'volume' | 'network' | 'image', names: string[]): Promise<void> {
+    if (names.length === 0) return;
+    const bulk = await docker(removeArgs(kind, names), { allowFailure: true });
+    if (bulk.exitCode === 0) {
+      this.result.removed.push(...names.map((name) => `${kind}:${name}`));
+      return;
+    }
+    for (const name of names) {
+      const one = await docker(removeArgs(kind, [name]), { allowFailure: true });
+      if (one.exitCode === 0 || isGone(one.stderr)) this.result.removed.push(`${kind}:${name}`);
+      else this.fail(kind, name, one.exitCode, one.stderr || `docker exited with ${one.exitCode}`);
+    }
+  }
+
+  async firewall(sandboxId?: string): Promise<void> {
+    try {
+      const removed = await removeFirewallRules(sandboxId);
+      this.result.removed.push(...removed.map((rule) => `firewall:${rule}`));
+    } catch (error) {
+      const exitCode = (error as { exitCode?: number }).exitCode ?? -1;
+      this.fail('firewall', `ca-sandbox:${sandboxId ?? '*'}`, exitCode, (error as Error).message);
+    }
+  }
+}
+
+function removeArgs(kind: 'container' | 'volume' | 'network' | 'image', names: string[]): string[] {
+  if (kind === 'container') return ['container', 'rm', '--force', '--volumes', '--', ...names];
+  if (kind === 'volume') return ['volume', 'rm', '--', ...names];
+  if (kind === 'network') return ['network', 'rm', '--', ...names];
+  return ['image', 'rm', '--', ...names];
+}
+
+function isGone(stderr: string): boolean {
+  return /no such (container|volume|network|image)|not found/i.test(stderr);
+}
+
+/** Every object carrying all `filters`, by name. Throws when docker fails: discovery is never silent. */
+async function discover(filters: string[], withVolumes = true): Promise<Found> {
+  const flags = filters.flatMap((filter) => ['--filter', filter]);
+  const [containers, volumes, networks] = await Promise.all([
+    lines(['container', 'ls', '--all', ...flags, '--format', '{{.Names}}']),
+    withVolumes ? lines(['volume', 'ls', ...flags, '--format', '{{.Name}}']) : Promise.resolve([]),
+    lines(['network', 'ls', ...flags, '--format', '{{.Name}}']),
+  ]);
+  return { containers, volumes, networks };
+}
+
+async function lines(argv: string[]): Promise<string[]> {
+  const { stdout } = await docker(argv);
+  return stdout.split('\n').filter((line) => line.trim() !== '');
+}
+
+function named(found: Found): string[] {
+  return [
+    ...found.containers.map((name) => `container:${name}`),
+    ...found.volumes.map((name) => `volume:${name}`),
+    ...found.networks.map((name) => `network:${name}`),
+  ];
+}
+
+const DestroyOptionsSchema = z.strictObject({ keepVolume: z.boolean().optional() });
+
+/**
+ * Removes sandbox `id`: its containers (box and any helper), its volume (unless `keepVolume`),
+ * its network and firewall rules. Best-effort but never silent: a failed removal does not stop
+ * the sweep, each failure is kept with docker's exit code, and a label-scoped re-list names what
+ * is left. A docker failure while discovering or verifying throws.
+ */
+export async function destroySandbox(
+  id: string,
+  options: { keepVolume?: boolean } = {},
+): Promise<TeardownResult> {
+  validateSandboxName(id);
+  const parsed = DestroyOptionsSchema.safeParse(options ?? {});
+  if (!parsed.success)
+    throw new InvalidOptionsError(`invalid destroy options: ${parsed.error.issues[0]?.message}`);
+  const keepVolume = parsed.data.keepVolume ?? false;
+  const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${id}`];
+  const [found, rules] = await Promise.all([discover(filters, !keepVolume), firewallRuleCount(id)]);
+  if (found.containers.length + found.volumes.length + found.networks.length + rules === 0) {
+    throw new SandboxNotFoundError(id);
+  }
+  const sweep = new Sweep();
+  await sweep.remove('container', found.containers);
+  await Promise.all([
+    sweep.remove('volume', found.volumes),
+    (async () => {
+      await sweep.remove('network', found.networks);
+      if (rules > 0) await sweep.firewall(id);
+    })(),
+  ]);
+  sweep.result.leftovers = named(await discover(filters, !keepVolume));
+  if (rules > 0 && sweep.result.failures.some((failure) => failure.kind === 'firewall')) {
+    sweep.result.leftovers.push(`firewall:ca-sandbox:${id}`);
+  }
+  return sweep.result;
+}
+
+/** Tagged rules of `id` (all when no id); iptables that cannot run here cannot hold our rules. */
+async function firewallRuleCount(id?: string): Promise<number> {
+  const rules = await listFirewallRules().catch(() => []);
+  return rules.filter((rule) => id === undefined || rule.sandboxId === id).length;
+}
+
+const PruneOptionsSchema = z.strictObject({ dryRun: z.boolean().optional(), images: z.boolean().optional() });
+
+/**
+ * Reclaims every object labeled `ca.sandbox=1` (containers, volumes, networks) and every tagged
+ * firewall rule, whatever their state; `images` also removes the `ca-sbx:*` cache. Removals run in
+ * chunks with bounded parallelism; then a label-scoped re-list names what is left.
+ */
+export async function prune(options: { dryRun?: boolean; images?: boolean } = {}): Promise<TeardownResult> {
+  const parsed = PruneOptionsSchema.safeParse(options ?? {});
+  if (!parsed.success)
+    throw new InvalidOptionsError(`invalid prune options: ${parsed.error.issues[0]?.message}`);
+  const { dryRun = false, images = false } = parsed.data;
+  const [found, rules, cache] = await Promise.all([
+    discover([SANDBOX_FILTER]),
+    listFirewallRules().catch(() => []),
+    images ? cacheImages() : Promise.resolve([]),
+  ]);
+  if (dryRun) {
+    const removed = [
+      ...named(found),
+      ...rules.map((rule) => `firewall:${rule.rule}`),
+      ...cache.map((image) => `image:${image}`),
+    ];
+    return { removed, failures: [], leftovers: [], dryRun: true };
+  }
+  const sweep = new Sweep();
+  await inChunks(found.containers, (chunk) => sweep.remove('container', chunk));
+  await Promise.all([
+    inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
+    inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
+  ]);
+  if (rules.length > 0) await sweep.firewall();
+  await inChunks(cache, (chunk) => sweep.remove('image', chunk));
+  const [left, leftRules, leftCache] = await Promise.all([
+    discover([SANDBOX_FILTER]),
+    listFirewallRules().catch(() => []),
+    images ? cacheImages() : Promise.resolve([]),
+  ]);
+  sweep.result.leftovers = [
+    ...named(left),
+    ...leftRules.map((rule) => `firewall:${rule.rule}`),
+    ...leftCache.map((image) => `image:${image}`),
+  ];
+  return sweep.result;
+}
+
+async function inChunks(names: string[], fn: (chunk: string[]) => Promise<void>): Promise<void> {
+  const chunks: string[][] = [];
+  for (let index = 0; index < names.length; index += PRUNE_CHUNK)
+    chunks.push(names.slice(index, index + PRUNE_CHUNK));
+  await mapLimit(chunks, PRUNE_PARALLEL, fn);
+}
+
+/** The `ca-sbx:*` cache images, by tag. */
+async function cacheImages(): Promise<string[]> {
+  const tags = await lines([
+    'image',
+    'ls',
+    '--filter',
+    `reference=${CACHE_IMAGE_REPOSITORY}:*`,
+    '--format',
+    '{{.Repository}}:{{.Tag}}',
+  ]);
+  return tags.filter((tag) => tag.startsWith(`${CACHE_IMAGE_REPOSITORY}:`) && !tag.endsWith(':<none>'));
+}
