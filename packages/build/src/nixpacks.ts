@@ -132,7 +132,7 @@ export function translatePlan(input: unknown, fallback: Provider): PlanTranslati
       notes.push('too many nixpacks variables: the rest ignored');
       break;
     }
-    variables.push({ name, value });
+    variables.push({ name, value: relocate(value) });
   }
   const paths: string[] = [];
   for (const raw of phases.install?.paths ?? []) {

@@ -141,7 +141,8 @@ function nodeInstall(
       install = [`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`];
     }
   }
-  if (files.some((file) => file.path !== 'package.json' && posix.basename(file.path) === 'package.json')) {
+  const root = files.find((file) => file.path === 'package.json')?.content.toString('utf8') ?? '';
+  if (has('pnpm-workspace.yaml') || /"workspaces"\s*:/.test(root)) {
     notes.push(
       'workspace packages are installed from their manifests only; import them by relative path from /work/repo',
     );

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
+import type { ManifestFile } from './manifests.js';
+import { detectProvider } from './provider.js';
+import { builtinRecipe, contextFiles } from './recipe.js';
+
+const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
+const render = (files: ManifestFile[], base = 'ca-sbx-base:debian') =>
+  renderDockerfile(base, builtinRecipe(files, detectProvider(files)));
+
+describe('renderDockerfile (built-in builder)', () => {
+  it('node: manifests only, install as 1000 into /deps, exports NODE_PATH and .bin, no ARG', () => {
+    const text = render([f('package.json', '{}'), f('package-lock.json', '{}')], 'node:22-bookworm-slim');
+    const lines = text.split('\n');
+    expect(lines[0]).toBe('FROM node:22-bookworm-slim');
+    expect(text).toContain('COPY --chown=1000:1000 manifests/ /deps/src/');
+    expect(text).not.toMatch(/^(ARG|ADD|VOLUME|EXPOSE|ONBUILD)\b/m);
+    expect(text).toContain('ENV NODE_PATH="/deps/node_modules"');
+    expect(text).toContain('ENV PATH="/deps/node_modules/.bin:$PATH"');
+    expect(text).toContain('ENV HOME="/tmp"');
+    expect(text).toContain('npm ci --no-audit');
+    expect(text).toContain('mv node_modules /deps/node_modules');
+    // /work/repo exists and belongs to 1000; the image ends as non-root at /work/repo.
+    expect(text).toContain('chown 1000:1000 /deps /deps/src /work/repo');
+    const users = lines.filter((l) => l.startsWith('USER '));
+    expect(users.at(-1)).toBe('USER 1000:1000');
+    expect(lines.filter(Boolean).at(-1)).toBe('WORKDIR /work/repo');
+    // The install runs after the switch to 1000:1000.
+    expect(lines.findIndex((l) => l === 'USER 1000:1000')).toBeLessThan(
+      lines.findIndex((l) => l.includes('npm ci')),
+    );
+  });
+
+  it('node package managers: pnpm, yarn, yarn berry, bun, npm install', () => {
+    expect(render([f('package.json', '{}'), f('pnpm-lock.yaml')])).toContain(
+      'pnpm install --frozen-lockfile',
+    );
+    expect(render([f('package.json', '{"packageManager":"pnpm@8.15.1"}')])).toContain("'pnpm@8.15.1'");
+    expect(render([f('package.json', '{}'), f('yarn.lock')])).toContain(
+      'yarn install --non-interactive --frozen-lockfile',
+    );
+    const berry = builtinRecipe([f('package.json', '{}'), f('yarn.lock'), f('.yarnrc.yml')], {
+      provider: 'node',
+      packageManager: 'yarn-berry',
+    });
+    expect(installScript(berry)).toContain("export YARN_IGNORE_PATH='1'");
+    expect(installScript(berry)).toContain("export YARN_NODE_LINKER='node-modules'");
+    const bun = builtinRecipe([f('package.json', '{}'), f('bun.lockb')], {
+      provider: 'node',
+      packageManager: 'bun',
+    });
+    expect(bun.notes.join()).toMatch(/bun is not available/);
+    expect(render([f('package.json', '{}')])).toContain('npm install --no-audit');
+  });
+
+  it('python: pip --target /deps/python, local paths on PYTHONPATH and out of the context', () => {
+    const files = [
+      f(
+        'requirements.txt',
+        'requests==2.31.0\n-e ./libs/mylib\n./libs/other\nfoo @ file:./libs/third\n../outside\n',
+      ),
+    ];
+    const text = render(files);
+    expect(text).toContain(
+      'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python -r requirements.txt',
+    );
+    expect(text).toContain(
+      'ENV PYTHONPATH="/deps/python:/work/repo/libs/mylib:/work/repo/libs/mylib/src:/work/repo/libs/other:/work/repo/libs/other/src:/work/repo/libs/third:/work/repo/libs/third/src"',
+    );
+    const context = contextFiles(files);
+    const rewritten = context.files[0]?.content.toString() ?? '';
+    expect(rewritten).toContain('requests==2.31.0');
+    expect(rewritten).not.toMatch(/^(-e |\.\/|foo @)/m);
+    expect(context.notes.join()).toMatch(/local path requirement/);
+  });
+
+  it('python: nothing to install when only local paths are required; poetry and uv export then pip', () => {
+    const local = builtinRecipe([f('requirements.txt', './libs/mylib\n')], {
+      provider: 'python',
+      packageManager: 'pip',
+    });
+    expect(local.install).toEqual([]);
+    const poetry = installScript(
+      builtinRecipe([f('pyproject.toml', '[tool.poetry]\n')], {
+        provider: 'python',
+        packageManager: 'poetry',
+      }),
+    );
+    expect(poetry).toContain('poetry export --without-hashes');
+    expect(poetry).toContain('--target /deps/python -r /tmp/ca-sbx-req2.txt');
+    const uv = installScript(
+      builtinRecipe([f('pyproject.toml'), f('uv.lock')], { provider: 'python', packageManager: 'uv' }),
+    );
+    expect(uv).toContain('uv export --frozen --no-hashes');
+  });
+
+  it('go: module cache under /deps/go, -mod=mod, one download per go.mod', () => {
+    const text = render([f('go.mod', 'module x\n'), f('go.sum'), f('libs/mylib/go.mod', 'module y\n')]);
+    expect(text).toContain('ENV GOPATH="/deps/go"');
+    expect(text).toContain('ENV GOMODCACHE="/deps/go/pkg/mod"');
+    expect(text).toContain('ENV GOFLAGS="-mod=mod"');
+    expect(text).toContain('ENV GOCACHE="/tmp/go-build"');
+    expect(text).toContain("(cd 'libs/mylib' && go mod download)");
+    expect(render([f('go.mod'), f('go.work')])).not.toContain('GOFLAGS');
+  });
+
+  it('rust: CARGO_HOME under /deps, stub targets, cargo fetch', () => {
+    const text = render([f('Cargo.toml', '[package]\nname="x"\n'), f('Cargo.lock')]);
+    expect(text).toContain('ENV CARGO_HOME="/deps/cargo"');
+    expect(text).toContain('cargo fetch');
+  });
+
+  it('plain: no install step', () => {
+    const text = render([f('Gemfile')]);
+    expect(text).not.toContain('RUN ["/bin/sh","-c","set -eu');
+  });
+
+  it('refuses an invalid base image and escapes env values', () => {
+    const recipe = builtinRecipe([], { provider: 'plain' });
+    expect(() => renderDockerfile('debian\nRUN evil', recipe)).toThrow(/invalid base image/);
+    expect(() => renderDockerfile('--evil', recipe)).toThrow(/invalid base image/);
+    expect(envValue({ name: 'X', value: 'a"b\\c$HOME' })).toBe('"a\\"b\\\\c\\$HOME"');
+    expect(() => envValue({ name: 'X', value: 'a\nRUN evil' })).toThrow(/control character/);
+  });
+
+  it('keeps any script on one exec-form line', () => {
+    const line = runLine('echo "a"\nRUN evil \\\n# comment');
+    expect(line.split('\n')).toHaveLength(1);
+    expect(JSON.parse(line.slice(4))).toEqual(['/bin/sh', '-c', 'echo "a"\nRUN evil \\\n# comment']);
+  });
+
+  it('adds the extra CA only for the install step', () => {
+    const files = [f('package.json', '{}')];
+    const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), { extraCa: true });
+    expect(text).toContain('COPY --chown=1000:1000 extra-ca.pem /deps/.ca-sbx/extra-ca.pem');
+    expect(text).toContain('export NODE_EXTRA_CA_CERTS=/deps/.ca-sbx/extra-ca.pem');
+    expect(text).not.toMatch(/^ENV (NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)/m);
+  });
+});

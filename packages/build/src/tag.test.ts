@@ -1,0 +1,61 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { imageTag, MAX_REPO_PART, sanitiseRepoName } from './tag.js';
+
+// docker's reference grammar for `repository:tag`.
+const TAG = /^ca-sbx:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+
+describe('imageTag / sanitiseRepoName', () => {
+  it('keeps a clean name as it is', () => {
+    expect(imageTag('my-repo', 'abc123')).toBe('ca-sbx:my-repo-abc123');
+  });
+
+  it('sanitises and tags odd names with a hash of the raw name', () => {
+    expect(sanitiseRepoName('Foo/Bar Baz')).toMatch(/^foo-bar-baz-[0-9a-f]{8}$/);
+    expect(sanitiseRepoName('')).toMatch(/^repo-[0-9a-f]{8}$/);
+    expect(sanitiseRepoName('../..')).toMatch(/^repo-[0-9a-f]{8}$/);
+    expect(sanitiseRepoName('-rm\n-rf')).toMatch(/^rm-rf-[0-9a-f]{8}$/);
+  });
+
+  it('never collides for names that sanitise alike', () => {
+    const names = [
+      'foo',
+      'Foo',
+      'FOO',
+      'f/oo',
+      'f-oo',
+      'f--oo',
+      'f oo',
+      'f.oo',
+      `${'a'.repeat(100)}1`,
+      `${'a'.repeat(100)}2`,
+    ];
+    const tags = new Set(names.map(sanitiseRepoName));
+    expect(tags.size).toBe(names.length);
+  });
+
+  it('always yields a valid, bounded docker tag', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 300, unit: 'binary' }),
+        fc.stringMatching(/^[0-9a-f]{24}$/),
+        (raw, hash) => {
+          const tag = imageTag(raw, hash);
+          expect(tag).toMatch(TAG);
+          expect(sanitiseRepoName(raw).length).toBeLessThanOrEqual(MAX_REPO_PART);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('maps different raw names to different repo parts', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80 }), fc.string({ maxLength: 80 }), (a, b) => {
+        fc.pre(a !== b);
+        expect(sanitiseRepoName(a)).not.toBe(sanitiseRepoName(b));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
