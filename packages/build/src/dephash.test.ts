@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { pack } from 'tar-stream';
 import { describe, expect, it } from 'vitest';
@@ -36,7 +37,7 @@ async function tarOf(
     tar.entry({ name: entry.name, mtime: entry.mtime, mode: entry.mode }, entry.content);
   tar.finalize();
   const chunks: Buffer[] = [];
-  for await (const chunk of tar) chunks.push(Buffer.from(chunk));
+  for await (const chunk of tar) chunks.push(Buffer.from(chunk as Uint8Array));
   return Buffer.concat(chunks);
 }
 
@@ -48,11 +49,12 @@ describe('computeDepHash', () => {
   });
 
   it('does not depend on the order of the files', () => {
+    const shuffled = manifestSet.chain((set) =>
+      fc.tuple(fc.constant(set), fc.shuffledSubarray(set, { minLength: set.length, maxLength: set.length })),
+    );
     fc.assert(
-      fc.property(manifestSet, fc.nat(), (set, seed) => {
-        const files = toFiles(set);
-        const shuffled = [...files].sort(() => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % 3) - 1);
-        expect(computeDepHash(shuffled, key)).toBe(computeDepHash(files, key));
+      fc.property(shuffled, ([set, reordered]) => {
+        expect(computeDepHash(toFiles(reordered), key)).toBe(computeDepHash(toFiles(set), key));
       }),
     );
   });
@@ -125,7 +127,8 @@ describe('computeDepHash', () => {
         .reverse()
         .map((name) => ({ name, content: name, mtime: new Date(9_999_999_000), mode: 0o755 })),
     );
-    const hashOf = async (buffer: Buffer) => computeDepHash(await parseManifestTar([buffer]), key);
+    const hashOf = async (buffer: Buffer) =>
+      computeDepHash(await parseManifestTar(Readable.from([buffer])), key);
     expect(await hashOf(second)).toBe(await hashOf(first));
   });
 });

@@ -26,9 +26,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(users.at(-1)).toBe('USER 1000:1000');
     expect(lines.filter(Boolean).at(-1)).toBe('WORKDIR /work/repo');
     // The install runs after the switch to 1000:1000.
-    expect(lines.findIndex((l) => l === 'USER 1000:1000')).toBeLessThan(
-      lines.findIndex((l) => l.includes('npm ci')),
-    );
+    expect(lines.indexOf('USER 1000:1000')).toBeLessThan(lines.findIndex((l) => l.includes('npm ci')));
   });
 
   it('node package managers: pnpm, yarn, yarn berry, bun, npm install', () => {

@@ -12,13 +12,13 @@ async function tarOf(entries: Entry[]): Promise<Buffer> {
   for (const { body, ...header } of entries) tar.entry(header, body ?? '');
   tar.finalize();
   const chunks: Buffer[] = [];
-  for await (const chunk of tar) chunks.push(Buffer.from(chunk));
+  for await (const chunk of tar) chunks.push(Buffer.from(chunk as Uint8Array));
   return Buffer.concat(chunks);
 }
 
 async function parse(entries: Entry[], options: Parameters<typeof parseManifestTar>[1] = {}) {
   const skipped: SkippedManifest[] = [];
-  const files = await parseManifestTar([await tarOf(entries)], {
+  const files = await parseManifestTar(Readable.from([await tarOf(entries)]), {
     ...options,
     onSkip: (s) => skipped.push(s),
   });
