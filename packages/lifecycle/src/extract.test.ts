@@ -116,6 +116,24 @@ describe('extractTar', () => {
     expect(await readlink(join(dir, 'repo/d1/d2/s'))).toBe('../..');
   });
 
+  it('skips a chain of in-tree links that ends outside', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/passwd', type: 'symlink', linkname: '/etc/passwd' },
+        { name: 'repo/chain1', type: 'symlink', linkname: 'passwd' },
+        { name: 'repo/chain2', type: 'symlink', linkname: './chain1' },
+        { name: 'repo/file', type: 'file', body: 'f' },
+        { name: 'repo/good', type: 'symlink', linkname: 'file' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped.map((s) => s.path).sort()).toEqual(['repo/chain1', 'repo/chain2', 'repo/passwd']);
+    expect(summary.symlinks).toBe(1);
+  });
+
   it('never writes through a symlink made earlier in the stream', async () => {
     const summary = await extractTar(
       tarOf([

@@ -115,10 +115,8 @@ class ExtractState {
   }
 
   async finish(): Promise<void> {
-    for (const pending of this.links) {
-      if (pending.kind === 'hardlink') await this.hardlink(pending);
-      else await this.symlink(pending);
-    }
+    for (const pending of this.links) if (pending.kind === 'hardlink') await this.hardlink(pending);
+    for (const pending of this.keptSymlinks()) await this.symlink(pending);
     // Deepest first, so a read-only parent does not block its children's chmod.
     const dirs = [...this.directories.entries()].sort((a, b) => b[0].length - a[0].length);
     for (const [key, mode] of dirs) await chmod(join(this.target, key), (mode & 0o777) | 0o700);
@@ -209,11 +207,40 @@ class ExtractState {
     this.summary.files += 1;
   }
 
+  /**
+   * The symlinks that resolve inside the tree; a link whose target is a skipped link is skipped
+   * too (a chain ending outside the tree), until nothing changes.
+   */
+  private keptSymlinks(): PendingLink[] {
+    const kept = new Map<string, { pending: PendingLink; target: string }>();
+    const rejected = new Set<string>();
+    for (const pending of this.links) {
+      if (pending.kind !== 'symlink') continue;
+      const key = pending.path.join('/');
+      const resolved =
+        pending.path.length < 2
+          ? { reason: 'the copied path itself is a symlink' }
+          : this.resolveSymlink(pending.path, pending.linkname);
+      if ('reason' in resolved) {
+        rejected.add(key);
+        this.skipLink(key, resolved.reason);
+      } else kept.set(key, { pending, target: resolved.target });
+    }
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const [key, link] of kept) {
+        if (!rejected.has(link.target)) continue;
+        kept.delete(key);
+        rejected.add(key);
+        this.skipLink(key, 'symlink points to a link that leaves the copied tree');
+        changed = true;
+      }
+    }
+    return [...kept.values()].map((link) => link.pending);
+  }
+
   private async symlink(pending: PendingLink): Promise<void> {
     const key = pending.path.join('/');
-    if (pending.path.length < 2) return this.skipLink(key, 'the copied path itself is a symlink');
-    const reason = this.symlinkEscapes(pending.path, pending.linkname);
-    if (reason) return this.skipLink(key, reason);
     if (this.files.has(key) || this.directories.has(key)) return this.skipLink(key, 'duplicate entry');
     if (!(await this.parents(pending.path))) return this.skipLink(key, 'parent is not a directory');
     const exists = await lstat(join(this.target, key)).catch(() => undefined);
@@ -228,25 +255,27 @@ class ExtractState {
    * tree and every directory it passes through is a real directory we extracted (a `..` after
    * another link would resolve differently from what a lexical check sees).
    */
-  private symlinkEscapes(path: string[], linkname: string): string | undefined {
-    if (linkname.length === 0 || linkname.includes('\0')) return 'symlink with an empty or invalid target';
-    if (linkname.startsWith('/')) return 'symlink points outside the copied tree (absolute target)';
+  private resolveSymlink(path: string[], linkname: string): { target: string } | { reason: string } {
+    const reason = (text: string) => ({ reason: text });
+    if (linkname.length === 0 || linkname.includes('\0'))
+      return reason('symlink with an empty or invalid target');
+    if (linkname.startsWith('/')) return reason('symlink points outside the copied tree (absolute target)');
     const stack = path.slice(0, -1);
     const steps = linkname.split('/').filter((step) => step !== '' && step !== '.');
     for (const [index, step] of steps.entries()) {
       if (step === '..') {
-        if (stack.length <= 1) return 'symlink points outside the copied tree';
+        if (stack.length <= 1) return reason('symlink points outside the copied tree');
         stack.pop();
         continue;
       }
       stack.push(step);
       const last = index === steps.length - 1;
       if (!last && !this.directories.has(stack.join('/'))) {
-        return 'symlink target passes through something that is not a copied directory';
+        return reason('symlink target passes through something that is not a copied directory');
       }
     }
-    if (stack.length === 0) return 'symlink points outside the copied tree';
-    return undefined;
+    if (stack.length === 0) return reason('symlink points outside the copied tree');
+    return { target: stack.join('/') };
   }
 
   private skipLink(path: string, reason: string): void {

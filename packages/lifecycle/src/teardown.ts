@@ -166,10 +166,27 @@ export async function prune(options: { dryRun?: boolean; images?: boolean } = {}
   const parsed = PruneOptionsSchema.safeParse(options ?? {});
   if (!parsed.success)
     throw new InvalidOptionsError(`invalid prune options: ${parsed.error.issues[0]?.message}`);
-  const { dryRun = false, images = false } = parsed.data;
+  return pruneWhere([], parsed.data);
+}
+
+/**
+ * prune, narrowed to objects that also carry `extraFilters` (and the firewall rules of the ids
+ * named by `sandboxIds`). prune() is pruneWhere([]). Tests and benches use a narrowed scope so
+ * they never touch sandboxes they did not make.
+ */
+export async function pruneWhere(
+  extraFilters: string[],
+  options: { dryRun?: boolean; images?: boolean },
+  sandboxIds?: readonly string[],
+): Promise<TeardownResult> {
+  const { dryRun = false, images = false } = options;
+  const filters = [SANDBOX_FILTER, ...extraFilters];
+  const ours = (rule: { sandboxId: string }) =>
+    sandboxIds === undefined || sandboxIds.includes(rule.sandboxId);
+  const rulesNow = async () => (await listFirewallRules().catch(() => [])).filter(ours);
   const [found, rules, cache] = await Promise.all([
-    discover([SANDBOX_FILTER]),
-    listFirewallRules().catch(() => []),
+    discover(filters),
+    rulesNow(),
     images ? cacheImages() : Promise.resolve([]),
   ]);
   if (dryRun) {
@@ -186,11 +203,12 @@ export async function prune(options: { dryRun?: boolean; images?: boolean } = {}
     inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
     inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
   ]);
-  if (rules.length > 0) await sweep.firewall();
+  if (rules.length > 0 && sandboxIds === undefined) await sweep.firewall();
+  else for (const id of new Set(rules.map((rule) => rule.sandboxId))) await sweep.firewall(id);
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
   const [left, leftRules, leftCache] = await Promise.all([
-    discover([SANDBOX_FILTER]),
-    listFirewallRules().catch(() => []),
+    discover(filters),
+    rulesNow(),
     images ? cacheImages() : Promise.resolve([]),
   ]);
   sweep.result.leftovers = [

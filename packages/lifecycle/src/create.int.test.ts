@@ -1,0 +1,257 @@
+import { existsSync } from 'node:fs';
+import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { imageExists, inspectContainer } from '@ca-sandbox/docker';
+import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
+import { createSandbox } from './create.js';
+import { InvalidSandboxNameError, InvalidSourceError, SandboxExistsError } from './errors.js';
+import { execInSandbox } from './exec.js';
+import { listSandboxes, verifySandbox } from './list.js';
+
+const HELPER = 'ca-sbx-base:git';
+const ready = await imageExists(HELPER).catch(() => false);
+const created = new Set<string>();
+let work: string;
+
+beforeAll(async () => {
+  work = await tempDir();
+});
+afterAll(async () => {
+  await destroyAll(created);
+  await removeDir(work);
+});
+
+async function sh(id: string, script: string) {
+  return execInSandbox(id, ['sh', '-c', script]);
+}
+
+describe.skipIf(!ready)('createSandbox from a local directory', () => {
+  it('clones a local git repo with --no-local: .git present, files owned by 1000, box writable and offline', async () => {
+    const repo = await makeGitRepo(join(work, 'local-git'), {
+      'README.md': '# hi\n',
+      'src/main.sh': 'echo hi\n',
+    });
+    const id = uniqueId(created);
+    const phases: string[] = [];
+    const record = await createSandbox(
+      { source: repo, name: id },
+      { onPhase: (event) => phases.push(`${event.phase}:${event.status}`) },
+    );
+    expect(record).toMatchObject({
+      id,
+      container: `ca-sbx-${id}`,
+      volume: `ca-sbx-${id}`,
+      network: 'offline',
+      runtime: 'runc',
+      repo: 'local-git',
+      source: repo,
+      status: 'running',
+    });
+    expect(phases).toEqual([
+      'preflight:start',
+      'preflight:done',
+      'clone:start',
+      'clone:done',
+      'dephash:start',
+      'dephash:done',
+      'build:start',
+      'build:done',
+      'run:start',
+      'run:done',
+      'verify:start',
+      'verify:done',
+    ]);
+    const check = await sh(
+      id,
+      'stat -c "%u:%g %n" README.md src/main.sh .git; git log --oneline 2>/dev/null | wc -l; git remote; touch new-file && echo writable',
+    );
+    // The box image (plain provider) may lack git; ownership and writability are what matter.
+    expect(check.stdout).toContain('1000:1000 README.md');
+    expect(check.stdout).toContain('1000:1000 .git');
+    expect(check.stdout).toContain('writable');
+    expect((await listSandboxes()).map((sandbox) => sandbox.id)).toContain(id);
+    const report = await verifySandbox(id);
+    expect(report.ok).toBe(true);
+    const inspect = await inspectContainer(`ca-sbx-${id}`);
+    expect(inspect.HostConfig.NetworkMode).toBe('none');
+    expect(inspect.Config.Labels).toMatchObject({
+      'ca.sandbox': '1',
+      'ca.sandbox.id': id,
+      'ca.sandbox.repo': 'local-git',
+      'ca.sandbox.policy': 'offline',
+    });
+    expect(inspect.Config.Labels['ca.sandbox.created']).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('copies a plain directory (no .git) straight into /work/repo', async () => {
+    const dir = join(work, 'plain');
+    await mkdir(join(dir, 'sub'), { recursive: true });
+    await writeFile(join(dir, 'sub', 'x.txt'), 'plain file');
+    await writeFile(join(dir, 'run.sh'), '#!/bin/sh\necho ran\n');
+    await chmod(join(dir, 'run.sh'), 0o755);
+    const id = uniqueId(created);
+    await createSandbox({ source: dir, name: id });
+    const out = await sh(id, 'cat sub/x.txt; ./run.sh; stat -c %u run.sh');
+    expect(out.stdout).toBe('plain fileran\n1000\n');
+  });
+
+  it('a local repo whose .git/config sets core.fsmonitor (and a hook) runs nothing on the host', async () => {
+    const repo = await makeGitRepo(join(work, 'fsmonitor'), { 'a.txt': 'a' });
+    const sentinel = join(work, 'fsmonitor-ran');
+    // Written after the fixture commit, without git: any git on this repo would now run it.
+    await appendFile(
+      join(repo, '.git', 'config'),
+      `[core]\n\tfsmonitor = "touch ${sentinel}; echo"\n\tsshCommand = touch ${sentinel}\n[alias]\n\tstatus = !touch ${sentinel}\n`,
+    );
+    await writeFile(
+      join(repo, '.git', 'hooks', 'post-checkout'),
+      `#!/bin/sh\ntouch ${sentinel}\ntouch /work/repo/hook-ran\n`,
+    );
+    await chmod(join(repo, '.git', 'hooks', 'post-checkout'), 0o755);
+    const id = uniqueId(created);
+    await createSandbox({ source: repo, name: id });
+    expect(existsSync(sentinel)).toBe(false);
+    const box = await sh(id, 'ls -A; cat .git/config');
+    expect(box.stdout).toContain('a.txt');
+    expect(box.stdout).not.toContain('hook-ran');
+    expect(box.stdout).not.toContain('fsmonitor');
+  });
+
+  it('a symlink to a host secret arrives as a dangling link, never the secret', async () => {
+    const secret = join(work, 'host-secret.txt');
+    await writeFile(secret, 'TOP-SECRET-HOST-DATA');
+    const dir = join(work, 'leaky');
+    await mkdir(dir, { recursive: true });
+    await symlink(secret, join(dir, 'leak'));
+    await symlink('/etc/shadow', join(dir, 'shadow'));
+    const repo = await makeGitRepo(dir, { 'ok.txt': 'ok' });
+    const plain = join(work, 'leaky-plain');
+    await mkdir(plain, { recursive: true });
+    await symlink(secret, join(plain, 'leak'));
+    for (const source of [repo, plain]) {
+      const id = uniqueId(created);
+      await createSandbox({ source, name: id });
+      const out = await sh(
+        id,
+        'readlink leak; cat leak; test -L leak && echo is-link; grep -r TOP-SECRET . ; true',
+      );
+      expect(out.stdout).toContain(secret);
+      expect(out.stdout).toContain('is-link');
+      expect(out.stdout + out.stderr).not.toContain('TOP-SECRET-HOST-DATA');
+      expect(out.stderr).toMatch(/No such file/);
+    }
+  });
+});
+
+describe.skipIf(!ready)('createSandbox refuses bad input before anything runs', () => {
+  const sentinelOf = (name: string) => join(work, `sentinel-${name}`);
+  const cases: [string, (s: string) => string][] = [
+    ['ext', (s) => `ext::sh -c touch% ${s}`],
+    ['option', (s) => `--upload-pack=touch ${s}`],
+    ['ssh-host', (s) => `ssh://-oProxyCommand=touch%20${s}/repo`],
+    ['scp-option', (s) => `-oProxyCommand=touch ${s}@host:path`],
+    ['fd', () => 'fd::7'],
+    ['file', () => 'file:///etc'],
+    ['control', (s) => `https://example.com/x\n${s}`],
+  ];
+  for (const [name, make] of cases) {
+    it(`${name}`, async () => {
+      const sentinel = sentinelOf(name);
+      const id = uniqueId(created);
+      const error = await createSandbox({ source: make(sentinel), name: id }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidSourceError);
+      expect(error).toMatchObject({ kind: 'usage' });
+      expect(existsSync(sentinel)).toBe(false);
+      expect(await labeledObjects(id)).toEqual([]);
+    });
+  }
+
+  it('a bad name, and a duplicate name with a clear error', async () => {
+    const repo = await makeGitRepo(join(work, 'dup'), { 'a.txt': 'a' });
+    await expect(createSandbox({ source: repo, name: 'Bad Name' })).rejects.toBeInstanceOf(
+      InvalidSandboxNameError,
+    );
+    const id = uniqueId(created);
+    await createSandbox({ source: repo, name: id });
+    const error = await createSandbox({ source: repo, name: id }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SandboxExistsError);
+    expect((error as Error).message).toBe(
+      `a sandbox named '${id}' already exists: pick another --name or destroy it first`,
+    );
+    // The first sandbox is untouched by the refused second create.
+    expect((await inspectContainer(`ca-sbx-${id}`)).State.Running).toBe(true);
+  });
+});
+
+describe.skipIf(!ready)('createSandbox from a git server (git daemon in a container)', () => {
+  let server: StartedTestContainer;
+  let host: string;
+  let commit: string;
+
+  beforeAll(async () => {
+    const script = [
+      'set -e',
+      'export HOME=/tmp GIT_CONFIG_NOSYSTEM=1',
+      'mkdir -p /tmp/srv/git /tmp/w && cd /tmp/w',
+      'git init -q -b main && git config user.email t@e && git config user.name t',
+      'echo first > file.txt && git add . && git commit -qm first',
+      'git tag v1',
+      'echo second > file.txt && git commit -qam second',
+      'git checkout -q -b feature && echo feature > feature.txt && git add . && git commit -qm feature && git checkout -q main',
+      'git clone -q --bare /tmp/w /tmp/srv/git/repo.git',
+      'exec git daemon --verbose --reuseaddr --base-path=/tmp/srv/git --export-all --enable=receive-pack --listen=0.0.0.0 --port=9418',
+    ].join('\n');
+    server = await new GenericContainer(HELPER)
+      .withUser('1000:1000')
+      .withLabels({ 'ca.lifecycle.test': 'git-server' })
+      .withCommand(['sh', '-c', script])
+      .withWaitStrategy(Wait.forLogMessage(/Ready to rumble/))
+      .start();
+    host = server.getIpAddress('bridge');
+    const rev = await server.exec(['git', '-C', '/tmp/srv/git/repo.git', 'rev-parse', 'v1^{commit}'], {
+      user: '1000:1000',
+    });
+    commit = rev.output.trim();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('clones over git:// (shallow, default branch) through the bridge', async () => {
+    const id = uniqueId(created);
+    const record = await createSandbox({
+      source: `git://${host}:9418/repo.git`,
+      name: id,
+      cloneNetwork: 'bridge',
+    });
+    expect(record).toMatchObject({ repo: 'repo', source: `git://${host}:9418/repo.git`, network: 'offline' });
+    const out = await sh(id, 'cat file.txt; ls; cat .git/shallow >/dev/null && echo shallow');
+    expect(out.stdout).toBe('second\nfile.txt\nshallow\n');
+    // The box itself is offline even though the clone used the bridge, and the helper is gone.
+    expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.NetworkMode).toBe('none');
+    expect(await labeledObjects(id)).toEqual([`container:ca-sbx-${id}`, `volume:ca-sbx-${id}`]);
+  });
+
+  it('clones a branch with --ref', async () => {
+    const id = uniqueId(created);
+    await createSandbox({ source: `git://${host}/repo.git`, name: id, ref: 'feature' });
+    expect((await sh(id, 'cat feature.txt')).stdout).toBe('feature\n');
+  });
+
+  it('checks out a commit sha with --ref', async () => {
+    expect(commit).toMatch(/^[0-9a-f]{40}$/);
+    const id = uniqueId(created);
+    await createSandbox({ source: `git://${host}/repo.git`, name: id, ref: commit });
+    expect((await sh(id, 'cat file.txt')).stdout).toBe('first\n');
+  });
+
+  it('a clone that fails removes everything it made', async () => {
+    const id = uniqueId(created);
+    await expect(createSandbox({ source: `git://${host}/missing.git`, name: id })).rejects.toThrow(
+      /git clone failed in the helper/,
+    );
+    expect(await labeledObjects(id)).toEqual([]);
+  });
+});
