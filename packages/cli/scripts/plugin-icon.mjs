@@ -48,7 +48,8 @@ function pixel(x, y) {
   const shackleInner = (x - 256) ** 2 + (y - 120) ** 2 <= 40 ** 2;
   if (shackleOuter && !shackleInner) return amber;
   if (inRoundedRect(x, y, 196, 140, 316, 236, 14)) {
-    const keyhole = (x - 256) ** 2 + (y - 178) ** 2 <= 14 ** 2 || (x >= 250 && x <= 262 && y >= 178 && y <= 212);
+    const keyhole =
+      (x - 256) ** 2 + (y - 178) ** 2 <= 14 ** 2 || (x >= 250 && x <= 262 && y >= 178 && y <= 212);
     return keyhole ? background : amber;
   }
   return background;

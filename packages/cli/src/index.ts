@@ -3,4 +3,4 @@ export { LeftoversError, OperationFailedError, PrerequisiteError, UsageError } f
 export { main } from './main.js';
 export { createMcpServer, serveStdio } from './mcp/server.js';
 export { cliVersion, createProgram } from './program.js';
-export { safeJsonStringify, sanitizeForTerminal, sanitizeLine } from './sanitize.js';
+export { safeJsonStringify, sanitizeForTerminal, sanitizeLine, sanitizeName } from './sanitize.js';

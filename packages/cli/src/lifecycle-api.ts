@@ -23,5 +23,6 @@ export function loadLifecycle(): Promise<Lifecycle> {
 
 /** Text printed every time the allowlist policy is selected (owned by @ca-sandbox/network). */
 export async function allowlistWarning(): Promise<string> {
-  return (await import('@ca-sandbox/network')).ALLOWLIST_WARNING;
+  // Output.warn adds its own prefix.
+  return (await import('@ca-sandbox/network')).ALLOWLIST_WARNING.replace(/^warning:\s*/i, '');
 }

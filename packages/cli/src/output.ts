@@ -1,5 +1,5 @@
 import type { ErrorReport } from './error-report.js';
-import { safeJsonStringify, sanitizeLine } from './sanitize.js';
+import { safeJsonStringify, sanitizeName } from './sanitize.js';
 
 /** The options every command takes. */
 export interface GlobalOptions {
@@ -93,17 +93,17 @@ export class Output {
       if (report.hint) body.hint = report.hint;
       this.streams.stderr.write(`${safeJsonStringify({ error: body })}\n`);
     } else {
-      this.streams.stderr.write(`${this.red('error:')} ${sanitizeLine(report.message)}\n`);
-      if (report.hint) this.streams.stderr.write(`${this.dim('hint:')} ${sanitizeLine(report.hint)}\n`);
+      this.streams.stderr.write(`${this.red('error:')} ${sanitizeName(report.message)}\n`);
+      if (report.hint) this.streams.stderr.write(`${this.dim('hint:')} ${sanitizeName(report.hint)}\n`);
     }
     if (this.options.verbose && error instanceof Error && error.stack) {
-      this.streams.stderr.write(`${this.dim(sanitizeLine(error.stack).replace(/\\n/g, '\n'))}\n`);
+      this.streams.stderr.write(`${this.dim(sanitizeName(error.stack).replace(/\\n/g, '\n'))}\n`);
     }
   }
 
-  /** A plain text table; every cell is sanitised to one line. */
+  /** A plain text table; every cell is a name shown on one line with visible escapes. */
   table(headers: string[], rows: string[][]): void {
-    const cells = rows.map((row) => row.map((cell) => sanitizeLine(cell)));
+    const cells = rows.map((row) => row.map((cell) => sanitizeName(cell)));
     const widths = headers.map((header, i) =>
       Math.max(header.length, ...cells.map((row) => (row[i] ?? '').length)),
     );

@@ -91,13 +91,13 @@ describe('Output', () => {
         ['bb', 'ok'],
       ],
     );
-    expect(streams.stdout.text).toBe('ID  REPO\na   evil\\nrepo\nbb  ok\n');
+    expect(streams.stdout.text).toBe('ID  REPO\na   evil\\nrepo\\x1b]0;x\\x07\nbb  ok\n');
   });
 
   it('writes errors as one line, or JSON under --json', () => {
     const human = output();
     human.out.error({ code: 'X', kind: 'failure', message: 'it broke\u001b[2J', hint: 'try again' });
-    expect(human.streams.stderr.text).toBe('error: it broke\nhint: try again\n');
+    expect(human.streams.stderr.text).toBe('error: it broke\\x1b[2J\nhint: try again\n');
     const json = output({ json: true });
     json.out.error({ code: 'X', kind: 'failure', message: 'it\u2028broke' });
     expect(json.streams.stderr.text).toBe('{"error":{"code":"X","message":"it\\u2028broke"}}\n');

@@ -1,5 +1,5 @@
 import type { Output } from './output.js';
-import { sanitizeLine } from './sanitize.js';
+import { sanitizeLine, sanitizeName } from './sanitize.js';
 
 /** What @ca-sandbox/lifecycle reports through hooks.onPhase. */
 export interface PhaseUpdate {
@@ -107,7 +107,7 @@ export class Progress {
   }
 
   private plainLine(state: PhaseState): string {
-    const detail = state.detail ? ` (${sanitizeLine(state.detail)})` : '';
+    const detail = state.detail ? ` (${sanitizeName(state.detail)})` : '';
     if (state.status === 'start') return `${state.phase}: started${detail}`;
     const verb = state.status === 'done' ? 'done' : 'failed';
     return `${state.phase}: ${verb} in ${formatElapsed(state.elapsedMs ?? 0)}${detail}`;
@@ -116,7 +116,8 @@ export class Progress {
   private liveLine(state: PhaseState): string {
     const { out } = this;
     const elapsed = formatElapsed(state.elapsedMs ?? this.now() - state.startedAt);
-    const detail = state.detail ? out.dim(` ${sanitizeLine(state.detail)}`) : '';
+    const room = Math.max(10, (out.streams.stderr.columns ?? 80) - 30);
+    const detail = state.detail ? out.dim(` ${sanitizeName(state.detail).slice(0, room)}`) : '';
     const mark =
       state.status === 'done'
         ? out.green('✓')

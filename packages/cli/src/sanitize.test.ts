@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { safeJsonStringify, sanitizeForTerminal, sanitizeLine } from './sanitize.js';
+import { safeJsonStringify, sanitizeForTerminal, sanitizeLine, sanitizeName } from './sanitize.js';
 
 /** Anything a terminal could act on, or that reorders what a reader sees (newline and tab aside). */
 function dangerous(text: string, allowNewline = true): string[] {
@@ -84,6 +84,28 @@ describe('sanitizeForTerminal', () => {
 describe('sanitizeLine', () => {
   it('makes one line of a multi-line name', () => {
     expect(sanitizeLine('evil\nname\twith\u001b[2Kstuff')).toBe('evil\\nname\\twithstuff');
+  });
+});
+
+describe('sanitizeName', () => {
+  it('shows every control as a visible escape and drops nothing', () => {
+    expect(sanitizeName('x\u001b[2Jy')).toBe('x\\x1b[2Jy');
+    expect(sanitizeName('a\nb\tc\rd')).toBe('a\\nb\\tc\\x0dd');
+    expect(sanitizeName('invoice\u202egpj.exe')).toBe('invoice\\u202egpj.exe');
+    expect(sanitizeName('\u009b31m')).toBe('\\x9b31m');
+  });
+
+  it.each(HOSTILE)('leaves no dangerous character and no newline in %s', (_name, input) => {
+    expect(dangerous(sanitizeName(input), false)).toEqual([]);
+  });
+
+  it('never lets a dangerous character or newline through (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (input) => {
+        expect(dangerous(sanitizeName(input), false)).toEqual([]);
+      }),
+      { numRuns: 1000 },
+    );
   });
 });
 

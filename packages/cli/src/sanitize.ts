@@ -21,6 +21,9 @@ const ESC_SEQUENCE = /\u001b[\u0020-\u002f]*[\u0030-\u007e]/g;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL_OR_LAYOUT = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
 /** Characters JSON.stringify leaves raw that can still harm a terminal or a JS consumer. */
 const JSON_UNSAFE = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
@@ -45,9 +48,23 @@ export function sanitizeForTerminal(text: string): string {
     });
 }
 
-/** Like sanitizeForTerminal, for a single-line cell (a name, a table cell): newline and tab shown escaped. */
+/** Like sanitizeForTerminal, for one line of output (a build log line): newline and tab shown escaped. */
 export function sanitizeLine(text: string): string {
   return sanitizeForTerminal(text).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+}
+
+/**
+ * For names (sandbox ids, repo names, file names, paths) and messages that embed them: nothing is
+ * dropped, every control character (newline and tab too) and bidi override is shown as a visible
+ * escape, so `x\x1b[2Jy` reads as what the name really is.
+ */
+export function sanitizeName(text: string): string {
+  return text.replace(CONTROL_OR_LAYOUT, (char) => {
+    if (char === '\n') return '\\n';
+    if (char === '\t') return '\\t';
+    const code = char.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : unicodeEscape(char);
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { loadLifecycle } from '../lifecycle-api.js';
 import { parseCpOperands } from '../options.js';
 import type { Output } from '../output.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 
 /** 1536 → `1.5 KiB`. */
 export function formatBytes(bytes: number): string {
@@ -31,9 +31,9 @@ export async function cpCommand(
   const files = `${result.files} file${result.files === 1 ? '' : 's'}`;
   const dirs = `${result.directories} director${result.directories === 1 ? 'y' : 'ies'}`;
   out.result(
-    `copied ${files}, ${dirs} (${formatBytes(result.bytes)}) to ${sanitizeLine(result.destination)}`,
+    `copied ${files}, ${dirs} (${formatBytes(result.bytes)}) to ${sanitizeName(result.destination)}`,
   );
   for (const skip of result.skipped)
-    out.warn(`skipped ${sanitizeLine(skip.path)}: ${sanitizeLine(skip.reason)}`);
+    out.warn(`skipped ${sanitizeName(skip.path)}: ${sanitizeName(skip.reason)}`);
   return 0;
 }

@@ -3,7 +3,7 @@ import { allowlistWarning, loadLifecycle, type SandboxRecord } from '../lifecycl
 import { type CreateFlags, resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
 import { formatElapsed, Progress } from '../progress.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 
 export type CreateCommandFlags = CreateFlags & { withClaude?: boolean };
 
@@ -66,13 +66,13 @@ export async function createWithProgress(
 }
 
 function summary(out: Output, record: SandboxRecord, elapsedMs: number): string {
-  const image = `${sanitizeLine(record.image)}${record.imageCacheHit ? ' (cache hit)' : ''}`;
+  const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit)' : ''}`;
   return [
-    `${out.green('sandbox ready:')} ${out.bold(sanitizeLine(record.id))} in ${formatElapsed(elapsedMs)}`,
-    `  repo     ${sanitizeLine(record.repo)}`,
+    `${out.green('sandbox ready:')} ${out.bold(sanitizeName(record.id))} in ${formatElapsed(elapsedMs)}`,
+    `  repo     ${sanitizeName(record.repo)}`,
     `  image    ${image}`,
-    `  network  ${sanitizeLine(record.network)}   runtime ${sanitizeLine(record.runtime)}`,
-    `  next     ca-sandbox shell ${sanitizeLine(record.id)}   |   ca-sandbox destroy ${sanitizeLine(record.id)}`,
+    `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
+    `  next     ca-sandbox shell ${sanitizeName(record.id)}   |   ca-sandbox destroy ${sanitizeName(record.id)}`,
   ].join('\n');
 }
 
@@ -84,6 +84,6 @@ export async function createCommand(
 ): Promise<number> {
   const record = await createWithProgress(out, String(args[0] ?? ''), options as CreateCommandFlags);
   if (out.options.json) out.json(record);
-  else out.result(sanitizeLine(record.id));
+  else out.result(sanitizeName(record.id));
   return 0;
 }

@@ -2,7 +2,7 @@ import { UsageError } from '../errors.js';
 import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 
 /** Concatenates the results of several teardowns. */
 export function mergeTeardown(results: TeardownResult[]): TeardownResult {
@@ -24,14 +24,14 @@ export function reportTeardown(
 ): number {
   if (json) out.json(result);
   else if (result.removed.length === 0 && result.failures.length === 0) out.info('nothing to remove');
-  else for (const name of result.removed) out.info(`${verb} ${sanitizeLine(name)}`);
+  else for (const name of result.removed) out.info(`${verb} ${sanitizeName(name)}`);
   for (const failure of result.failures) {
     out.streams.stderr.write(
-      `${out.red('failed:')} ${sanitizeLine(String(failure.kind))} ${sanitizeLine(String(failure.name))}: ${sanitizeLine(String(failure.message))}\n`,
+      `${out.red('failed:')} ${sanitizeName(String(failure.kind))} ${sanitizeName(String(failure.name))}: ${sanitizeName(String(failure.message))}\n`,
     );
   }
   for (const name of result.leftovers)
-    out.streams.stderr.write(`${out.red('left behind:')} ${sanitizeLine(name)}\n`);
+    out.streams.stderr.write(`${out.red('left behind:')} ${sanitizeName(name)}\n`);
   return result.failures.length > 0 || result.leftovers.length > 0 ? 1 : 0;
 }
 

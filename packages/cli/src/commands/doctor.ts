@@ -1,6 +1,6 @@
 import { PrerequisiteError } from '../errors.js';
 import type { Output } from '../output.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -18,7 +18,7 @@ const IMAGE_HINT =
   'build the local base images (bash scripts/seed-images.sh) and name them in CA_SANDBOX_BASE_IMAGE or CA_SANDBOX_BASE_IMAGE_<PROVIDER>, or allow docker pull';
 
 function problem(error: unknown): string {
-  return sanitizeLine(error instanceof Error ? error.message : String(error));
+  return sanitizeName(error instanceof Error ? error.message : String(error));
 }
 
 interface ImageNeed {
@@ -71,12 +71,12 @@ async function imageChecks(
     const where = source === 'default' ? 'official default' : source;
     checks.push(
       present
-        ? { check, status: 'ok', required, detail: `${sanitizeLine(image)} present (${where})` }
+        ? { check, status: 'ok', required, detail: `${sanitizeName(image)} present (${where})` }
         : {
             check,
             status: required ? 'fail' : 'warn',
             required,
-            detail: `${sanitizeLine(image)} not present locally (${where})${required ? '' : '; create pulls it for that provider'}`,
+            detail: `${sanitizeName(image)} not present locally (${where})${required ? '' : '; create pulls it for that provider'}`,
             fix: IMAGE_HINT,
           },
     );
@@ -88,7 +88,7 @@ async function nixpacksCheck(): Promise<DoctorCheck> {
   const build = await import('@ca-sandbox/build');
   const version = await build.nixpacksVersion().catch(() => undefined);
   return version
-    ? { check: 'nixpacks', status: 'ok', required: false, detail: `version ${sanitizeLine(version)}` }
+    ? { check: 'nixpacks', status: 'ok', required: false, detail: `version ${sanitizeName(version)}` }
     : {
         check: 'nixpacks',
         status: 'warn',
@@ -129,7 +129,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
       check: 'docker',
       status: 'ok',
       required: true,
-      detail: `engine ${sanitizeLine(info.serverVersion)} reachable (${sanitizeLine(info.storageDriver || 'unknown driver')}, cgroup v${sanitizeLine(info.cgroupVersion || '?')})`,
+      detail: `engine ${sanitizeName(info.serverVersion)} reachable (${sanitizeName(info.storageDriver || 'unknown driver')}, cgroup v${sanitizeName(info.cgroupVersion || '?')})`,
     });
     checks.push(
       info.runtimes.includes('runc')

@@ -1,7 +1,7 @@
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import type { Output } from '../output.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 import { type CreateCommandFlags, createWithProgress } from './create.js';
 import { reportTeardown } from './destroy.js';
 
@@ -23,7 +23,7 @@ export async function runCommand(
   }
   if (flags.keep) {
     out.info(
-      `kept sandbox ${sanitizeLine(record.id)}; remove it with: ca-sandbox destroy ${sanitizeLine(record.id)}`,
+      `kept sandbox ${sanitizeName(record.id)}; remove it with: ca-sandbox destroy ${sanitizeName(record.id)}`,
     );
     if (out.options.json) out.json({ sandbox: record, shellExitCode: shellCode });
     return shellCode;

@@ -1,5 +1,5 @@
 import type { Output } from '../output.js';
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeName } from '../sanitize.js';
 
 /** Quotes one argv word for display the way a POSIX shell would read it back. */
 export function shellQuote(word: string): string {
@@ -11,6 +11,6 @@ export function shellQuote(word: string): string {
 export async function traceDocker(out: Output): Promise<void> {
   const { setDockerTracer } = await import('@ca-sandbox/docker');
   setDockerTracer((argv) => {
-    out.streams.stderr.write(`${out.dim(`+ docker ${sanitizeLine(argv.map(shellQuote).join(' '))}`)}\n`);
+    out.streams.stderr.write(`${out.dim(`+ docker ${sanitizeName(argv.map(shellQuote).join(' '))}`)}\n`);
   });
 }

@@ -1,0 +1,83 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../bin/ca-sandbox.js', import.meta.url));
+export const LIFECYCLE_BUILT = existsSync(
+  fileURLToPath(new URL('../../lifecycle/dist/index.js', import.meta.url)),
+);
+
+/** The base images official names cannot be pulled here: every provider builds on local ones. */
+export const LOCAL_IMAGES_ENV: Record<string, string> = {
+  CA_SANDBOX_BASE_IMAGE: 'ca-sbx-base:debian',
+  CA_SANDBOX_BASE_IMAGE_NODE: 'ca-sbx-base:node',
+  CA_SANDBOX_BASE_IMAGE_PYTHON: 'ca-sbx-base:python',
+  CA_SANDBOX_BASE_IMAGE_GO: 'ca-sbx-base:go',
+};
+
+export function dockerReachable(): boolean {
+  try {
+    execFileSync('docker', ['info', '--format', '{{.ServerVersion}}'], { stdio: 'ignore', timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface BinResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real bin (a new node process, as a user would) and collects its output. */
+export function runBin(args: string[], env: Record<string, string> = {}, input?: string): Promise<BinResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...LOCAL_IMAGES_ENV, NO_COLOR: '1', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+/** Last-resort cleanup of one sandbox's objects, by its id label, whatever the CLI did. */
+export function forceRemoveSandbox(id: string): void {
+  const filter = `label=ca.sandbox.id=${id}`;
+  const list = (args: string[]) =>
+    execFileSync('docker', args, { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
+  const containers = list(['ps', '-aq', '--filter', filter]);
+  if (containers.length) execFileSync('docker', ['rm', '-f', ...containers], { stdio: 'ignore' });
+  const volumes = list(['volume', 'ls', '-q', '--filter', filter]);
+  if (volumes.length) execFileSync('docker', ['volume', 'rm', '-f', ...volumes], { stdio: 'ignore' });
+  const networks = list(['network', 'ls', '-q', '--filter', filter]);
+  if (networks.length) execFileSync('docker', ['network', 'rm', ...networks], { stdio: 'ignore' });
+}
+
+/** Objects labeled with this sandbox id that still exist. */
+export function remainingObjects(id: string): string[] {
+  const filter = `label=ca.sandbox.id=${id}`;
+  return [
+    ['ps', '-aq', '--filter', filter],
+    ['volume', 'ls', '-q', '--filter', filter],
+    ['network', 'ls', '-q', '--filter', filter],
+  ].flatMap((args) =>
+    execFileSync('docker', args, { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean),
+  );
+}

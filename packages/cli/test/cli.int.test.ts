@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
+
+const READY = LIFECYCLE_BUILT && dockerReachable();
+const DEAD_DOCKER = { DOCKER_HOST: 'unix:///nonexistent.sock' };
+
+/** The error object of a --json failure (one JSON line on stderr). */
+function jsonError(stderr: string): { code: string; message: string; hint?: string } {
+  const lines = stderr.trim().split('\n');
+  return (JSON.parse(lines.at(-1) ?? '{}') as { error: { code: string; message: string; hint?: string } })
+    .error;
+}
+
+describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', () => {
+  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-cli-'));
+  const repo = join(work, 'fixture-repo');
+
+  beforeAll(() => {
+    mkdirSync(join(repo, 'src'), { recursive: true });
+    writeFileSync(join(repo, 'README.md'), '# fixture\nhello from the fixture\n');
+    writeFileSync(join(repo, 'src', 'main.sh'), '#!/bin/sh\necho "main ran"\n');
+  });
+
+  afterAll(async () => {
+    await runBin(['destroy', id]).catch(() => undefined);
+    forceRemoveSandbox(id);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('create --json prints the sandbox record', async () => {
+    const result = await runBin(['create', repo, '--name', id, '--json', '--memory', '512m', '--cpus', '1']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const record = JSON.parse(result.stdout);
+    expect(record).toMatchObject({ id, network: 'offline', runtime: 'runc', status: 'running' });
+    for (const key of [
+      'container',
+      'volume',
+      'image',
+      'imageCacheHit',
+      'dephash',
+      'builder',
+      'provider',
+      'repo',
+      'source',
+      'createdAt',
+    ]) {
+      expect(record).toHaveProperty(key);
+    }
+  });
+
+  it('create refuses a second sandbox with the same name (exit 2)', async () => {
+    const result = await runBin(['create', repo, '--name', id]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^error: .*already exists/m);
+  });
+
+  it('list --json includes it, list prints a table', async () => {
+    const json = await runBin(['list', '--json']);
+    expect(json.code).toBe(0);
+    const records = JSON.parse(json.stdout) as { id: string }[];
+    expect(records.map((r) => r.id)).toContain(id);
+    const table = await runBin(['ls']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+NETWORK\s+RUNTIME\s+IMAGE\s+CREATED\s+REPO$/);
+    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+running\\s+offline\\s+runc`, 'm'));
+  });
+
+  it('exec prints the exec contract and passes the exit code through', async () => {
+    const ok = await runBin(['exec', id, '--', 'cat', 'README.md']);
+    expect(ok.code).toBe(0);
+    const result = JSON.parse(ok.stdout);
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: '# fixture\nhello from the fixture\n',
+      stderr: '',
+      truncated: false,
+      timedOut: false,
+    });
+    expect(typeof result.durationMs).toBe('number');
+
+    const seven = await runBin(['exec', id, '--json', '--', 'sh', '-c', 'echo out; echo err >&2; exit 7']);
+    expect(seven.code).toBe(7);
+    expect(JSON.parse(seven.stdout)).toMatchObject({ exitCode: 7, stdout: 'out\n', stderr: 'err\n' });
+  });
+
+  it('exec escapes hostile output in its JSON', async () => {
+    const hostile = await runBin([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      'printf "\\033]0;pwned\\007\\302\\233 31m\\342\\200\\256x"',
+    ]);
+    expect(hostile.code).toBe(0);
+    for (const raw of ['\u001b', '\u0007', '\u009b', '\u202e']) expect(hostile.stdout).not.toContain(raw);
+    expect(JSON.parse(hostile.stdout).stdout).toBe('\u001b]0;pwned\u0007\u009b 31m\u202ex');
+  });
+
+  it('exec --timeout kills the command and reports timedOut', async () => {
+    const result = await runBin(['exec', id, '--timeout', '1', '--', 'sleep', '30']);
+    const parsed = JSON.parse(result.stdout);
+    expect(parsed.timedOut).toBe(true);
+    expect(result.code).toBe(parsed.exitCode);
+  });
+
+  it('exec --max-bytes truncates', async () => {
+    const result = await runBin(['exec', id, '--max-bytes', '10', '--', 'sh', '-c', 'yes | head -c 100000']);
+    const parsed = JSON.parse(result.stdout);
+    expect(parsed.truncated).toBe(true);
+    expect(parsed.stdout.length).toBeLessThanOrEqual(10);
+  });
+
+  it('exec exits 125 when the tool fails before the command runs', async () => {
+    const missing = await runBin(['exec', `${id}-missing`, '--json', '--', 'true']);
+    expect(missing.code).toBe(125);
+    expect(missing.stdout).toBe('');
+    expect(jsonError(missing.stderr).code).toBe('SANDBOX_NOT_FOUND');
+  });
+
+  it('cp copies a file and a directory out, refuses to overwrite without --force', async () => {
+    const file = join(work, 'readme-out.md');
+    const copied = await runBin(['cp', `${id}:/work/repo/README.md`, file, '--json']);
+    expect(copied.code).toBe(0);
+    expect(JSON.parse(copied.stdout)).toMatchObject({ files: 1, skipped: [] });
+    expect(readFileSync(file, 'utf8')).toBe('# fixture\nhello from the fixture\n');
+
+    const again = await runBin(['cp', `${id}:/work/repo/README.md`, file]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/^error: /);
+    expect((await runBin(['cp', `${id}:/work/repo/README.md`, file, '--force'])).code).toBe(0);
+
+    const dir = join(work, 'src-out');
+    const tree = await runBin(['cp', `${id}:src`, dir]);
+    expect(tree.code).toBe(0);
+    expect(tree.stdout).toMatch(/^copied 1 file, 1 directory/);
+    expect(readFileSync(join(dir, 'main.sh'), 'utf8')).toContain('main ran');
+  });
+
+  it('cp never prints a hostile file name raw', async () => {
+    const script = 'mkdir -p h && ln -s /etc/passwd "h/$(printf "x\\033[2Jy")" && echo ok > h/file';
+    expect((await runBin(['exec', id, '--', 'sh', '-c', script])).code).toBe(0);
+    const result = await runBin(['cp', `${id}:h`, join(work, 'hostile-out')]);
+    expect(result.code).toBe(0);
+    expect(result.stdout + result.stderr).not.toContain('\u001b');
+    expect(result.stderr).toContain('skipped h/x\\x1b[2Jy: ');
+    const json = await runBin(['cp', `${id}:h`, join(work, 'hostile-out-json'), '--json']);
+    expect(json.stdout).not.toContain('\u001b');
+    expect(JSON.parse(json.stdout).skipped[0].path).toBe('h/x\u001b[2Jy');
+  });
+
+  it('cp into a box is refused with exit 2', async () => {
+    const result = await runBin(['cp', join(repo, 'README.md'), `${id}:/work/repo/x`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/egress is out-only/);
+  });
+
+  it('verify prints every isolation check as a row', async () => {
+    const json = await runBin(['verify', id, '--json']);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      checks: { check: string; expected: string; seen: string; pass: boolean }[];
+    };
+    expect(report.ok).toBe(true);
+    expect(report.checks.length).toBeGreaterThan(5);
+    for (const row of report.checks) {
+      expect(row).toEqual(
+        expect.objectContaining({
+          check: expect.any(String),
+          expected: expect.any(String),
+          seen: expect.any(String),
+          pass: true,
+        }),
+      );
+    }
+    const human = await runBin(['verify', id]);
+    expect(human.code).toBe(0);
+    expect(human.stdout.split('\n')[0]).toMatch(/^CHECK\s+EXPECTED\s+SEEN\s+RESULT$/);
+    expect(human.stdout.trim().split('\n')).toHaveLength(report.checks.length + 1);
+  });
+
+  it('--verbose prints each docker argv', async () => {
+    const result = await runBin(['list', '--verbose']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^\+ docker \S+/m);
+  });
+
+  it('destroy --json removes everything and list no longer shows it', async () => {
+    const result = await runBin(['destroy', id, '--json']);
+    expect(result.code).toBe(0);
+    const teardown = JSON.parse(result.stdout);
+    expect(teardown.failures).toEqual([]);
+    expect(teardown.leftovers).toEqual([]);
+    expect(teardown.removed.length).toBeGreaterThan(0);
+    expect(remainingObjects(id)).toEqual([]);
+    const list = JSON.parse((await runBin(['list', '--json'])).stdout) as { id: string }[];
+    expect(list.map((r) => r.id)).not.toContain(id);
+  });
+});
+
+describe.skipIf(!LIFECYCLE_BUILT)('exit codes through the bin', () => {
+  it('3 with an install hint when Docker does not answer', async () => {
+    const human = await runBin(['list'], DEAD_DOCKER);
+    expect(human.code).toBe(3);
+    expect(human.stderr).toMatch(/^error: docker is not available/im);
+    expect(human.stderr).toMatch(/^hint: .*docker/im);
+    expect(human.stderr).not.toMatch(/\n\s+at /);
+    const json = await runBin(['create', '.', '--json'], DEAD_DOCKER);
+    expect(json.code).toBe(3);
+    expect(jsonError(json.stderr)).toMatchObject({ code: 'DOCKER_UNAVAILABLE', hint: expect.any(String) });
+    expect((await runBin(['doctor'], DEAD_DOCKER)).code).toBe(3);
+  });
+
+  it('exec exits 125, not a fake command exit code, when Docker does not answer', async () => {
+    const result = await runBin(['exec', 'sbx-x', '--json', '--', 'true'], DEAD_DOCKER);
+    expect(result.stdout).toBe('');
+    expect(result.code).toBe(125);
+    expect(jsonError(result.stderr).code).toBe('DOCKER_UNAVAILABLE');
+  });
+
+  it('2 for bad input, with one line naming the problem', async () => {
+    const bad = await runBin(['create', '.', '--memory', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('error: invalid value for --memory: expected a size such as 512m or 2g\n');
+    const missing = await runBin(['create', '/nonexistent/dir/for/sure']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^error: invalid source/);
+  });
+
+  it('allowlist prints that it is EXPERIMENTAL every time, also under --json and --quiet', async () => {
+    for (const extra of [[], ['--json'], ['--quiet']]) {
+      // runsc with allowlist is refused by the lifecycle before anything is created.
+      const result = await runBin([
+        'create',
+        '.',
+        '--network',
+        'allowlist',
+        '--allow',
+        '192.0.2.1',
+        '--runtime',
+        'runsc',
+        ...extra,
+      ]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^warning: .*EXPERIMENTAL/m);
+    }
+  });
+});

@@ -1,0 +1,54 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const BIN = fileURLToPath(new URL('../bin/ca-sandbox.js', import.meta.url));
+const DIST = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const TRACE = fileURLToPath(new URL('./_trace-imports.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'ca-sbx-trace-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the bin and returns the module URLs it loaded (builtins excluded). */
+function loaded(args: string[]): { status: number | null; modules: string[] } {
+  const out = join(dir, `${Math.random().toString(36).slice(2)}.json`);
+  const result = spawnSync(process.execPath, ['--import', TRACE, BIN, ...args], {
+    env: { ...process.env, TRACE_IMPORTS_OUT: out, DOCKER_HOST: 'unix:///nonexistent.sock' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  const modules = (JSON.parse(readFileSync(out, 'utf8')) as string[]).filter((url) =>
+    url.startsWith('file:'),
+  );
+  return { status: result.status, modules };
+}
+
+const HEAVY = ['/lifecycle/', '/docker/dist/', '@modelcontextprotocol', '/zod/', '/execa/'];
+const heavy = (modules: string[]) => modules.filter((url) => HEAVY.some((part) => url.includes(part)));
+
+describe.skipIf(!existsSync(DIST))('start-up is lazy (built dist)', () => {
+  it('--version loads nothing but the bin', () => {
+    const { status, modules } = loaded(['--version']);
+    expect(status).toBe(0);
+    expect(modules).toEqual([expect.stringMatching(/bin\/ca-sandbox\.js$/)]);
+  });
+
+  it.each([['--help'], ['list', '--help'], ['mcp', '--help'], ['exec', '--help'], ['frob']])(
+    '`%s` loads commander only, not the lifecycle, docker, zod or the MCP SDK',
+    (...args) => {
+      const { modules } = loaded(args);
+      expect(modules.some((url) => url.includes('/commander/'))).toBe(true);
+      expect(heavy(modules)).toEqual([]);
+    },
+  );
+
+  it('an exec usage error fails before the lifecycle or docker are loaded', () => {
+    const { status, modules } = loaded(['exec', 'Bad Id', '--', 'true']);
+    expect(status).toBe(125);
+    expect(
+      modules.filter((url) => /\/lifecycle\/|\/docker\/dist\/|@modelcontextprotocol|\/execa\//.test(url)),
+    ).toEqual([]);
+  });
+});
