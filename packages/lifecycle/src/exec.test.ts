@@ -87,6 +87,11 @@ describe('utf-8', () => {
     expect(decodeUtf8(Buffer.from([0x61, 0xff, 0xfe, 0x62]))).toBe('a\ufffd\ufffdb');
   });
 
+  it('trimPartialUtf8 drops only a cut sequence, not bytes that are invalid anyway', () => {
+    expect(trimPartialUtf8(Buffer.from([0x61, 0xe2, 0x82]))).toEqual(Buffer.from([0x61]));
+    expect(trimPartialUtf8(Buffer.from([0x61, 0xff, 0xfe]))).toEqual(Buffer.from([0x61, 0xff, 0xfe]));
+  });
+
   it('trimPartialUtf8 keeps complete text (property)', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary' }), fc.nat(), (text, cut) => {

@@ -80,7 +80,10 @@ export function buildKillArgs(container: string, marker: string): string[] {
     '  for p in /proc/[0-9]*; do',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
     '    pid=${p#/proc/}',
-    '    if grep -qsxzF "CA_SBX_EXEC=$1" "$p/environ"; then kill -KILL -- "-$pid" "$pid" 2>/dev/null; fi',
+    '    if grep -qsxzF "CA_SBX_EXEC=$1" "$p/environ"; then',
+    // dash's kill takes no `--`: the group and the process in two calls, so one miss skips nothing.
+    '      kill -s KILL "-$pid" 2>/dev/null; kill -s KILL "$pid" 2>/dev/null',
+    '    fi',
     '  done',
     'done',
   ].join('\n');
@@ -175,7 +178,9 @@ export function trimPartialUtf8(data: Buffer): Buffer {
   for (let back = 1; back <= Math.min(3, data.length); back += 1) {
     const byte = data[data.length - back] as number;
     if ((byte & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
-    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    // Only a valid lead byte (C2..F4) starts a sequence the cap may have cut; anything else is
+    // already invalid and decodes to U+FFFD on its own.
+    const need = byte >= 0xc2 && byte <= 0xf4 ? (byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : 2) : 1;
     return need > back ? data.subarray(0, data.length - back) : data;
   }
   return data;

@@ -1,0 +1,101 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { imageExists } from '@ca-sandbox/docker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
+import { createSandbox } from './create.js';
+import { SandboxNotFoundError } from './errors.js';
+import { EXEC_TIMEOUT_EXIT_CODE, execInSandbox } from './exec.js';
+
+const ready = await imageExists('ca-sbx-base:git').catch(() => false);
+const created = new Set<string>();
+let work: string;
+let id: string;
+
+beforeAll(async () => {
+  if (!ready) return;
+  work = await tempDir();
+  await mkdir(join(work, 'src'));
+  await writeFile(join(work, 'src', 'hello.txt'), 'hello\n');
+  id = uniqueId(created);
+  await createSandbox({ source: join(work, 'src'), name: id });
+});
+afterAll(async () => {
+  await destroyAll(created);
+  await removeDir(work);
+});
+
+describe.skipIf(!ready)('execInSandbox', () => {
+  it('runs as 1000:1000 in /work/repo, stdout and stderr apart, the exit code passed through', async () => {
+    const result = await execInSandbox(id, [
+      'sh',
+      '-c',
+      'id -u; id -g; pwd; cat hello.txt; echo oops >&2; exit 42',
+    ]);
+    expect(result).toMatchObject({
+      exitCode: 42,
+      stdout: '1000\n1000\n/work/repo\nhello\n',
+      stderr: 'oops\n',
+      truncated: false,
+      timedOut: false,
+    });
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('passes argv without a shell', async () => {
+    const result = await execInSandbox(id, ['printf', '%s|', 'a b', '$(id)', ';rm -rf /', '-n']);
+    expect(result.stdout).toBe('a b|$(id)|;rm -rf /|-n|');
+  });
+
+  it('a missing command is docker exit 126/127, not a thrown error', async () => {
+    const result = await execInSandbox(id, ['no-such-command-xyz']);
+    expect([126, 127]).toContain(result.exitCode);
+  });
+
+  it('truncates big output at the cap, drains the rest, and stays valid JSON', async () => {
+    const result = await execInSandbox(id, [
+      'sh',
+      '-c',
+      'head -c 5000000 /dev/zero | tr "\\0" a; printf "\\377\\376"; head -c 3000000 /dev/zero | tr "\\0" b >&2',
+    ]);
+    expect(result.exitCode).toBe(0);
+    expect(result.truncated).toBe(true);
+    expect(Buffer.byteLength(result.stdout)).toBe(1024 * 1024);
+    expect(Buffer.byteLength(result.stderr)).toBe(1024 * 1024);
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+  });
+
+  it('honours maxBytes and turns invalid UTF-8 into U+FFFD', async () => {
+    const small = await execInSandbox(id, ['sh', '-c', 'printf "abc\\377\\376def"'], { maxBytes: 5 });
+    expect(small).toMatchObject({ stdout: 'abc\ufffd\ufffd', truncated: true });
+    const full = await execInSandbox(id, ['sh', '-c', 'printf "abc\\377def"']);
+    expect(full).toMatchObject({ stdout: 'abc\ufffddef', truncated: false });
+  });
+
+  it('a timeout kills the command inside the box, forked and setsid children included', async () => {
+    const result = await execInSandbox(
+      id,
+      ['sh', '-c', 'sleep 311 & setsid sleep 312 & (sleep 313 &) ; sleep 314'],
+      { timeoutMs: 1500 },
+    );
+    expect(result).toMatchObject({ timedOut: true, exitCode: EXEC_TIMEOUT_EXIT_CODE });
+    const ps = await execInSandbox(id, ['ps', '-eo', 'pid,args']);
+    expect(ps.stdout).not.toMatch(/sleep 31[1-4]/);
+  });
+
+  it('a command that finishes before its timeout is not marked', async () => {
+    const result = await execInSandbox(id, ['sh', '-c', 'echo quick'], { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ timedOut: false, exitCode: 0, stdout: 'quick\n' });
+  });
+
+  it('an unknown sandbox is SandboxNotFoundError; a command printing docker-like errors is not', async () => {
+    await expect(execInSandbox('sbx-does-not-exist', ['true'])).rejects.toBeInstanceOf(SandboxNotFoundError);
+    const fake = await execInSandbox(id, ['sh', '-c', 'echo "Error: No such container: x" >&2; exit 1']);
+    expect(fake).toMatchObject({ exitCode: 1, stderr: 'Error: No such container: x\n' });
+  });
+
+  it('refuses an empty command and bad options', async () => {
+    await expect(execInSandbox(id, [])).rejects.toThrow(/give a command/);
+    await expect(execInSandbox(id, ['true'], { maxBytes: 0 })).rejects.toThrow(/invalid exec options/);
+  });
+});
