@@ -3,12 +3,20 @@ import { Command, Option } from 'commander';
 import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { type GlobalOptions, Output } from './output.js';
 
-/** The package version, read once from package.json (no import of anything heavy). */
+/** The package version, from package.json (dist/ or dist/bundle/ are one or two levels below it). */
 export function cliVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
+  for (const candidate of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'ca-sandbox' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return '0.0.0-unknown';
 }
 
 /** Shared between the program and main(): which command runs, and the exit code it settled on. */
