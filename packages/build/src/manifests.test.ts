@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { type Header, pack } from 'tar-stream';
 import { describe, expect, it } from 'vitest';
 import { ManifestLimitError, ManifestReadError } from './errors.js';
@@ -131,6 +131,15 @@ describe('parseManifestTar (hostile streams)', () => {
     await expect(parse(many, { maxFiles: 4, maxTotalBytes: 8 })).resolves.toMatchObject({
       files: { length: 4 },
     });
+  });
+
+  it('stops at a cap even when the source never ends (no deadlock)', async () => {
+    const source = new PassThrough();
+    const many = Array.from({ length: 5 }, (_, i) => ({ name: `./d${i}/package.json`, body: '{}' }));
+    source.write(await tarOf(many));
+    // No end(): a container that keeps streaming.
+    await expect(parseManifestTar(source, { maxFiles: 2 })).rejects.toThrow(ManifestLimitError);
+    expect(source.destroyed).toBe(true);
   });
 
   it('turns a garbage stream into ManifestReadError', async () => {

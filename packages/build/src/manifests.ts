@@ -126,7 +126,13 @@ export async function parseManifestTar(
   const feed = (async () => {
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
-        if (!tar.write(chunk)) await new Promise<void>((resolve) => tar.once('drain', () => resolve()));
+        if (tar.destroyed) break;
+        // A destroyed extractor never drains: wait for either, so the feed always ends.
+        if (!tar.write(chunk))
+          await new Promise<void>((resolve) => {
+            tar.once('drain', () => resolve());
+            tar.once('close', () => resolve());
+          });
       }
       tar.end(undefined);
     } catch (error) {
@@ -165,12 +171,13 @@ export async function parseManifestTar(
       files.push({ path, content: Buffer.concat(chunks) });
     }
   } catch (error) {
+    // Stop reading: the source is destroyed (the caller kills the docker exec), the feed winds down.
     tar.destroy();
+    (stream as { destroy?: () => void }).destroy?.();
     if (error instanceof ManifestLimitError) throw error;
     throw new ManifestReadError(`the manifest tar stream is invalid: ${(error as Error).message}`);
-  } finally {
-    await feed;
   }
+  await feed;
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
