@@ -116,7 +116,7 @@ export class Progress {
   private liveLine(state: PhaseState): string {
     const { out } = this;
     const elapsed = formatElapsed(state.elapsedMs ?? this.now() - state.startedAt);
-    const room = Math.max(10, (out.streams.stderr.columns ?? 80) - 30);
+    const room = Math.max(10, (out.streams.stderr.columns || 80) - 30);
     const detail = state.detail ? out.dim(` ${sanitizeName(state.detail).slice(0, room)}`) : '';
     const mark =
       state.status === 'done'
@@ -124,11 +124,11 @@ export class Progress {
         : state.status === 'fail'
           ? out.red('✗')
           : out.yellow(FRAMES[this.frame] ?? '*');
-    return `${mark} ${state.phase.padEnd(8)} ${out.dim(elapsed)}${detail}`;
+    return `${mark} ${state.phase.padEnd(9)} ${out.dim(elapsed)}${detail}`;
   }
 
   private redraw(): void {
-    const width = Math.max(20, (this.out.streams.stderr.columns ?? 80) - 1);
+    const width = Math.max(20, (this.out.streams.stderr.columns || 80) - 1);
     const lines = this.phases.map((state) => this.liveLine(state));
     for (const line of this.tail) lines.push(this.out.dim(`    ${line.slice(0, width - 4)}`));
     // Up over the previous frame, clear to the end of the screen, draw the new one.
