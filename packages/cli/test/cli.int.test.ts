@@ -204,6 +204,43 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
   });
 });
 
+describe.skipIf(!READY)('run: create, shell, destroy', () => {
+  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  const repo = mkdtempSync(join(tmpdir(), 'ca-sbx-run-'));
+  afterAll(() => {
+    forceRemoveSandbox(id);
+    rmSync(repo, { recursive: true, force: true });
+  });
+
+  it('exits with the shell`s code and leaves nothing behind', async () => {
+    writeFileSync(join(repo, 'README.md'), 'run fixture\n');
+    const result = await runBin(
+      ['run', repo, '--name', id, '--json', '--quiet'],
+      {},
+      'cat README.md\nexit 4\n',
+    );
+    expect(result.code).toBe(4);
+    const summary = JSON.parse(result.stdout.slice(result.stdout.indexOf('{')));
+    expect(summary).toMatchObject({
+      sandbox: { id },
+      shellExitCode: 4,
+      teardown: { failures: [], leftovers: [] },
+    });
+    expect(remainingObjects(id)).toEqual([]);
+  });
+
+  it('prune --dry-run --json lists without removing; destroy of an unknown id is a usage error', async () => {
+    const dry = await runBin(['prune', '--dry-run', '--json']);
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toEqual(
+      expect.objectContaining({ removed: expect.any(Array), leftovers: [] }),
+    );
+    const unknown = await runBin(['destroy', `${id}-unknown`, '--json']);
+    expect(unknown.code).toBe(2);
+    expect(jsonError(unknown.stderr).code).toBe('SANDBOX_NOT_FOUND');
+  });
+});
+
 describe.skipIf(!LIFECYCLE_BUILT)('exit codes through the bin', () => {
   it('3 with an install hint when Docker does not answer', async () => {
     const human = await runBin(['list'], DEAD_DOCKER);
