@@ -1,4 +1,4 @@
-import { CACHE_IMAGE_REPOSITORY, docker, LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { CACHE_IMAGE_REPOSITORY, docker, LABEL_ID, LABEL_POLICY, SANDBOX_FILTER } from '@ca-sandbox/docker';
 import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
@@ -128,21 +128,40 @@ export async function destroySandbox(
   if (!parsed.success)
     throw new InvalidOptionsError(`invalid destroy options: ${parsed.error.issues[0]?.message}`);
   const keepVolume = parsed.data.keepVolume ?? false;
-  const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${id}`];
-  const [found, rules] = await Promise.all([discover(filters, !keepVolume), firewallRuleCount(id)]);
-  if (found.containers.length + found.volumes.length + found.networks.length + rules === 0) {
-    throw new SandboxNotFoundError(id);
-  }
+  const flags = ['--filter', SANDBOX_FILTER, '--filter', `label=${LABEL_ID}=${id}`];
+  const listContainers = () => lines(['container', 'ls', '--all', ...flags, '--format', '{{.Names}}']);
+  const listVolumes = () =>
+    keepVolume ? Promise.resolve([]) : lines(['volume', 'ls', ...flags, '--format', '{{.Name}}']);
+  const listNetworks = () => lines(['network', 'ls', ...flags, '--format', '{{.Name}}']);
   const sweep = new Sweep();
-  await sweep.remove('container', found.containers);
-  await Promise.all([
-    sweep.remove('volume', found.volumes),
-    (async () => {
-      await sweep.remove('network', found.networks);
-      if (rules > 0) await sweep.firewall(id);
-    })(),
+  // The stages overlap where the engine allows, so that discovery and the re-list cost little
+  // beyond the removals: the volume is listed while the containers go (removing a container does
+  // not change it) and containers are re-listed while the volume goes. Networks (allowlist only)
+  // are found with the volume re-list, then removed and re-listed.
+  const boxes = await lines([
+    'container',
+    'ls',
+    '--all',
+    ...flags,
+    '--format',
+    `{{.Names}}\t{{.Label "${LABEL_POLICY}"}}`,
   ]);
-  sweep.result.leftovers = named(await discover(filters, !keepVolume));
+  const containers = boxes.map((line) => line.split('\t')[0] ?? line);
+  const [, volumes] = await Promise.all([sweep.remove('container', containers), listVolumes()]);
+  const [, leftContainers] = await Promise.all([sweep.remove('volume', volumes), listContainers()]);
+  const [leftVolumes, networks] = await Promise.all([listVolumes(), listNetworks()]);
+  // Firewall rules exist only beside an allowlist network or box (prune sweeps any orphan rule).
+  const allowlist = networks.length > 0 || boxes.some((line) => line.endsWith('\tallowlist'));
+  const rules = allowlist ? await firewallRuleCount(id) : 0;
+  if (containers.length + volumes.length + networks.length + rules === 0) throw new SandboxNotFoundError(id);
+  if (networks.length > 0) await sweep.remove('network', networks);
+  if (rules > 0) await sweep.firewall(id);
+  const leftNetworks = networks.length > 0 ? await listNetworks() : [];
+  sweep.result.leftovers = named({
+    containers: leftContainers,
+    volumes: leftVolumes,
+    networks: leftNetworks,
+  });
   if (rules > 0 && sweep.result.failures.some((failure) => failure.kind === 'firewall')) {
     sweep.result.leftovers.push(`firewall:ca-sandbox:${id}`);
   }

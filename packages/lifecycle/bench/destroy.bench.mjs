@@ -1,0 +1,36 @@
+// destroySandbox (discovery, removal, label-scoped verification) against raw
+// `docker rm -f <box>` + `docker volume rm <volume>`. Goal <= 1.3x.
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { createSandbox, destroySandbox } from '../dist/index.js';
+import { ROUNDS, raw, report, smallSource, time } from './_shared.mjs';
+
+const source = smallSource();
+const ours = [];
+const base = [];
+const made = [];
+try {
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const a = `bench-${randomUUID().slice(0, 8)}`;
+    const b = `bench-${randomUUID().slice(0, 8)}`;
+    made.push(a, b);
+    await createSandbox({ source, name: a });
+    await createSandbox({ source, name: b });
+    ours.push(
+      await time(async () => {
+        const result = await destroySandbox(a);
+        if (result.leftovers.length || result.failures.length) throw new Error(JSON.stringify(result));
+      }),
+    );
+    base.push(
+      await time(async () => {
+        await raw('rm', '-f', `ca-sbx-${b}`);
+        await raw('volume', 'rm', `ca-sbx-${b}`);
+      }),
+    );
+  }
+  report('destroy', ours, base, 1.3);
+} finally {
+  for (const id of made) await destroySandbox(id).catch(() => {});
+  rmSync(source, { recursive: true, force: true });
+}
