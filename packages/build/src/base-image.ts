@@ -145,3 +145,30 @@ export function readExtraCa(path: string): Buffer {
     throw new BuildConfigError(`ca certificates file ${path} holds more than ${MAX_CA_CERTS} certificates`);
   return Buffer.from(`${blocks.map((block) => block.replace(/\r/g, '')).join('\n')}\n`, 'utf8');
 }
+
+/** `name:tag` as `docker image ls` shows it (docker.io/library/ prefixes dropped, `:latest` added). */
+export function normaliseImageRef(ref: string): string | undefined {
+  if (ref.includes('@')) return undefined;
+  const name = ref.replace(/^docker\.io\/library\//, '').replace(/^docker\.io\//, '');
+  return /:[^/]+$/.test(name) ? name : `${name}:latest`;
+}
+
+/**
+ * Every local image's full id by `name:tag`, from one `docker image ls` (cheaper than one inspect
+ * per candidate, and it runs while the manifests are read).
+ */
+export async function localImageIds(): Promise<Map<string, string>> {
+  const { stdout } = await docker([
+    'image',
+    'ls',
+    '--no-trunc',
+    '--format',
+    '{{.Repository}}:{{.Tag}}\t{{.ID}}',
+  ]);
+  const ids = new Map<string, string>();
+  for (const line of stdout.split('\n')) {
+    const [ref, id] = line.split('\t');
+    if (ref && id && !ref.includes('<none>')) ids.set(ref, id.trim());
+  }
+  return ids;
+}

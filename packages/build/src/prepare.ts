@@ -7,12 +7,17 @@ import {
   CACHE_LABEL_REPO,
   docker,
   dockerSpawnError,
-  inspectImage,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { cleanLine, parseOptions } from './_utils.js';
-import { ensureBaseImage, readExtraCa, resolveBaseImage } from './base-image.js';
+import {
+  ensureBaseImage,
+  localImageIds,
+  normaliseImageRef,
+  readExtraCa,
+  resolveBaseImage,
+} from './base-image.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
@@ -87,22 +92,30 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   const emit = (event: PrepareEvent) => opts.onEvent?.(event);
   const notes: string[] = [];
   const skipped: string[] = [];
-  const files = await readManifests(opts.containerId, {
-    ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
-    ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
-    ...(opts.maxTotalBytes ? { maxTotalBytes: opts.maxTotalBytes } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-    onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
-  });
+  const repoPart = sanitiseRepoName(opts.repoName);
+  // The cache-hit path is on every `create`: the manifest read, the image listings and the builder
+  // probe run at once, and a hit needs no docker call after the dephash.
+  const [files, localIds, cachedTags, builder] = await Promise.all([
+    readManifests(opts.containerId, {
+      ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
+      ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
+      ...(opts.maxTotalBytes ? { maxTotalBytes: opts.maxTotalBytes } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
+    }),
+    localImageIds(),
+    cachedImages(repoPart),
+    selectBuilder(opts.builder),
+  ]);
   emit({ type: 'manifests', count: files.length, skipped: skipped.length });
   if (skipped.length)
     notes.push(
       `skipped ${skipped.length} manifest entr${skipped.length === 1 ? 'y' : 'ies'}: ${skipped.slice(0, 5).join('; ')}`,
     );
   const detection = detectProvider(files);
-  const builder = await selectBuilder(opts.builder);
   const base = resolveBaseImage(detection.provider, opts);
-  const baseImageId = await ensureBaseImage(base.image, detection.provider, opts.signal);
+  const localId = localIds.get(normaliseImageRef(base.image) ?? '');
+  const baseImageId = localId ?? (await ensureBaseImage(base.image, detection.provider, opts.signal));
   const dephash = computeDepHash(files, {
     builder: builder.name,
     builderVersion: builder.version,
@@ -115,8 +128,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   );
   const result = { dephash, builder: builder.name, provider: detection.provider };
 
-  const cached = await inspectImage(image);
-  if (cached?.Config.Labels[CACHE_LABEL] === '1' && cached.Config.Labels[CACHE_LABEL_DEPHASH] === dephash) {
+  if (cachedTags.has(image)) {
     emit({ type: 'cache-hit', image });
     log(`cache hit: ${image}`);
     return {
@@ -281,6 +293,30 @@ async function runBuild(
   } finally {
     signal?.removeEventListener('abort', kill);
   }
+}
+
+/**
+ * Our cache images of one (sanitised) repo, by `name:tag`: one `docker image ls` filtered by the
+ * cache labels, so an image merely tagged ca-sbx:* by someone else is no hit. The dephash is in
+ * the tag itself.
+ */
+async function cachedImages(repoPart: string): Promise<Set<string>> {
+  const { stdout } = await docker([
+    'image',
+    'ls',
+    '--filter',
+    `label=${CACHE_LABEL}=1`,
+    '--filter',
+    `label=${CACHE_LABEL_REPO}=${repoPart}`,
+    '--format',
+    '{{.Repository}}:{{.Tag}}',
+  ]);
+  return new Set(
+    stdout
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean),
+  );
 }
 
 /** Removes a cache image (tests and `prune --images`); absent is fine. */
