@@ -69,7 +69,7 @@ export function zodSentence(issues: ZodLikeIssue[]): string {
     const detail = (issue.message ?? 'invalid value').replace(/^Invalid input: /, '').toLowerCase();
     return field ? `invalid value for ${optionName(field)}: ${detail}` : `invalid input: ${detail}`;
   });
-  return parts.join('; ');
+  return [...new Set(parts)].join('; ');
 }
 
 function isKind(value: unknown): value is ErrorKind {

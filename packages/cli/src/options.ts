@@ -41,10 +41,15 @@ const CreateFlagsSchema = z.object({
   memory: z
     .string()
     .trim()
-    .regex(/^\d+(\.\d+)?[bkmg]?$/i, 'expected a size such as 512m or 2g')
+    .regex(/^[1-9][0-9]{0,12}[kmg]?$/i, 'expected a size such as 512m or 2g')
     .optional(),
-  cpus: positiveNumber('a positive number of cpus such as 1 or 0.5').optional(),
-  pids: positiveInt('a positive whole number').optional(),
+  // Bounds as the lifecycle enforces them, so the message can name the flag.
+  cpus: positiveNumber('a positive number of cpus such as 1 or 0.5')
+    .refine((n) => n <= 256, 'expected at most 256 cpus')
+    .optional(),
+  pids: positiveInt('a whole number of at least 16')
+    .refine((n) => n >= 16 && n <= 1_000_000, 'expected a whole number of at least 16')
+    .optional(),
   baseImage: z
     .string()
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'expected an image reference such as debian:bookworm')
