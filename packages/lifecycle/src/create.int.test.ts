@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { imageExists, inspectContainer } from '@ca-sandbox/docker';
+import { dockerInfo, imageExists, inspectContainer } from '@ca-sandbox/docker';
+import { listFirewallRules } from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
@@ -9,10 +10,13 @@ import { createSandbox } from './create.js';
 import { InvalidSandboxNameError, InvalidSourceError, SandboxExistsError } from './errors.js';
 import { execInSandbox } from './exec.js';
 import { listSandboxes, verifySandbox } from './list.js';
+import { destroySandbox } from './teardown.js';
 
 const HELPER = 'ca-sbx-base:git';
 const ready = await imageExists(HELPER).catch(() => false);
 const created = new Set<string>();
+const hasRunsc = (await dockerInfo().catch(() => ({ runtimes: [] as string[] }))).runtimes.includes('runsc');
+const isRoot = process.getuid?.() === 0;
 let work: string;
 
 beforeAll(async () => {
@@ -253,5 +257,66 @@ describe.skipIf(!ready)('createSandbox from a git server (git daemon in a contai
       /git clone failed in the helper/,
     );
     expect(await labeledObjects(id)).toEqual([]);
+  });
+});
+
+describe.skipIf(!ready)('policies and runtimes', () => {
+  it('clone-then-cut: the box runs with --network none', async () => {
+    const repo = await makeGitRepo(join(work, 'ctc'), { 'a.txt': 'a' });
+    const id = uniqueId(created);
+    const record = await createSandbox({ source: repo, name: id, network: 'clone-then-cut' });
+    expect(record.network).toBe('clone-then-cut');
+    expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.NetworkMode).toBe('none');
+  });
+
+  it.skipIf(!hasRunsc)('runtime runsc (gVisor) for an offline box', async () => {
+    const repo = await makeGitRepo(join(work, 'runsc'), { 'a.txt': 'gvisor' });
+    const id = uniqueId(created);
+    const record = await createSandbox({ source: repo, name: id, runtime: 'runsc' });
+    expect(record.runtime).toBe('runsc');
+    expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.Runtime).toBe('runsc');
+    expect((await sh(id, 'cat a.txt')).stdout).toBe('gvisor');
+    expect((await verifySandbox(id)).ok).toBe(true);
+  });
+
+  it.skipIf(!isRoot)(
+    'allowlist: a per-sandbox network and tagged rules, all removed by destroy',
+    async () => {
+      const repo = await makeGitRepo(join(work, 'allow'), { 'a.txt': 'a' });
+      const id = uniqueId(created);
+      const record = await createSandbox({
+        source: repo,
+        name: id,
+        network: 'allowlist',
+        allow: ['203.0.113.7'],
+      });
+      expect(record.network).toBe('allowlist');
+      expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
+      const result = await destroySandbox(id);
+      expect(result.failures).toEqual([]);
+      expect(result.leftovers).toEqual([]);
+      expect(result.removed).toEqual(
+        expect.arrayContaining([`container:ca-sbx-${id}`, `volume:ca-sbx-${id}`, `network:ca-sbx-${id}`]),
+      );
+      expect(result.removed.some((name) => name.startsWith('firewall:'))).toBe(true);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
+      expect(await labeledObjects(id)).toEqual([]);
+    },
+  );
+
+  it('usage errors for policy options', async () => {
+    await expect(createSandbox({ source: work, network: 'allowlist' })).rejects.toThrow(
+      /at least one --allow/,
+    );
+    await expect(createSandbox({ source: work, allow: ['10.0.0.1'] })).rejects.toThrow(
+      /only for the allowlist/,
+    );
+    await expect(createSandbox({ source: work, network: 'wide-open' })).rejects.toThrow(
+      /unknown network policy/,
+    );
+    await expect(createSandbox({ source: work, privileged: true } as never)).rejects.toThrow(
+      /unknown option/,
+    );
   });
 });

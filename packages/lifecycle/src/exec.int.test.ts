@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { imageExists } from '@ca-sandbox/docker';
@@ -97,5 +98,30 @@ describe.skipIf(!ready)('execInSandbox', () => {
   it('refuses an empty command and bad options', async () => {
     await expect(execInSandbox(id, [])).rejects.toThrow(/give a command/);
     await expect(execInSandbox(id, ['true'], { maxBytes: 0 })).rejects.toThrow(/invalid exec options/);
+  });
+});
+
+describe.skipIf(!ready)('openShell', () => {
+  it('an interactive shell as 1000 at /work/repo, its exit code returned', async () => {
+    // A child process whose stdin we script: openShell inherits stdio, as the CLI's does.
+    const entry = new URL('../dist/index.js', import.meta.url).href;
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(entry)}); process.exit(await m.openShell(process.argv[1]));`,
+        id,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stdin.end('echo "user=$(id -u) dir=$(pwd) shell=$0"; exit 7\n');
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(7);
+    expect(stdout).toContain('user=1000 dir=/work/repo shell=bash');
   });
 });
