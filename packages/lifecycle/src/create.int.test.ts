@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dockerInfo, imageExists, inspectContainer } from '@ca-sandbox/docker';
+import { docker, dockerInfo, imageExists, inspectContainer } from '@ca-sandbox/docker';
 import { listFirewallRules } from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -304,6 +304,36 @@ describe.skipIf(!ready)('policies and runtimes', () => {
       expect(await labeledObjects(id)).toEqual([]);
     },
   );
+
+  it.skipIf(!isRoot)('allowlist: rules stay while the network is still held, then go', async () => {
+    const repo = await makeGitRepo(join(work, 'allow-held'), { 'a.txt': 'a' });
+    const id = uniqueId(created);
+    await createSandbox({ source: repo, name: id, network: 'allowlist', allow: ['203.0.113.8'] });
+    const holder = `lc-netholder-${id}`;
+    // A container of the test (unlabeled) on the sandbox network keeps it in use.
+    await docker([
+      'run',
+      '-d',
+      '--name',
+      holder,
+      '--network',
+      `ca-sbx-${id}`,
+      'ca-sbx-base:debian',
+      'sleep',
+      '300',
+    ]);
+    try {
+      const first = await destroySandbox(id);
+      expect(first.failures).toMatchObject([{ kind: 'network', name: `ca-sbx-${id}`, exitCode: 1 }]);
+      expect(first.leftovers).toEqual([`network:ca-sbx-${id}`, `firewall:ca-sandbox:${id}`]);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
+    } finally {
+      await docker(['rm', '-f', holder], { allowFailure: true });
+    }
+    const second = await destroySandbox(id);
+    expect(second.leftovers).toEqual([]);
+    expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
+  });
 
   it('usage errors for policy options', async () => {
     await expect(createSandbox({ source: work, network: 'allowlist' })).rejects.toThrow(

@@ -155,14 +155,16 @@ export async function destroySandbox(
   const rules = allowlist ? await firewallRuleCount(id) : 0;
   if (containers.length + volumes.length + networks.length + rules === 0) throw new SandboxNotFoundError(id);
   if (networks.length > 0) await sweep.remove('network', networks);
-  if (rules > 0) await sweep.firewall(id);
   const leftNetworks = networks.length > 0 ? await listNetworks() : [];
+  // While a box or its network is still there, its egress rules stay: removing them would open it.
+  const attached = leftContainers.length > 0 || leftNetworks.length > 0;
+  if (rules > 0 && !attached) await sweep.firewall(id);
   sweep.result.leftovers = named({
     containers: leftContainers,
     volumes: leftVolumes,
     networks: leftNetworks,
   });
-  if (rules > 0 && sweep.result.failures.some((failure) => failure.kind === 'firewall')) {
+  if (rules > 0 && (attached || sweep.result.failures.some((failure) => failure.kind === 'firewall'))) {
     sweep.result.leftovers.push(`firewall:ca-sandbox:${id}`);
   }
   return sweep.result;
@@ -222,8 +224,13 @@ export async function pruneWhere(
     inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
     inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
   ]);
-  if (rules.length > 0 && sandboxIds === undefined) await sweep.firewall();
-  else for (const id of new Set(rules.map((rule) => rule.sandboxId))) await sweep.firewall(id);
+  if (rules.length > 0) {
+    // Rules of a sandbox whose box or network survived stay (its egress must stay limited).
+    const attached = await attachedIds(filters);
+    const ids = [...new Set(rules.map((rule) => rule.sandboxId))].filter((id) => !attached.has(id));
+    if (sandboxIds === undefined && attached.size === 0) await sweep.firewall();
+    else for (const id of ids) await sweep.firewall(id);
+  }
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
   const [left, leftRules, leftCache] = await Promise.all([
     discover(filters),
@@ -236,6 +243,17 @@ export async function pruneWhere(
     ...leftCache.map((image) => `image:${image}`),
   ];
   return sweep.result;
+}
+
+/** Ids of sandboxes that still have a container or network. */
+async function attachedIds(filters: string[]): Promise<Set<string>> {
+  const flags = filters.flatMap((filter) => ['--filter', filter]);
+  const format = `{{.Label "${LABEL_ID}"}}`;
+  const [containers, networks] = await Promise.all([
+    lines(['container', 'ls', '--all', ...flags, '--format', format]),
+    lines(['network', 'ls', ...flags, '--format', format]),
+  ]);
+  return new Set([...containers, ...networks]);
 }
 
 async function inChunks(names: string[], fn: (chunk: string[]) => Promise<void>): Promise<void> {
