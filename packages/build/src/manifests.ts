@@ -128,11 +128,7 @@ export async function parseManifestTar(
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         if (tar.destroyed) break;
         // A destroyed extractor never drains: wait for either, so the feed always ends.
-        if (!tar.write(chunk))
-          await new Promise<void>((resolve) => {
-            tar.once('drain', () => resolve());
-            tar.once('close', () => resolve());
-          });
+        if (!tar.write(chunk)) await writable(tar);
       }
       tar.end(undefined);
     } catch (error) {
@@ -179,6 +175,18 @@ export async function parseManifestTar(
   }
   await feed;
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function writable(tar: ReturnType<typeof extract>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      tar.off('drain', done);
+      tar.off('close', done);
+      resolve();
+    };
+    tar.on('drain', done);
+    tar.on('close', done);
+  });
 }
 
 function normaliseEntryName(name: string): string {
