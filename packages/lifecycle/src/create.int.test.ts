@@ -335,6 +335,32 @@ describe.skipIf(!ready)('policies and runtimes', () => {
     expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
   });
 
+  it('node repo: deps installed under clone-then-cut and linked; offline reuses the cached image', async () => {
+    process.env.CA_SANDBOX_CA_CERTS ??= process.env.NODE_EXTRA_CA_CERTS;
+    const dir = join(work, 'noderepo');
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, 'package.json'),
+      JSON.stringify({
+        name: 'noderepo',
+        version: '1.0.0',
+        type: 'module',
+        dependencies: { 'is-number': '7.0.0' },
+      }),
+    );
+    await writeFile(join(dir, 'index.js'), "import isNumber from 'is-number';\nconsole.log(isNumber(5));\n");
+    const first = uniqueId(created);
+    const built = await createSandbox({ source: dir, name: first, network: 'clone-then-cut' });
+    expect(built).toMatchObject({ provider: 'node', image: expect.stringMatching(/^ca-sbx:noderepo-/) });
+    expect((await sh(first, 'readlink node_modules; node index.js')).stdout).toBe(
+      '/deps/node_modules\ntrue\n',
+    );
+    const second = uniqueId(created);
+    const reused = await createSandbox({ source: dir, name: second });
+    expect(reused).toMatchObject({ imageCacheHit: true, image: built.image, network: 'offline' });
+    expect((await sh(second, 'node index.js')).stdout).toBe('true\n');
+  });
+
   it('usage errors for policy options', async () => {
     await expect(createSandbox({ source: work, network: 'allowlist' })).rejects.toThrow(
       /at least one --allow/,
