@@ -7,6 +7,9 @@ process.env.CA_SANDBOX_BASE_IMAGE_NODE ??= 'ca-sbx-base:node';
 process.env.CA_SANDBOX_BASE_IMAGE_PYTHON ??= 'ca-sbx-base:python';
 process.env.CA_SANDBOX_BASE_IMAGE_GO ??= 'ca-sbx-base:go';
 process.env.CA_SANDBOX_BASE_IMAGE_PLAIN ??= 'ca-sbx-base:debian';
+// Where egress goes through a TLS-intercepting proxy, npm inside a build needs the host's CAs.
+const hostCaBundle = process.env.NODE_EXTRA_CA_CERTS ?? process.env.SSL_CERT_FILE;
+if (hostCaBundle) process.env.CA_SANDBOX_CA_CERTS ??= hostCaBundle;
 
 export default defineConfig({
   test: {

@@ -31,7 +31,7 @@ describe.each(RUNTIMES)('escape attempts under %s', (runtime) => {
     const result = await execBox(box.id, ['sh', 'write-host.sh', canary.file]);
     expect(result.stdout).toContain('BLOCKED write /etc/passwd');
     expect(result.stdout).toContain('BLOCKED write the root filesystem');
-    expect(result.stdout).toContain('BLOCKED create a device node');
+    expect(result.stdout).toContain('BLOCKED create and read a host block device');
     expect(result.stdout).toContain('BLOCKED chown to root');
     expect(escapes(result.stdout)).toEqual([]);
     await canary.assertUntouched();
@@ -76,6 +76,7 @@ describe.each(RUNTIMES)('escape attempts under %s', (runtime) => {
     ]);
     expect(result.stdout).toMatch(/^1000\n1000\n/);
     expect(result.stdout).toMatch(/CapEff:\s+0{16}/);
-    expect(result.stdout).toMatch(/NoNewPrivs:\s+1/);
+    // gVisor's /proc does not report NoNewPrivs; the setuid test covers it by behaviour.
+    if (runtime === 'runc') expect(result.stdout).toMatch(/NoNewPrivs:\s+1/);
   });
 });

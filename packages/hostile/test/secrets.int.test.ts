@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBox, destroyBox, destroyLeftovers, execBox, FIXTURES } from './_harness.js';
+import { createBox, destroyBox, destroyLeftovers, execBox, FIXTURES, RUNTIMES } from './_harness.js';
 
 afterAll(destroyLeftovers);
 
@@ -28,15 +28,18 @@ describe('secrets and install scripts', () => {
     await destroyBox(box.id);
   });
 
-  it('a setuid-root shell planted by an install script gives no root (no-new-privileges)', async () => {
-    const box = await createBox(join(FIXTURES, 'setuid-install'), { network: 'clone-then-cut' });
-    const result = await execBox(box.id, ['sh', 'try-root.sh']);
-    // The install script did plant it (else this test would prove nothing)...
-    expect(result.stdout).toMatch(/rootbash euid=/);
-    // ...and running it keeps us at 1000.
-    for (const line of result.stdout.split('\n').filter((l) => l.includes('euid='))) {
-      expect(line).toMatch(/euid=1000$/);
-    }
-    await destroyBox(box.id);
-  });
+  it.each(RUNTIMES)(
+    'a setuid-root shell planted by an install script gives no root under %s',
+    async (runtime) => {
+      const box = await createBox(join(FIXTURES, 'setuid-install'), { network: 'clone-then-cut', runtime });
+      const result = await execBox(box.id, ['sh', 'try-root.sh']);
+      // The install script did plant it (else this test would prove nothing)...
+      expect(result.stdout).toMatch(/rootbash euid=/);
+      // ...and running it keeps us at 1000.
+      for (const line of result.stdout.split('\n').filter((l) => l.includes('euid='))) {
+        expect(line).toMatch(/euid=1000$/);
+      }
+      await destroyBox(box.id);
+    },
+  );
 });
