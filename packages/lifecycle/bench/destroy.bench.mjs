@@ -16,18 +16,29 @@ try {
     made.push(a, b);
     await createSandbox({ source, name: a });
     await createSandbox({ source, name: b });
-    ours.push(
-      await time(async () => {
-        const result = await destroySandbox(a);
-        if (result.leftovers.length || result.failures.length) throw new Error(JSON.stringify(result));
-      }),
-    );
-    base.push(
-      await time(async () => {
-        await raw('rm', '-f', `ca-sbx-${b}`);
-        await raw('volume', 'rm', `ca-sbx-${b}`);
-      }),
-    );
+    // Let the engine settle after the creates, and alternate who goes first.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const measureOurs = async () =>
+      ours.push(
+        await time(async () => {
+          const result = await destroySandbox(a);
+          if (result.leftovers.length || result.failures.length) throw new Error(JSON.stringify(result));
+        }),
+      );
+    const measureRaw = async () =>
+      base.push(
+        await time(async () => {
+          await raw('rm', '-f', `ca-sbx-${b}`);
+          await raw('volume', 'rm', `ca-sbx-${b}`);
+        }),
+      );
+    if (round % 2 === 0) {
+      await measureOurs();
+      await measureRaw();
+    } else {
+      await measureRaw();
+      await measureOurs();
+    }
   }
   report('destroy', ours, base, 1.3);
 } finally {

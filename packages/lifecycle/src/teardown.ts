@@ -135,9 +135,8 @@ export async function destroySandbox(
   const listNetworks = () => lines(['network', 'ls', ...flags, '--format', '{{.Name}}']);
   const sweep = new Sweep();
   // The stages overlap where the engine allows, so that discovery and the re-list cost little
-  // beyond the removals: the volume is listed while the containers go (removing a container does
-  // not change it) and containers are re-listed while the volume goes. Networks (allowlist only)
-  // are found with the volume re-list, then removed and re-listed.
+  // beyond the removals: volumes and networks are listed while the containers go (removing a
+  // container does not change them) and containers are re-listed while the volume goes.
   const boxes = await lines([
     'container',
     'ls',
@@ -147,15 +146,24 @@ export async function destroySandbox(
     `{{.Names}}\t{{.Label "${LABEL_POLICY}"}}`,
   ]);
   const containers = boxes.map((line) => line.split('\t')[0] ?? line);
-  const [, volumes] = await Promise.all([sweep.remove('container', containers), listVolumes()]);
-  const [, leftContainers] = await Promise.all([sweep.remove('volume', volumes), listContainers()]);
-  const [leftVolumes, networks] = await Promise.all([listVolumes(), listNetworks()]);
+  const [, volumes, networks] = await Promise.all([
+    sweep.remove('container', containers),
+    listVolumes(),
+    listNetworks(),
+  ]);
   // Firewall rules exist only beside an allowlist network or box (prune sweeps any orphan rule).
   const allowlist = networks.length > 0 || boxes.some((line) => line.endsWith('\tallowlist'));
-  const rules = allowlist ? await firewallRuleCount(id) : 0;
+  const [, , leftContainers, rules] = await Promise.all([
+    sweep.remove('volume', volumes),
+    sweep.remove('network', networks),
+    listContainers(),
+    allowlist ? firewallRuleCount(id) : Promise.resolve(0),
+  ]);
   if (containers.length + volumes.length + networks.length + rules === 0) throw new SandboxNotFoundError(id);
-  if (networks.length > 0) await sweep.remove('network', networks);
-  const leftNetworks = networks.length > 0 ? await listNetworks() : [];
+  const [leftVolumes, leftNetworks] = await Promise.all([
+    listVolumes(),
+    networks.length > 0 ? listNetworks() : Promise.resolve([]),
+  ]);
   // While a box or its network is still there, its egress rules stay: removing them would open it.
   const attached = leftContainers.length > 0 || leftNetworks.length > 0;
   if (rules > 0 && !attached) await sweep.firewall(id);
