@@ -1,0 +1,51 @@
+import { parseContainerInspect } from '@ca-sandbox/docker';
+import { describe, expect, it } from 'vitest';
+import { recordFromInspect, sandboxRecordLabels } from './record.js';
+
+describe('recordFromInspect', () => {
+  it('reads the whole record from labels, image, mounts and state', () => {
+    const inspect = parseContainerInspect({
+      Id: 'abc',
+      Name: '/ca-sbx-demo',
+      Created: '2026-01-01T00:00:00Z',
+      State: { Status: 'running', Running: true },
+      Config: {
+        Image: 'ca-sbx:demo-123',
+        Labels: {
+          'ca.sandbox': '1',
+          'ca.sandbox.id': 'demo',
+          'ca.sandbox.repo': 'demo',
+          'ca.sandbox.policy': 'clone-then-cut',
+          'ca.sandbox.created': '2026-01-02T03:04:05.000Z',
+          'ca.sandbox.source': 'https://example.com/demo.git',
+          'ca.sandbox.runtime': 'runsc',
+          ...sandboxRecordLabels({
+            imageCacheHit: true,
+            dephash: '123',
+            builder: 'builtin',
+            provider: 'node',
+            depsInstalled: true,
+          }),
+        },
+      },
+      HostConfig: {},
+      Mounts: [{ Type: 'volume', Name: 'ca-sbx-demo', Destination: '/work/repo' }],
+    });
+    expect(recordFromInspect(inspect)).toEqual({
+      id: 'demo',
+      container: 'ca-sbx-demo',
+      volume: 'ca-sbx-demo',
+      image: 'ca-sbx:demo-123',
+      imageCacheHit: true,
+      dephash: '123',
+      builder: 'builtin',
+      provider: 'node',
+      network: 'clone-then-cut',
+      runtime: 'runsc',
+      repo: 'demo',
+      source: 'https://example.com/demo.git',
+      status: 'running',
+      createdAt: '2026-01-02T03:04:05.000Z',
+    });
+  });
+});
