@@ -90,6 +90,19 @@ describe.each(RUNTIMES)('copy-out under %s', (runtime) => {
     await canary.assertUntouched();
   });
 
+  it('a huge file over the 1 GiB copy cap is refused and nothing partial is left', async () => {
+    // Sparse in the box, but docker cp streams every byte: the extractor must stop at the cap.
+    await execBox(box.id, ['sh', '-c', 'mkdir -p huge && truncate -s 1100M huge/big.bin']);
+    const dest = join(out, 'huge');
+    const result = await cli(['cp', `${box.id}:huge`, dest, '--json'], {}, 600_000);
+    expect(result.exitCode).not.toBe(0);
+    expect(JSON.parse(result.stderr).error.message).toMatch(/cap|limit|too (big|large)|exceed/i);
+    expect((await readdir(out)).filter((name) => name.startsWith('huge') || name.startsWith('.'))).toEqual(
+      [],
+    );
+    await execBox(box.id, ['rm', '-rf', 'huge']);
+  });
+
   it('copy-in is refused: egress is out-only', async () => {
     const result = await cli(['cp', canary.file, `${box.id}:/work/repo/x`]);
     expect(result.exitCode).toBe(2);

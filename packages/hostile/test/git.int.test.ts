@@ -58,7 +58,7 @@ describe('hostile sources are refused before any process starts', () => {
   it.each(cases)('%s exits 2 and runs nothing', async (_name, source) => {
     const result = await cli(['create', '--json', '--', source(canary.dir)]);
     expect(result.exitCode).toBe(2);
-    expect(JSON.parse(result.stdout || result.stderr).error.code).toBeTruthy();
+    expect(JSON.parse(result.stderr).error.code).toBeTruthy();
     await canary.assertUntouched();
   });
 });
