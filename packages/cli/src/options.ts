@@ -100,34 +100,7 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
   return request;
 }
 
-const ExecFlagsSchema = z.object({
-  timeout: positiveNumber('a positive number of seconds').optional(),
-  maxBytes: positiveInt('a positive whole number of bytes').optional(),
-});
-
-/** exec flags → execInSandbox options (seconds → milliseconds). */
-export function resolveExecOptions(flags: { timeout?: string; maxBytes?: string }): {
-  timeoutMs?: number;
-  maxBytes?: number;
-} {
-  const parsed = parseOrUsage(ExecFlagsSchema, flags);
-  const options: { timeoutMs?: number; maxBytes?: number } = {};
-  if (parsed.timeout !== undefined) options.timeoutMs = Math.round(parsed.timeout * 1000);
-  if (parsed.maxBytes !== undefined) options.maxBytes = parsed.maxBytes;
-  return options;
-}
-
-/** Throws a usage error unless `id` is a well-formed sandbox id. */
-export function assertSandboxId(id: string): string {
-  if (!SANDBOX_ID.test(id)) {
-    throw new UsageError(
-      `invalid sandbox id "${id}": expected lower-case letters, digits, ".", "_" or "-"`,
-      'INVALID_SANDBOX_ID',
-      'list sandboxes with `ca-sandbox list`',
-    );
-  }
-  return id;
-}
+export { assertSandboxId, resolveExecOptions } from './exec-options.js';
 
 /**
  * Parses `cp` operands. Only `<id>:<path> <host-dest>` is accepted: files leave a box only by a

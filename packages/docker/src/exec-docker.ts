@@ -1,5 +1,5 @@
-import type { Readable } from 'node:stream';
-import { execa, type ResultPromise } from 'execa';
+import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { DockerCommandError, DockerUnavailableError } from './errors.js';
 
 export interface DockerRunOptions {
@@ -80,6 +80,8 @@ function unavailable(argv: readonly string[], error: unknown): DockerUnavailable
  */
 export async function docker(argv: readonly string[], options: DockerRunOptions = {}): Promise<DockerResult> {
   tracer?.(argv);
+  // Loaded on first use: the streaming hot path (exec, cp) never pays for execa.
+  const { execa } = await import('execa');
   const result = await execa('docker', [...argv], {
     env: dockerEnv(),
     extendEnv: false,
@@ -112,21 +114,46 @@ export interface DockerSpawnOptions {
   stderr?: 'pipe' | 'inherit' | 'ignore';
 }
 
+/** How a spawned docker process ended: `exitCode` is undefined when it was killed or never ran. */
+export interface DockerProcessResult {
+  exitCode: number | undefined;
+  signal?: NodeJS.Signals;
+  /** The spawn error code (ENOENT when docker is missing). */
+  code?: string;
+}
+
+/** A running docker process: awaitable for its result (never rejects), with raw streams. */
+export type DockerChild = Promise<DockerProcessResult> & {
+  stdin: Writable | null;
+  stdout: Readable | null;
+  stderr: Readable | null;
+  pid: number | undefined;
+  kill(signal?: NodeJS.Signals): boolean;
+};
+
 /**
  * Starts `docker <argv>` with raw streams (copy-out tar streams, exec output, TTY shells).
- * The caller owns the process; nothing is buffered.
+ * The caller owns the process; nothing is buffered. Plain node:child_process on purpose: this is
+ * the hot path of `exec`, and it needs no more than spawn.
  */
-export function spawnDocker(argv: readonly string[], options: DockerSpawnOptions = {}): ResultPromise {
+export function spawnDocker(argv: readonly string[], options: DockerSpawnOptions = {}): DockerChild {
   tracer?.(argv);
-  return execa('docker', [...argv], {
+  const child = spawn('docker', [...argv], {
     env: dockerEnv(),
-    extendEnv: false,
-    reject: false,
-    buffer: false,
-    encoding: 'buffer',
-    stdin: options.stdin ?? 'ignore',
-    stdout: options.stdout ?? 'pipe',
-    stderr: options.stderr ?? 'pipe',
+    stdio: [options.stdin ?? 'ignore', options.stdout ?? 'pipe', options.stderr ?? 'pipe'],
+  });
+  const done = new Promise<DockerProcessResult>((resolve) => {
+    child.once('error', (error: NodeJS.ErrnoException) => resolve({ exitCode: undefined, code: error.code }));
+    child.once('close', (code, signal) =>
+      resolve({ exitCode: code ?? undefined, ...(signal ? { signal } : {}) }),
+    );
+  });
+  return Object.assign(done, {
+    stdin: child.stdin,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    pid: child.pid,
+    kill: (signal?: NodeJS.Signals) => child.kill(signal),
   });
 }
 

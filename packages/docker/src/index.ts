@@ -6,6 +6,8 @@ export {
   type ErrorKind,
 } from './errors.js';
 export {
+  type DockerChild,
+  type DockerProcessResult,
   type DockerResult,
   type DockerRunOptions,
   type DockerSpawnOptions,

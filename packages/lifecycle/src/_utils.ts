@@ -1,38 +1,22 @@
-import { docker, inspectContainer } from '@ca-sandbox/docker';
+import { DockerCommandError, docker, inspectContainer } from '@ca-sandbox/docker';
 import { SandboxNotFoundError } from './errors.js';
-import { validateSandboxName } from './source.js';
+import { boxName } from './names.js';
 
-/** The box user: never root, never anything else. */
-export const BOX_USER = '1000:1000';
-export const BOX_WORKDIR = '/work/repo';
-
-/** Names of a sandbox's objects (architecture.md: Names). */
-export function sandboxNames(id: string): { box: string; helper: string; volume: string; network: string } {
-  const base = `ca-sbx-${id}`;
-  return { box: base, helper: `${base}-helper`, volume: base, network: base };
-}
-
-/** The box container of a (validated) sandbox id. */
-export function boxName(id: unknown): string {
-  return sandboxNames(validateSandboxName(id)).box;
-}
+export { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer, sandboxNames } from './names.js';
 
 /**
  * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
  * inspect, because the text could also be the command's own stderr.
  */
 export async function assertBoxRunning(id: string): Promise<void> {
-  const inspect = await inspectContainer(boxName(id)).catch(() => undefined);
+  // Only docker's own "no such container" answer means missing; an unreachable daemon is not.
+  const inspect = await inspectContainer(boxName(id)).catch((error: unknown) => {
+    if (error instanceof DockerCommandError) return undefined;
+    throw error;
+  });
   if (!inspect || inspect.Config.Labels['ca.sandbox.id'] !== id) throw new SandboxNotFoundError(id);
   if (!inspect.State.Running)
     throw new SandboxNotFoundError(id, `the sandbox is ${inspect.State.Status}, not running`);
-}
-
-/** Docker's "that container is missing or stopped" wording, as printed by the CLI. */
-export function looksLikeMissingContainer(stderr: string): boolean {
-  return /^Error(?: response from daemon)?: (?:No such container|Container [0-9a-f]+ is not running)/m.test(
-    stderr,
-  );
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

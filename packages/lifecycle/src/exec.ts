@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { docker, dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
-import { z } from 'zod';
-import { assertBoxRunning, BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './_utils.js';
+// The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
+import { docker, dockerSpawnError, isDaemonUnreachable, spawnDocker } from '@ca-sandbox/docker/process';
 import { InvalidOptionsError } from './errors.js';
+import { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './names.js';
 
 /** The exec contract of DESIGN.md. */
 export interface ExecResult {
@@ -30,32 +30,42 @@ export const EXEC_TIMEOUT_EXIT_CODE = 124;
 /** How long the docker client may linger after the in-box kill before we kill it too. */
 const CLIENT_GRACE_MS = 3000;
 
-const ExecOptionsSchema = z.strictObject({
-  timeoutMs: z
-    .number()
-    .int()
-    .positive()
-    .max(7 * 24 * 3600 * 1000)
-    .optional(),
-  maxBytes: z
-    .number()
-    .int()
-    .positive()
-    .max(256 * 1024 * 1024)
-    .optional(),
-});
-const ArgvSchema = z
-  .array(z.string().refine((arg) => !arg.includes('\0'), 'arguments must not contain NUL'))
-  .min(1, 'give a command to run');
+const EXEC_OPTION_KEYS = new Set(['timeoutMs', 'maxBytes']);
+const MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
+const MAX_CAP_BYTES = 256 * 1024 * 1024;
 
-/** Fills every default; InvalidOptionsError on anything else. */
+function positiveInt(value: unknown, max: number, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > max) {
+    throw new InvalidOptionsError(`invalid exec options: ${name} must be a whole number from 1 to ${max}`);
+  }
+  return value;
+}
+
+/** Fills every default; InvalidOptionsError on anything else (unknown keys included). */
 export function resolveExecOptions(
   input: unknown = {},
 ): Required<Pick<ExecOptions, 'maxBytes'>> & ExecOptions {
-  const parsed = ExecOptionsSchema.safeParse(input ?? {});
-  if (!parsed.success)
-    throw new InvalidOptionsError(`invalid exec options: ${parsed.error.issues[0]?.message}`);
-  return { maxBytes: DEFAULT_EXEC_MAX_BYTES, ...parsed.data };
+  const options = (input ?? {}) as Record<string, unknown>;
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidOptionsError('invalid exec options: expected an object');
+  }
+  const unknown = Object.keys(options).filter((key) => !EXEC_OPTION_KEYS.has(key));
+  if (unknown.length)
+    throw new InvalidOptionsError(`invalid exec options: unknown option(s) ${unknown.join(', ')}`);
+  const timeoutMs = positiveInt(options.timeoutMs, MAX_TIMEOUT_MS, 'timeoutMs');
+  const maxBytes = positiveInt(options.maxBytes, MAX_CAP_BYTES, 'maxBytes') ?? DEFAULT_EXEC_MAX_BYTES;
+  return timeoutMs === undefined ? { maxBytes } : { maxBytes, timeoutMs };
+}
+
+function checkArgv(argv: unknown): string[] {
+  if (!Array.isArray(argv) || argv.length === 0)
+    throw new InvalidOptionsError('invalid command: give a command to run');
+  for (const arg of argv) {
+    if (typeof arg !== 'string') throw new InvalidOptionsError('invalid command: arguments must be strings');
+    if (arg.includes('\0')) throw new InvalidOptionsError('invalid command: arguments must not contain NUL');
+  }
+  return [...argv] as string[];
 }
 
 /**
@@ -102,11 +112,10 @@ export async function execInSandbox(
   options: ExecOptions = {},
 ): Promise<ExecResult> {
   const container = boxName(id);
-  const command = ArgvSchema.safeParse(argv);
-  if (!command.success) throw new InvalidOptionsError(`invalid command: ${command.error.issues[0]?.message}`);
+  const command = checkArgv(argv);
   const { maxBytes, timeoutMs } = resolveExecOptions(options);
   const marker = timeoutMs ? randomBytes(8).toString('hex') : undefined;
-  const args = buildExecArgs(container, command.data, marker);
+  const args = buildExecArgs(container, command, marker);
   const started = performance.now();
   const child = spawnDocker(args);
   let timedOut = false;
@@ -132,7 +141,17 @@ export async function execInSandbox(
       throw dockerSpawnError(args, undefined, decodeUtf8(err.data), result);
     }
     const stderr = decodeUtf8(err.data);
-    if (result.exitCode !== 0 && !timedOut && looksLikeMissingContainer(stderr)) await assertBoxRunning(id);
+    if (result.exitCode !== 0 && !timedOut) {
+      // The docker client's own failure is never reported as the command's exit; the text alone
+      // proves nothing (the command may print it), so the daemon is asked (docker() throws
+      // DockerUnavailableError when it does not answer).
+      if (isDaemonUnreachable(stderr))
+        await docker(['version', '--format', '{{.Server.Version}}'], { allowFailure: true });
+      if (looksLikeMissingContainer(stderr)) {
+        const { assertBoxRunning } = await import('./_utils.js');
+        await assertBoxRunning(id);
+      }
+    }
     return {
       exitCode: timedOut ? EXEC_TIMEOUT_EXIT_CODE : (result.exitCode ?? -1),
       stdout: decodeUtf8(out.data),

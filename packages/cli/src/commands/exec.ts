@@ -1,6 +1,6 @@
 import { EXIT_EXEC_TOOL_FAILED } from '../error-report.js';
-import { type ExecResult, loadLifecycle } from '../lifecycle-api.js';
-import { assertSandboxId, resolveExecOptions } from '../options.js';
+import { assertSandboxId, resolveExecOptions } from '../exec-options.js';
+import type { ExecResult } from '../lifecycle-api.js';
 import type { Output } from '../output.js';
 
 /** The process exit code for an exec result: the command's own when it fits a byte. */
@@ -18,8 +18,9 @@ export async function execCommand(
   const id = assertSandboxId(String(args[0]));
   const argv = args[1] as string[];
   const execOptions = resolveExecOptions(options as { timeout?: string; maxBytes?: string });
-  const lifecycle = await loadLifecycle();
-  const result = await lifecycle.execInSandbox(id, argv, execOptions);
+  // The exec entry alone: no zod, no execa, none of create's machinery on this hot path.
+  const { execInSandbox } = await import('@ca-sandbox/lifecycle/exec');
+  const result = await execInSandbox(id, argv, execOptions);
   out.json(result);
   return execExitCode(result);
 }

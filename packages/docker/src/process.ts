@@ -1,0 +1,23 @@
+// The light entry (`@ca-sandbox/docker/process`): spawning and labels without the zod schemas,
+// for hot paths such as `ca-sandbox exec` whose start-up time is measured.
+export {
+  DOCKER_HINT,
+  DockerCommandError,
+  DockerResponseError,
+  DockerUnavailableError,
+  type ErrorKind,
+} from './errors.js';
+export {
+  type DockerChild,
+  type DockerProcessResult,
+  type DockerResult,
+  type DockerRunOptions,
+  type DockerSpawnOptions,
+  docker,
+  dockerEnv,
+  dockerSpawnError,
+  isDaemonUnreachable,
+  setDockerTracer,
+  spawnDocker,
+} from './exec-docker.js';
+export * from './labels.js';
