@@ -28,3 +28,29 @@ const result = await build({
 });
 // Which source files ended up in which chunk (the start-up test reads it).
 writeFileSync(`${root}dist/bundle/meta.json`, JSON.stringify(result.metafile));
+
+// The bin's `exec` fast path: one CommonJS file, so a plain exec skips the ESM loader as well as
+// commander. What only failure paths need (the docker barrel with its schemas, execa) stays
+// outside and is loaded on first use.
+const lazyOutside = {
+  name: 'lazy-outside',
+  setup(pluginBuild) {
+    pluginBuild.onResolve({ filter: /^(@ca-sandbox\/docker|zod)$/ }, (args) => ({
+      path: args.path,
+      external: true,
+    }));
+  },
+};
+await build({
+  absWorkingDir: root,
+  entryPoints: ['dist/fast-exec.js'],
+  outfile: 'dist/bundle/fast-exec.cjs',
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node22',
+  minify: true,
+  sourcemap: 'linked',
+  plugins: [lazyOutside],
+  logLevel: 'warning',
+});

@@ -52,7 +52,10 @@ describe.skipIf(!existsSync(META))('start-up is lazy (built bundle)', () => {
   it('--version loads nothing but the bin', () => {
     const { status, modules } = loaded(['--version']);
     expect(status).toBe(0);
-    expect(modules).toEqual([expect.stringMatching(/bin\/ca-sandbox\.js$/)]);
+    expect(modules).toEqual([
+      expect.stringMatching(/bin\/ca-sandbox\.js$/),
+      expect.stringMatching(/cli\/package\.json$/),
+    ]);
   });
 
   it.each([['--help'], ['list', '--help'], ['mcp', '--help'], ['exec', '--help'], ['frob']])(
@@ -63,6 +66,15 @@ describe.skipIf(!existsSync(META))('start-up is lazy (built bundle)', () => {
       expect(heavy(modules)).toEqual([]);
     },
   );
+
+  it('a plain exec takes the fast path: no commander, zod, execa or docker barrel', () => {
+    const { status, modules } = loaded(['exec', 'no-such-box', '--', 'true']);
+    expect(status).toBe(125);
+    expect(modules.some((url) => url.endsWith('/dist/bundle/fast-exec.cjs'))).toBe(true);
+    const commander = chunksHolding(/commander/);
+    expect(modules.filter((url) => commander.has(url) || /\/(zod|execa|commander)\//.test(url))).toEqual([]);
+    expect(modules.filter((url) => url.endsWith('/docker/dist/index.js'))).toEqual([]);
+  });
 
   it('an exec usage error fails before the lifecycle or docker are loaded', () => {
     const { status, modules } = loaded(['exec', 'Bad Id', '--', 'true']);

@@ -1,7 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
-import { docker, dockerSpawnError, isDaemonUnreachable, spawnDocker } from '@ca-sandbox/docker/process';
+import {
+  DockerUnavailableError,
+  dockerSpawnError,
+  isDaemonUnreachable,
+  spawnDocker,
+} from '@ca-sandbox/docker/process';
 import { InvalidOptionsError } from './errors.js';
 import { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './names.js';
 
@@ -114,7 +118,8 @@ export async function execInSandbox(
   const container = boxName(id);
   const command = checkArgv(argv);
   const { maxBytes, timeoutMs } = resolveExecOptions(options);
-  const marker = timeoutMs ? randomBytes(8).toString('hex') : undefined;
+  // node:crypto costs milliseconds to load: only a timeout needs the marker.
+  const marker = timeoutMs ? (await import('node:crypto')).randomBytes(8).toString('hex') : undefined;
   const args = buildExecArgs(container, command, marker);
   const started = performance.now();
   const child = spawnDocker(args);
@@ -124,9 +129,7 @@ export async function execInSandbox(
     timeoutMs && marker
       ? setTimeout(() => {
           timedOut = true;
-          void docker(buildKillArgs(container, marker), { allowFailure: true, timeoutMs: 10_000 }).catch(
-            () => {},
-          );
+          void sideCommand(buildKillArgs(container, marker), 10_000);
           grace = setTimeout(() => child.kill('SIGKILL'), CLIENT_GRACE_MS);
         }, timeoutMs)
       : undefined;
@@ -143,10 +146,13 @@ export async function execInSandbox(
     const stderr = decodeUtf8(err.data);
     if (result.exitCode !== 0 && !timedOut) {
       // The docker client's own failure is never reported as the command's exit; the text alone
-      // proves nothing (the command may print it), so the daemon is asked (docker() throws
-      // DockerUnavailableError when it does not answer).
-      if (isDaemonUnreachable(stderr))
-        await docker(['version', '--format', '{{.Server.Version}}'], { allowFailure: true });
+      // proves nothing (the command may print it), so the daemon is asked.
+      if (isDaemonUnreachable(stderr)) {
+        const check = await sideCommand(['version', '--format', '{{.Server.Version}}'], 20_000);
+        if (check.exitCode !== 0 && isDaemonUnreachable(check.stderr)) {
+          throw new DockerUnavailableError('the daemon does not answer (docker exec)');
+        }
+      }
       if (looksLikeMissingContainer(stderr)) {
         const { assertBoxRunning } = await import('./_utils.js');
         await assertBoxRunning(id);
@@ -163,6 +169,26 @@ export async function execInSandbox(
   } finally {
     clearTimeout(timer);
     clearTimeout(grace);
+  }
+}
+
+/**
+ * A docker command beside the exec (the in-box kill, the daemon check), through spawnDocker like
+ * the exec itself, so that this hot path never loads execa. Never throws.
+ */
+async function sideCommand(
+  argv: string[],
+  timeoutMs: number,
+): Promise<{ exitCode: number | undefined; stderr: string }> {
+  const child = spawnDocker(argv, { stdout: 'ignore' });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  try {
+    const [err, result] = await Promise.all([captureCapped(child.stderr, 64 * 1024), child]);
+    return { exitCode: result.exitCode, stderr: decodeUtf8(err.data) };
+  } catch {
+    return { exitCode: undefined, stderr: '' };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -15,9 +15,23 @@ export async function execCommand(
   args: unknown[],
   options: Record<string, unknown>,
 ): Promise<number> {
-  const id = assertSandboxId(String(args[0]));
-  const argv = args[1] as string[];
-  const execOptions = resolveExecOptions(options as { timeout?: string; maxBytes?: string });
+  return runExec(
+    out,
+    String(args[0]),
+    args[1] as string[],
+    options as { timeout?: string; maxBytes?: string },
+  );
+}
+
+/** The exec itself, shared by the commander command and the bin's fast path. */
+export async function runExec(
+  out: Output,
+  rawId: string,
+  argv: string[],
+  flags: { timeout?: string; maxBytes?: string },
+): Promise<number> {
+  const id = assertSandboxId(rawId);
+  const execOptions = resolveExecOptions(flags);
   // The exec entry alone: no zod, no execa, none of create's machinery on this hot path.
   const { execInSandbox } = await import('@ca-sandbox/lifecycle/exec');
   const result = await execInSandbox(id, argv, execOptions);

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { parsePlainExec } from '../src/fast-exec.js';
+
+describe('parsePlainExec (the bin fast path for exec)', () => {
+  it('takes the plain form with its flags', () => {
+    expect(
+      parsePlainExec(['exec', 'demo', '--timeout', '5', '--max-bytes', '10', '--json', '--', 'ls', '-la']),
+    ).toEqual({
+      id: 'demo',
+      command: ['ls', '-la'],
+      flags: { timeout: '5', maxBytes: '10' },
+      json: true,
+      quiet: false,
+      color: true,
+    });
+  });
+
+  it('keeps everything after -- as the command, flags included', () => {
+    expect(parsePlainExec(['exec', 'demo', '--', 'sh', '-c', '--timeout', '--'])?.command).toEqual([
+      'sh',
+      '-c',
+      '--timeout',
+      '--',
+    ]);
+  });
+
+  it.each([
+    [['exec', '--help']],
+    [['exec', 'demo', '--help', '--', 'true']],
+    [['exec', 'demo', '--verbose', '--', 'true']],
+    [['exec', 'demo', '--timeout', '--', 'true']],
+    [['exec', 'demo', 'true']],
+    [['exec', 'demo', '--']],
+    [['exec', '--', 'true']],
+    [['exec', '-x', '--', 'true']],
+    [['list']],
+    [['--json', 'exec', 'demo', '--', 'true']],
+  ])('leaves %j to the full CLI', (argv) => {
+    expect(parsePlainExec(argv)).toBeUndefined();
+  });
+});
