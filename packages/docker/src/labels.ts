@@ -24,9 +24,9 @@ export function sandboxIdFilter(id: string): string {
   return `label=${LABEL_ID}=${id}`;
 }
 
-/** The labels every object of sandbox `id` gets, plus any extra ones. */
+/** The labels every object of sandbox `id` gets, plus any extra ones (which cannot override ours). */
 export function sandboxLabels(id: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { [SANDBOX_LABEL]: SANDBOX_LABEL_VALUE, [LABEL_ID]: id, ...extra };
+  return { ...extra, [SANDBOX_LABEL]: SANDBOX_LABEL_VALUE, [LABEL_ID]: id };
 }
 
 /** `--label k=v` pairs for an argv. */

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { dockerEnv, isDaemonUnreachable } from './exec-docker.js';
+import { parseContainerInspect } from './inspect.js';
+import { labelArgs, SANDBOX_FILTER, sandboxIdFilter, sandboxLabels } from './labels.js';
+
+describe('dockerEnv', () => {
+  it('passes only what the docker client needs, never the caller secrets', () => {
+    process.env.GITHUB_TOKEN = 'canary-token';
+    process.env.AWS_SECRET_ACCESS_KEY = 'canary-key';
+    process.env.DOCKER_HOST = 'unix:///var/run/docker.sock';
+    try {
+      const env = dockerEnv();
+      expect(Object.values(env)).not.toContain('canary-token');
+      expect(Object.values(env)).not.toContain('canary-key');
+      expect(env.DOCKER_HOST).toBe('unix:///var/run/docker.sock');
+      expect(
+        Object.keys(env).every((key) => key === 'PATH' || key === 'HOME' || key.startsWith('DOCKER_')),
+      ).toBe(true);
+    } finally {
+      delete process.env.GITHUB_TOKEN;
+      delete process.env.AWS_SECRET_ACCESS_KEY;
+      delete process.env.DOCKER_HOST;
+    }
+  });
+});
+
+describe('isDaemonUnreachable', () => {
+  it.each([
+    'Cannot connect to the Docker daemon at unix:///nonexistent.sock. Is the docker daemon running?',
+    'error during connect: Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.41/info": dial unix /var/run/docker.sock: connect: no such file or directory',
+  ])('recognises %s', (stderr) => {
+    expect(isDaemonUnreachable(stderr)).toBe(true);
+  });
+
+  it('does not mistake a command error for a dead daemon', () => {
+    expect(isDaemonUnreachable('Error: No such container: ca-sbx-x')).toBe(false);
+    expect(isDaemonUnreachable('Error response from daemon: conflict')).toBe(false);
+  });
+});
+
+describe('labels', () => {
+  it('labels every object as ours and by id; caller labels cannot override them', () => {
+    expect(sandboxLabels('abc', { 'ca.sandbox': '0', 'ca.sandbox.repo': 'r' })).toEqual({
+      'ca.sandbox': '1',
+      'ca.sandbox.id': 'abc',
+      'ca.sandbox.repo': 'r',
+    });
+    expect(SANDBOX_FILTER).toBe('label=ca.sandbox=1');
+    expect(sandboxIdFilter('abc')).toBe('label=ca.sandbox.id=abc');
+    expect(labelArgs({ a: '1', b: 'x y' })).toEqual(['--label', 'a=1', '--label', 'b=x y']);
+  });
+});
+
+describe('parseContainerInspect', () => {
+  const minimal = {
+    Id: 'f'.repeat(64),
+    Name: '/box',
+    State: { Status: 'running', Running: true },
+    Config: { Labels: null, Env: null },
+    HostConfig: { Binds: null, CapDrop: ['ALL'], Memory: 1 },
+    Mounts: null,
+  };
+
+  it('fills nulls the engine returns with empty values', () => {
+    const inspect = parseContainerInspect([minimal]);
+    expect(inspect.HostConfig.Binds).toEqual([]);
+    expect(inspect.Config.Labels).toEqual({});
+    expect(inspect.Mounts).toEqual([]);
+    expect(inspect.HostConfig.Privileged).toBe(false);
+  });
+
+  it('refuses a document without the fields the gate relies on', () => {
+    expect(() => parseContainerInspect({ Id: 'x' })).toThrow(/unexpected shape/);
+    expect(() => parseContainerInspect('not json')).toThrow(/JSON|shape/);
+  });
+});
