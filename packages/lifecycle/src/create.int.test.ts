@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { docker, dockerInfo, imageExists, inspectContainer } from '@ca-sandbox/docker';
-import { listFirewallRules } from '@ca-sandbox/network';
+import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
@@ -293,13 +293,22 @@ describe.skipIf(!ready)('policies and runtimes', () => {
       expect(record.network).toBe('allowlist');
       expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
       expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
+      const report = await verifySandbox(id);
+      expect(report.checks.find((check) => check.id === 'allowlist-firewall')).toMatchObject({ pass: true });
+      expect(report.ok).toBe(true);
+      // Rules gone (a host reboot, `iptables -F`) while the box runs: verify must fail closed.
+      await removeFirewallRules(id);
+      const open = await verifySandbox(id);
+      expect(open.ok).toBe(false);
+      expect(open.checks.filter((check) => !check.pass).map((check) => check.id)).toEqual([
+        'allowlist-firewall',
+      ]);
       const result = await destroySandbox(id);
       expect(result.failures).toEqual([]);
       expect(result.leftovers).toEqual([]);
       expect(result.removed).toEqual(
         expect.arrayContaining([`container:ca-sbx-${id}`, `volume:ca-sbx-${id}`, `network:ca-sbx-${id}`]),
       );
-      expect(result.removed.some((name) => name.startsWith('firewall:'))).toBe(true);
       expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
       expect(await labeledObjects(id)).toEqual([]);
     },

@@ -1,12 +1,15 @@
 import {
   ContainerInspectSchema,
+  DockerCommandError,
   DockerResponseError,
   docker,
   inspectContainer,
   LABEL_ID,
+  LABEL_POLICY,
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
+import { listFirewallRules } from '@ca-sandbox/network';
 import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
@@ -47,7 +50,23 @@ export async function listSandboxes(): Promise<SandboxRecord[]> {
 /** Re-runs the isolation gate (run's verifyContainer) on the sandbox's box. */
 export async function verifySandbox(id: string): Promise<IsolationReport> {
   const name = boxName(id);
-  const inspect = await inspectContainer(name).catch(() => undefined);
+  const inspect = await inspectContainer(name).catch((error: unknown) => {
+    if (error instanceof DockerCommandError) return undefined;
+    throw error;
+  });
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
-  return verifyContainer(name);
+  const report = await verifyContainer(name);
+  if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
+  // An allowlist box is only as closed as its host firewall rules: they must still be there
+  // (a host reboot or `iptables -F` removes them and leaves the network open).
+  const rules = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
+  const check = {
+    id: 'allowlist-firewall',
+    cis: '-',
+    title: 'the egress rules of the allowlist are in place on the host',
+    expected: 'tagged DOCKER-USER and INPUT rules',
+    seen: `${rules.length} tagged rule(s)`,
+    pass: rules.some((rule) => rule.chain === 'DOCKER-USER') && rules.some((rule) => rule.chain === 'INPUT'),
+  };
+  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }

@@ -36,9 +36,10 @@ export async function verifyCommand(out: Output, args: unknown[]): Promise<numbe
   if (out.options.json) {
     out.json(report);
   } else {
+    // Numbered after the CIS Docker Benchmark (v1.6) container-runtime check each row matches.
     out.table(
-      ['CHECK', 'EXPECTED', 'SEEN', 'RESULT'],
-      report.checks.map((row) => [row.check, row.expected, row.seen, row.pass ? 'pass' : 'FAIL']),
+      ['CIS', 'CHECK', 'EXPECTED', 'SEEN', 'RESULT'],
+      report.checks.map((row) => [row.cis, row.check, row.expected, row.seen, row.pass ? 'pass' : 'FAIL']),
     );
     const failed = report.checks.filter((row) => !row.pass).length;
     out.info(
