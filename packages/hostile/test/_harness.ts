@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { dockerInfo } from '@ca-sandbox/docker';
+import type { ExecResult } from '@ca-sandbox/lifecycle';
 import { execa } from 'execa';
 import { expect } from 'vitest';
 
@@ -64,15 +65,6 @@ export interface SandboxRecord {
   image: string;
   runtime: string;
   network: string;
-}
-
-export interface ExecResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  timedOut: boolean;
-  durationMs: number;
 }
 
 const live = new Set<string>();
