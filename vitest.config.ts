@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
 // Integration tests talk to the real Docker engine; Ryuk's image cannot be pulled here.
@@ -8,7 +9,11 @@ process.env.CA_SANDBOX_BASE_IMAGE_PYTHON ??= 'ca-sbx-base:python';
 process.env.CA_SANDBOX_BASE_IMAGE_GO ??= 'ca-sbx-base:go';
 process.env.CA_SANDBOX_BASE_IMAGE_PLAIN ??= 'ca-sbx-base:debian';
 // Where egress goes through a TLS-intercepting proxy, npm inside a build needs the host's CAs.
-const hostCaBundle = process.env.NODE_EXTRA_CA_CERTS ?? process.env.SSL_CERT_FILE;
+const hostCaBundle = [
+  process.env.NODE_EXTRA_CA_CERTS,
+  process.env.SSL_CERT_FILE,
+  '/etc/ssl/certs/ca-certificates.crt',
+].find((file) => file && existsSync(file));
 if (hostCaBundle) process.env.CA_SANDBOX_CA_CERTS ??= hostCaBundle;
 
 export default defineConfig({

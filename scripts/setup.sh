@@ -18,7 +18,7 @@ export CA_SANDBOX_BASE_IMAGE_GO=${CA_SANDBOX_BASE_IMAGE_GO:-ca-sbx-base:go}
 export CA_SANDBOX_BASE_IMAGE_PLAIN=${CA_SANDBOX_BASE_IMAGE_PLAIN:-ca-sbx-base:debian}
 # Behind a TLS-intercepting proxy, dependency installs need the host's CA bundle.
 if [ -z "${CA_SANDBOX_CA_CERTS:-}" ]; then
-  for bundle in "${NODE_EXTRA_CA_CERTS:-}" "${SSL_CERT_FILE:-}"; do
+  for bundle in "${NODE_EXTRA_CA_CERTS:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
     if [ -n "$bundle" ] && [ -f "$bundle" ]; then export CA_SANDBOX_CA_CERTS=$bundle; break; fi
   done
 fi
