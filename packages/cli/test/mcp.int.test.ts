@@ -66,6 +66,24 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     expect(exec?.inputSchema.required).toEqual(expect.arrayContaining(['id', 'command']));
   });
 
+  it('marks the tools that delete host or docker state as destructive', async () => {
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    // cp_out with force deletes and replaces the host destination.
+    for (const name of ['sandbox_cp_out', 'sandbox_destroy', 'sandbox_prune']) {
+      expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    }
+    for (const name of ['sandbox_list', 'sandbox_verify']) {
+      expect(byName.get(name)?.annotations?.readOnlyHint).toBe(true);
+    }
+    const properties = (byName.get('sandbox_cp_out')?.inputSchema.properties ?? {}) as Record<
+      string,
+      { description?: string }
+    >;
+    const force = properties.force;
+    expect(force?.description).toMatch(/delete/i);
+  });
+
   it('returns errors as isError results and keeps serving', async () => {
     const missing = await client.callTool({
       name: 'sandbox_exec',

@@ -155,14 +155,24 @@ export function createMcpServer(version: string): McpServer {
     {
       title: 'Copy files out of a sandbox',
       description:
-        'Copy a file or directory from the box to the host (the only direction files move). Links, devices and unsafe names are skipped and reported. Refuses to overwrite unless force.',
+        'Copy a file or directory from the box to the host (the only direction files move). Links, devices and unsafe names are skipped and reported. Refuses an existing destination unless force; with force the existing destination (file or whole directory tree) is DELETED and replaced.',
       inputSchema: {
         id,
         path: z.string().min(1).describe('path inside the box, absolute or relative to /work/repo'),
         destination: z.string().min(1).describe('host path to write to (absolute recommended)'),
-        force: z.boolean().optional(),
+        force: z
+          .boolean()
+          .optional()
+          .describe(
+            'DESTRUCTIVE: when the destination exists, delete it (a file or a whole directory tree) and replace it with the copy. Default false: an existing destination is refused. A symlink destination is always refused.',
+          ),
       },
-      annotations: { destructiveHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     guarded(async (args: { id: string; path: string; destination: string; force?: boolean }) => {
       const lifecycle = await loadLifecycle();
@@ -196,7 +206,7 @@ export function createMcpServer(version: string): McpServer {
         all: z.boolean().optional().describe('every sandbox'),
         keepVolume: z.boolean().optional(),
       },
-      annotations: { destructiveHint: true, idempotentHint: true },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     guarded(async (args: { ids?: string[]; all?: boolean; keepVolume?: boolean }) => {
       const ids = args.ids ?? [];
@@ -221,7 +231,7 @@ export function createMcpServer(version: string): McpServer {
       description:
         'Remove every object labeled ca.sandbox=1; images also removes the cached ca-sbx:* dependency images.',
       inputSchema: { dryRun: z.boolean().optional(), images: z.boolean().optional() },
-      annotations: { destructiveHint: true, idempotentHint: true },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     guarded(async (args: { dryRun?: boolean; images?: boolean }) => {
       const result = await (await loadLifecycle()).prune({
