@@ -66,3 +66,11 @@ describe('docker on the real engine', () => {
     expect(Buffer.concat(errors).toString()).toBe('err\n');
   });
 });
+
+describe('docker info security options', () => {
+  it('lists the daemon seccomp profile on this engine', async () => {
+    const { securityOptions } = await dockerInfo({ fresh: true });
+    const seccomp = securityOptions.find((option) => option.split(',').includes('name=seccomp'));
+    expect(seccomp).toMatch(/^name=seccomp,profile=/);
+  });
+});

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DockerResponseError } from './errors.js';
 import { dockerEnv, isDaemonUnreachable } from './exec-docker.js';
+import { parseDockerInfo } from './info.js';
 import { parseContainerInspect } from './inspect.js';
 import { labelArgs, SANDBOX_FILTER, sandboxIdFilter, sandboxLabels } from './labels.js';
 
@@ -72,5 +74,42 @@ describe('parseContainerInspect', () => {
   it('refuses a document without the fields the gate relies on', () => {
     expect(() => parseContainerInspect({ Id: 'x' })).toThrow(/unexpected shape/);
     expect(() => parseContainerInspect('not json')).toThrow(/JSON|shape/);
+  });
+});
+
+describe('parseDockerInfo', () => {
+  it('keeps the daemon security options (seccomp profile, apparmor) for the isolation gate', () => {
+    const info = parseDockerInfo(
+      JSON.stringify({
+        ServerVersion: '20.10.24',
+        Runtimes: { runc: {}, runsc: {} },
+        SecurityOptions: ['name=apparmor', 'name=seccomp,profile=default'],
+      }),
+    );
+    expect(info.securityOptions).toEqual(['name=apparmor', 'name=seccomp,profile=default']);
+    expect(info.runtimes).toEqual(['runc', 'runsc']);
+  });
+
+  it('reads a missing or null SecurityOptions as none', () => {
+    expect(parseDockerInfo('{"ServerVersion":"1","SecurityOptions":null}').securityOptions).toEqual([]);
+    expect(parseDockerInfo('{"ServerVersion":"1"}').securityOptions).toEqual([]);
+  });
+
+  it('throws DockerResponseError on output that is not docker info', () => {
+    expect(() => parseDockerInfo('not json')).toThrow(DockerResponseError);
+    expect(() => parseDockerInfo('{"SecurityOptions":"name=seccomp"}')).toThrow(DockerResponseError);
+  });
+});
+
+describe('dockerEnv and DOCKER_CONFIG', () => {
+  it('keeps DOCKER_CONFIG for registry auth (@ca-sandbox/run blanks the proxies it injects)', () => {
+    const saved = process.env.DOCKER_CONFIG;
+    process.env.DOCKER_CONFIG = '/tmp/ca-sbx-docker-config';
+    try {
+      expect(dockerEnv().DOCKER_CONFIG).toBe('/tmp/ca-sbx-docker-config');
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_CONFIG;
+      else process.env.DOCKER_CONFIG = saved;
+    }
   });
 });

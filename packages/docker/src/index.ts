@@ -18,7 +18,7 @@ export {
   setDockerTracer,
   spawnDocker,
 } from './exec-docker.js';
-export { type DockerInfo, dockerInfo } from './info.js';
+export { type DockerInfo, dockerInfo, parseDockerInfo } from './info.js';
 export {
   type ContainerInspect,
   ContainerInspectSchema,

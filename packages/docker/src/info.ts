@@ -12,6 +12,10 @@ const InfoSchema = z.object({
   OperatingSystem: z.string().optional().default(''),
   Driver: z.string().optional().default(''),
   CgroupVersion: z.string().optional().default(''),
+  SecurityOptions: z
+    .array(z.string())
+    .nullish()
+    .transform((value) => value ?? []),
 });
 
 export interface DockerInfo {
@@ -21,6 +25,11 @@ export interface DockerInfo {
   operatingSystem: string;
   storageDriver: string;
   cgroupVersion: string;
+  /**
+   * The daemon's security options as `docker info` lists them, e.g. `name=seccomp,profile=default`,
+   * `name=apparmor`, `name=userns`. Empty when the daemon reports none (seccomp compiled out).
+   */
+  securityOptions: string[];
 }
 
 let cached: Promise<DockerInfo> | undefined;
@@ -41,6 +50,11 @@ export function dockerInfo(options: { fresh?: boolean } = {}): Promise<DockerInf
 
 async function readInfo(): Promise<DockerInfo> {
   const { stdout } = await docker(['info', '--format', '{{json .}}'], { timeoutMs: 20_000 });
+  return parseDockerInfo(stdout);
+}
+
+/** Parses the output of `docker info --format '{{json .}}'`; throws DockerResponseError on odd shapes. */
+export function parseDockerInfo(stdout: string): DockerInfo {
   let json: unknown;
   try {
     json = JSON.parse(stdout);
@@ -57,5 +71,6 @@ async function readInfo(): Promise<DockerInfo> {
     operatingSystem: info.OperatingSystem,
     storageDriver: info.Driver,
     cgroupVersion: info.CgroupVersion,
+    securityOptions: info.SecurityOptions,
   };
 }

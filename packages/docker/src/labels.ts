@@ -9,6 +9,11 @@ export const LABEL_CREATED = 'ca.sandbox.created';
 export const LABEL_ROLE = 'ca.sandbox.role';
 export const LABEL_RUNTIME = 'ca.sandbox.runtime';
 export const LABEL_NETWORK = 'ca.sandbox.network';
+/**
+ * The environment names the caller set on a container (comma-separated), so a later `verify` knows
+ * which proxy variables were asked for rather than injected by the docker client.
+ */
+export const LABEL_ALLOWED_ENV = 'ca.sandbox.allowed-env';
 
 /** `--filter` value that selects everything we own. */
 export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;

@@ -9,6 +9,7 @@ export {
   type IsolationCheck,
   type IsolationExpectations,
   type IsolationReport,
+  verifyDaemon,
   verifyIsolation,
 } from './isolation.js';
 export {
@@ -18,5 +19,14 @@ export {
   resolveRunOptions,
   sizeToBytes,
 } from './options.js';
-export { buildRunArgs, containerLabels, KEEP_ALIVE, REPO_DIR, SANDBOX_USER } from './run-args.js';
+export {
+  BLACKHOLE_DNS,
+  buildRunArgs,
+  containerEnv,
+  containerLabels,
+  KEEP_ALIVE,
+  PROXY_ENV_NAMES,
+  REPO_DIR,
+  SANDBOX_USER,
+} from './run-args.js';
 export { type RunningContainer, runContainer, verifyContainer } from './run-container.js';

@@ -1,6 +1,6 @@
 import { parseContainerInspect } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
-import { verifyIsolation } from './isolation.js';
+import { verifyDaemon, verifyIsolation } from './isolation.js';
 
 /** A document shaped like `docker inspect` of a box started by runContainer. */
 function goodInspect(): Record<string, any> {
@@ -119,6 +119,13 @@ describe('verifyIsolation', () => {
     ['a GPU request', 'no-devices', (d) => (d.HostConfig.DeviceRequests = [{ Count: -1 }])],
     ['seccomp unconfined', 'seccomp-confined', (d) => d.HostConfig.SecurityOpt.push('seccomp=unconfined')],
     ['apparmor unconfined', 'apparmor-confined', (d) => d.HostConfig.SecurityOpt.push('apparmor:unconfined')],
+    [
+      'a proxy with credentials',
+      'no-proxy-env',
+      (d) => d.Config.Env.push('HTTP_PROXY=http://user:secret@proxy.invalid:3128'),
+    ],
+    ['a lower-case proxy', 'no-proxy-env', (d) => d.Config.Env.push('https_proxy=http://p:1')],
+    ['ALL_PROXY', 'no-proxy-env', (d) => d.Config.Env.push('ALL_PROXY=socks5://p:1')],
     ['another network', 'network-policy', (d) => (d.HostConfig.NetworkMode = 'bridge')],
     ['another runtime', 'runtime', (d) => (d.HostConfig.Runtime = 'runsc')],
     ['a missing label', 'labeled', (d) => delete d.Config.Labels['ca.sandbox']],
@@ -135,5 +142,65 @@ describe('verifyIsolation', () => {
       d.Config.User = 'root';
     });
     expect(ids).toEqual(['not-privileged', 'read-only-rootfs', 'non-root-user']);
+  });
+
+  it('names a leaked proxy variable without its value (it may hold credentials)', () => {
+    const doc = goodInspect();
+    doc.Config.Env.push('HTTP_PROXY=http://user:secret@proxy.invalid:3128');
+    const row = verifyIsolation(parseContainerInspect(doc), expected).checks.find(
+      (c) => c.id === 'no-proxy-env',
+    );
+    expect(row).toMatchObject({ pass: false, seen: 'set: HTTP_PROXY' });
+    expect(JSON.stringify(row)).not.toContain('secret');
+  });
+
+  it('passes blank proxy variables and the ones the caller allowed by name', () => {
+    const doc = goodInspect();
+    doc.Config.Env.push('HTTP_PROXY=', 'no_proxy=', 'HTTPS_PROXY=http://proxy.local:3128');
+    const inspect = parseContainerInspect(doc);
+    const allowed = verifyIsolation(inspect, { ...expected, allowedEnv: ['HTTPS_PROXY'] });
+    expect(allowed.checks.find((c) => c.id === 'no-proxy-env')?.pass).toBe(true);
+    // Allowing https_proxy does not allow HTTPS_PROXY: names are exact, as the CLI sets them.
+    const other = verifyIsolation(inspect, { ...expected, allowedEnv: ['https_proxy'] });
+    expect(other.checks.find((c) => c.id === 'no-proxy-env')).toMatchObject({
+      pass: false,
+      seen: 'set: HTTPS_PROXY',
+    });
+  });
+});
+
+describe('daemon-wide rows', () => {
+  const rows = (daemonSecurityOptions?: string[]) =>
+    verifyIsolation(parseContainerInspect(goodInspect()), { ...expected, daemonSecurityOptions }).checks;
+  const row = (id: string, options?: string[]) => rows(options).find((check) => check.id === id);
+
+  it.each([
+    [['name=seccomp,profile=default'], 'profile=default'],
+    [['name=apparmor', 'name=seccomp,profile=builtin', 'name=cgroupns'], 'profile=builtin'],
+    [['name=seccomp,profile=/etc/docker/seccomp.json'], 'profile=/etc/docker/seccomp.json'],
+  ])('passes a daemon whose seccomp confines: %j', (options, seen) => {
+    expect(row('daemon-seccomp', options)).toMatchObject({ cis: '5.21', pass: true, seen });
+  });
+
+  it.each([
+    [['name=seccomp,profile=unconfined'], 'profile=unconfined'],
+    [['name=apparmor', 'name=seccomp,profile=Unconfined'], 'profile=Unconfined'],
+    [[], 'seccomp not available'],
+    [['name=apparmor', 'name=userns'], 'seccomp not available'],
+  ])('fails a daemon with seccomp off or unconfined: %j', (options, seen) => {
+    expect(row('daemon-seccomp', options)).toMatchObject({ pass: false, seen });
+    expect(verifyDaemon(options).map((check) => [check.id, check.pass])).toEqual([['daemon-seccomp', false]]);
+  });
+
+  it('passes with seen unknown when the caller did not read the daemon options', () => {
+    expect(row('daemon-seccomp')).toMatchObject({ pass: true, seen: 'unknown (daemon options not read)' });
+  });
+
+  it('says AppArmor is not available on a host without it, without failing', () => {
+    expect(row('apparmor-confined', ['name=seccomp,profile=default'])).toMatchObject({
+      pass: true,
+      seen: 'not available on this host',
+    });
+    expect(row('apparmor-confined', ['name=apparmor', 'name=seccomp,profile=default'])?.seen).toBe('default');
   });
 });

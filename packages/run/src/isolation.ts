@@ -1,5 +1,5 @@
 import { type ContainerInspect, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
-import { REPO_DIR, SANDBOX_USER } from './run-args.js';
+import { PROXY_ENV_NAMES, REPO_DIR, SANDBOX_USER } from './run-args.js';
 
 /** One row of the isolation report, numbered after the CIS Docker Benchmark check it matches. */
 export interface IsolationCheck {
@@ -23,12 +23,35 @@ export interface IsolationExpectations {
   sandboxId?: string;
   /** Helpers may run without the source volume; boxes must have it at /work/repo. */
   requireRepoVolume?: boolean;
+  /** Env names the caller set on purpose: a proxy variable among them may carry a value. */
+  allowedEnv?: string[];
+  /**
+   * The daemon's `docker info` SecurityOptions (runContainer and verifyContainer always pass them).
+   * When not given the daemon-seccomp row passes with seen 'unknown', keeping this function pure.
+   */
+  daemonSecurityOptions?: string[];
 }
 
 type Rule = (
   inspect: ContainerInspect,
   expected: IsolationExpectations,
 ) => Omit<IsolationCheck, 'pass'> & { pass: boolean };
+
+/** `name=seccomp,profile=default` → { name: 'seccomp', profile: 'default' }. */
+function parseSecurityOption(option: string): Record<string, string> {
+  return Object.fromEntries(
+    option.split(',').map((part) => {
+      const at = part.indexOf('=');
+      return at < 0 ? [part, ''] : [part.slice(0, at), part.slice(at + 1)];
+    }),
+  );
+}
+
+function daemonOption(options: string[] | undefined, name: string): Record<string, string> | undefined {
+  return options?.map(parseSecurityOption).find((option) => option.name === name);
+}
+
+const PROXY_NAMES = new Set(PROXY_ENV_NAMES.map((name) => name.toUpperCase()));
 
 const list = (values: readonly unknown[]): string => (values.length ? values.map(String).join(',') : 'none');
 const isHost = (mode: string): boolean => mode === 'host' || mode.startsWith('container:');
@@ -49,6 +72,26 @@ function allMounts(inspect: ContainerInspect): { type: string; source: string; t
     return { type: 'bind', source, target };
   });
   return [...declared, ...active, ...binds];
+}
+
+/**
+ * A daemon started with --seccomp-profile=unconfined (or without seccomp) confines no container,
+ * whatever the container's own SecurityOpt says.
+ */
+function daemonSeccompCheck(daemonSecurityOptions: string[] | undefined): IsolationCheck {
+  const known = daemonSecurityOptions !== undefined;
+  const seccomp = daemonOption(daemonSecurityOptions, 'seccomp');
+  const profile = seccomp ? (seccomp.profile ?? 'default') : undefined;
+  let seen = 'unknown (daemon options not read)';
+  if (known) seen = profile ? `profile=${profile}` : 'seccomp not available';
+  return {
+    id: 'daemon-seccomp',
+    cis: '5.21',
+    title: 'the daemon applies a seccomp profile to containers',
+    expected: 'seccomp listed, profile not unconfined',
+    seen,
+    pass: !known || (profile !== undefined && profile.toLowerCase() !== 'unconfined'),
+  };
 }
 
 const RULES: Rule[] = [
@@ -231,15 +274,40 @@ const RULES: Rule[] = [
       pass: off.length === 0,
     };
   },
-  (i) => {
+  (_i, e) => daemonSeccompCheck(e.daemonSecurityOptions),
+  (i, e) => {
     const off = i.HostConfig.SecurityOpt.filter((o) => /^apparmor[:=]unconfined$/i.test(o));
+    const available =
+      e.daemonSecurityOptions === undefined
+        ? undefined
+        : Boolean(daemonOption(e.daemonSecurityOptions, 'apparmor'));
+    // Hosts without AppArmor (no LSM in the kernel) cannot confine with it: said, not failed.
+    const seen = off.length ? 'unconfined' : available === false ? 'not available on this host' : 'default';
     return {
       id: 'apparmor-confined',
       cis: '5.1',
       title: 'AppArmor is not disabled',
       expected: 'not unconfined',
-      seen: off.length ? 'unconfined' : 'default',
+      seen,
       pass: off.length === 0,
+    };
+  },
+  (i, e) => {
+    const allowed = new Set(e.allowedEnv ?? []);
+    const leaked = i.Config.Env.flatMap((entry) => {
+      const at = entry.indexOf('=');
+      const name = at < 0 ? entry : entry.slice(0, at);
+      const value = at < 0 ? '' : entry.slice(at + 1);
+      return PROXY_NAMES.has(name.toUpperCase()) && value !== '' && !allowed.has(name) ? [name] : [];
+    });
+    return {
+      id: 'no-proxy-env',
+      cis: '-',
+      title: "no proxy variable (the docker client's config.json proxies) reaches the box unasked",
+      expected: 'proxy variables empty unless named by the caller',
+      // Names only: the values may hold credentials.
+      seen: leaked.length ? `set: ${leaked.join(',')}` : 'none set',
+      pass: leaked.length === 0,
     };
   },
   (i, e) => ({
@@ -272,6 +340,14 @@ const RULES: Rule[] = [
     };
   },
 ];
+
+/**
+ * The rows that depend on the daemon alone (`docker info` SecurityOptions), checkable before any
+ * container starts.
+ */
+export function verifyDaemon(daemonSecurityOptions: string[]): IsolationCheck[] {
+  return [daemonSeccompCheck(daemonSecurityOptions)];
+}
 
 /**
  * Checks a container's `docker inspect` document against every isolation invariant.

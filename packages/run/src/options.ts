@@ -25,6 +25,11 @@ export const RunOptionsSchema = z.strictObject({
   tmpfsSize: z.string().regex(SIZE, 'must be like 512m').default('512m'),
   /** RLIMIT_FSIZE: the volume has no quota on the local driver, so one file cannot outgrow this. */
   maxFileSize: z.string().regex(SIZE, 'must be like 4g').default('4g'),
+  /**
+   * `blackhole` points the box's resolver (Docker's embedded 127.0.0.11 on user-defined networks)
+   * at 192.0.2.1 (TEST-NET-1), so no name resolves through the host's resolvers.
+   */
+  dns: z.enum(['default', 'blackhole']).default('default'),
   env: z
     .record(
       z.string().regex(ENV_NAME, 'env names are [A-Za-z_][A-Za-z0-9_]*'),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidRunOptionsError } from './errors.js';
 import { resolveRunOptions, sizeToBytes } from './options.js';
-import { buildRunArgs } from './run-args.js';
+import { BLACKHOLE_DNS, buildRunArgs, PROXY_ENV_NAMES } from './run-args.js';
 
 const base = { sandboxId: 'abc', name: 'ca-sbx-abc', image: 'ca-sbx-base:debian', volume: 'ca-sbx-abc' };
 
@@ -83,12 +83,67 @@ describe('buildRunArgs', () => {
     expect(custom.slice(-2)).toEqual(['git', 'version']);
   });
 
-  it('passes no host environment variable, only the named ones and HOME=/tmp', () => {
+  it('passes no host environment variable, only the named ones, HOME=/tmp and blank proxies', () => {
     process.env.CA_SANDBOX_CANARY_SECRET = 'canary-value';
-    const named = buildRunArgs(resolveRunOptions({ ...base, env: { FOO: 'bar' } }));
-    expect(flagValues(named, '--env').sort()).toEqual(['FOO=bar', 'HOME=/tmp']);
-    expect(named.join(' ')).not.toContain('canary-value');
-    delete process.env.CA_SANDBOX_CANARY_SECRET;
+    try {
+      const named = buildRunArgs(resolveRunOptions({ ...base, env: { FOO: 'bar' } }));
+      const env = flagValues(named, '--env');
+      expect(env.filter((pair) => !pair.endsWith('=')).sort()).toEqual(['FOO=bar', 'HOME=/tmp']);
+      expect(named.join(' ')).not.toContain('canary-value');
+    } finally {
+      delete process.env.CA_SANDBOX_CANARY_SECRET;
+    }
+  });
+
+  it('sets every proxy variable empty so the docker client cannot inject config.json proxies', () => {
+    const env = flagValues(argv, '--env');
+    expect(PROXY_ENV_NAMES).toHaveLength(10);
+    for (const name of [
+      'HTTP_PROXY',
+      'HTTPS_PROXY',
+      'FTP_PROXY',
+      'NO_PROXY',
+      'ALL_PROXY',
+      'http_proxy',
+      'https_proxy',
+      'ftp_proxy',
+      'no_proxy',
+      'all_proxy',
+    ]) {
+      // `NAME=` (not bare `NAME`, which the CLI would fill from its own environment).
+      expect(env).toContain(`${name}=`);
+    }
+  });
+
+  it('keeps a proxy variable the caller names and blanks only the others', () => {
+    const named = buildRunArgs(
+      resolveRunOptions({ ...base, env: { HTTPS_PROXY: 'http://proxy.local:3128', no_proxy: 'x' } }),
+    );
+    const env = flagValues(named, '--env');
+    expect(env).toContain('HTTPS_PROXY=http://proxy.local:3128');
+    expect(env).not.toContain('HTTPS_PROXY=');
+    expect(env).toContain('no_proxy=x');
+    expect(env).not.toContain('no_proxy=');
+    expect(env).toContain('https_proxy=');
+    expect(env.filter((pair) => pair.startsWith('HTTPS_PROXY='))).toHaveLength(1);
+    expect(flagValues(named, '--label')).toContain('ca.sandbox.allowed-env=HTTPS_PROXY,no_proxy');
+  });
+
+  it('records the caller env names in a label the caller cannot override', () => {
+    const labeled = buildRunArgs(
+      resolveRunOptions({ ...base, labels: { 'ca.sandbox.allowed-env': 'HTTP_PROXY' } }),
+    );
+    const labels = flagValues(labeled, '--label');
+    expect(labels).toContain('ca.sandbox.allowed-env=');
+    expect(labels).not.toContain('ca.sandbox.allowed-env=HTTP_PROXY');
+  });
+
+  it('points the resolver at TEST-NET-1 only with dns blackhole', () => {
+    expect(argv).not.toContain('--dns');
+    const blackhole = buildRunArgs(resolveRunOptions({ ...base, network: 'ca-sbx-abc', dns: 'blackhole' }));
+    expect(flagValues(blackhole, '--dns')).toEqual(['192.0.2.1']);
+    expect(BLACKHOLE_DNS).toBe('192.0.2.1');
+    expect(blackhole.indexOf('--dns')).toBeLessThan(blackhole.indexOf('--'));
   });
 
   it('ends the options with -- so an image name cannot become a flag', () => {
@@ -109,6 +164,7 @@ describe('resolveRunOptions', () => {
     ['a bad memory size', { ...base, memory: '2g --privileged' }],
     ['a tiny pids limit', { ...base, pidsLimit: 0 }],
     ['a bad id', { ...base, sandboxId: 'A B' }],
+    ['a dns server address (only default or blackhole)', { ...base, dns: '8.8.8.8' }],
   ])('rejects %s', (_name, input) => {
     expect(() => resolveRunOptions(input)).toThrow(InvalidRunOptionsError);
   });

@@ -1,10 +1,40 @@
-import { LABEL_NETWORK, LABEL_ROLE, LABEL_RUNTIME, labelArgs, sandboxLabels } from '@ca-sandbox/docker';
+import {
+  LABEL_ALLOWED_ENV,
+  LABEL_NETWORK,
+  LABEL_ROLE,
+  LABEL_RUNTIME,
+  labelArgs,
+  sandboxLabels,
+} from '@ca-sandbox/docker';
 import { buildMountArgs } from '@ca-sandbox/mounts';
 import { type RunOptions, sizeToBytes } from './options.js';
 
 export const REPO_DIR = '/work/repo';
 export const SANDBOX_USER = '1000:1000';
 export const KEEP_ALIVE = ['sleep', 'infinity'];
+/** TEST-NET-1 (RFC 5737): never routed, so a query sent there is dropped and nothing resolves. */
+export const BLACKHOLE_DNS = '192.0.2.1';
+
+/**
+ * The variables the docker CLI copies from `proxies` in ~/.docker/config.json into every
+ * `docker run` (often with credentials in the URL), in both cases as the CLI sets them.
+ */
+export const PROXY_ENV_NAMES: readonly string[] = [
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'FTP_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+].flatMap((name) => [name, name.toLowerCase()]);
+
+/**
+ * The box's environment: the caller's names, HOME=/tmp, and every proxy variable the caller did
+ * not name set empty — the CLI injects a proxy only when the name is absent from `--env`.
+ */
+export function containerEnv(options: RunOptions): Record<string, string> {
+  const blanked = PROXY_ENV_NAMES.filter((name) => !Object.hasOwn(options.env, name));
+  return { ...Object.fromEntries(blanked.map((name) => [name, ''])), ...options.env, HOME: '/tmp' };
+}
 
 /** The labels a container of these options carries; ours win over the caller's. */
 export function containerLabels(options: RunOptions): Record<string, string> {
@@ -14,6 +44,7 @@ export function containerLabels(options: RunOptions): Record<string, string> {
       [LABEL_ROLE]: options.role,
       [LABEL_RUNTIME]: options.runtime,
       [LABEL_NETWORK]: options.network,
+      [LABEL_ALLOWED_ENV]: Object.keys(options.env).sort().join(','),
     }),
   };
 }
@@ -23,7 +54,7 @@ export function containerLabels(options: RunOptions): Record<string, string> {
  * Every hardening flag is fixed here; the options can only tighten limits or name things.
  */
 export function buildRunArgs(options: RunOptions): string[] {
-  const env = { ...options.env, HOME: '/tmp' };
+  const env = containerEnv(options);
   return [
     'run',
     '--detach',
@@ -55,6 +86,7 @@ export function buildRunArgs(options: RunOptions): string[] {
     options.runtime,
     '--network',
     options.network,
+    ...(options.dns === 'blackhole' ? ['--dns', BLACKHOLE_DNS] : []),
     ...buildMountArgs([
       { type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly },
       { type: 'tmpfs', target: '/tmp', size: options.tmpfsSize, exec: true },

@@ -4,6 +4,7 @@ import {
   docker,
   dockerInfo,
   inspectContainer,
+  LABEL_ALLOWED_ENV,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -14,7 +15,7 @@ import {
   RuntimeUnavailableError,
   UnsupportedCombinationError,
 } from './errors.js';
-import { type IsolationReport, verifyIsolation } from './isolation.js';
+import { type IsolationReport, verifyDaemon, verifyIsolation } from './isolation.js';
 import { type RunOptions, resolveRunOptions } from './options.js';
 import { buildRunArgs } from './run-args.js';
 
@@ -36,6 +37,17 @@ async function assertRuntime(options: RunOptions): Promise<void> {
   }
 }
 
+/**
+ * The daemon-wide part of the gate, checked before anything starts: under a daemon with seccomp
+ * off, no container of ours would be confined, so none is started.
+ */
+async function assertDaemonConfines(options: RunOptions): Promise<string[]> {
+  const { securityOptions } = await dockerInfo();
+  const failed = verifyDaemon(securityOptions).filter((check) => !check.pass);
+  if (failed.length) throw new IsolationViolationError(options.name, failed);
+  return securityOptions;
+}
+
 async function removeQuietly(ref: string): Promise<void> {
   await docker(['rm', '--force', '--volumes=false', '--', ref], { allowFailure: true });
 }
@@ -50,6 +62,7 @@ async function removeQuietly(ref: string): Promise<void> {
 export async function runContainer(input: unknown): Promise<RunningContainer> {
   const options = resolveRunOptions(input);
   await assertRuntime(options);
+  const daemonSecurityOptions = await assertDaemonConfines(options);
   const argv = buildRunArgs(options);
   let id: string;
   try {
@@ -68,6 +81,8 @@ export async function runContainer(input: unknown): Promise<RunningContainer> {
       network: options.network,
       runtime: options.runtime,
       sandboxId: options.sandboxId,
+      allowedEnv: Object.keys(options.env),
+      daemonSecurityOptions,
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -83,15 +98,19 @@ export async function runContainer(input: unknown): Promise<RunningContainer> {
 }
 
 /**
- * Re-runs the isolation gate on a running container; the expected network and runtime come from
- * the labels runContainer set (a box cannot change its own labels).
+ * Re-runs the isolation gate on a running container; the expected network, runtime and allowed
+ * env names come from the labels runContainer set (a box cannot change its own labels), the daemon
+ * rows from `docker info` (cached for the process).
  */
 export async function verifyContainer(ref: string): Promise<IsolationReport> {
   const inspect = await inspectContainer(ref);
   const labels = inspect.Config.Labels;
+  const { securityOptions } = await dockerInfo();
   return verifyIsolation(inspect, {
     network: labels[LABEL_NETWORK] ?? '(missing label)',
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
     requireRepoVolume: labels[LABEL_ROLE] !== 'helper',
+    allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
+    daemonSecurityOptions: securityOptions,
   });
 }
