@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { docker, dockerInfo, sandboxLabels } from '@ca-sandbox/docker';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { docker, dockerInfo, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
 import { getContainerRuntimeClient } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContainerNameInUseError, UnsupportedCombinationError } from './errors.js';
@@ -186,6 +189,123 @@ describe('verifyContainer on a container we did not start', () => {
         'no-new-privileges',
         'memory-limit',
       ]),
+    );
+  });
+});
+
+/** Runs `body` with DOCKER_CONFIG pointing at a config.json whose proxies carry a credential. */
+async function withProxyConfig<T>(body: () => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'ca-sbx-docker-config-'));
+  const saved = process.env.DOCKER_CONFIG;
+  try {
+    await writeFile(
+      join(dir, 'config.json'),
+      JSON.stringify({
+        proxies: {
+          default: { httpProxy: 'http://user:secret@proxy.invalid:3128', allProxy: 'socks5://secret@p:1' },
+        },
+      }),
+    );
+    process.env.DOCKER_CONFIG = dir;
+    return await body();
+  } finally {
+    if (saved === undefined) delete process.env.DOCKER_CONFIG;
+    else process.env.DOCKER_CONFIG = saved;
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('proxies from the docker client config.json', () => {
+  it('do not reach the box, although the client injects them into a plain docker run', async () => {
+    const id = uniqueId();
+    const raw = `ca-sbx-${id}-raw`;
+    created.containers.add(raw);
+    const labels = sandboxLabels(id, { 'ca.sandbox.network': 'none', 'ca.sandbox.runtime': 'runc' });
+    const { name, rawEnv, box, boxReport, rawReport } = await withProxyConfig(async () => {
+      // The control: the same client, a plain `docker create`, gets the credential injected.
+      await docker([
+        'create',
+        '--name',
+        raw,
+        '--network',
+        'none',
+        ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
+        IMAGE,
+      ]);
+      const { name, box } = await startBox();
+      return {
+        name,
+        box,
+        rawEnv: (await inspectContainer(raw)).Config.Env,
+        rawReport: await verifyContainer(raw),
+        boxReport: await verifyContainer(name),
+      };
+    });
+    expect(process.env.DOCKER_CONFIG ?? '').not.toMatch(/ca-sbx-docker-config/);
+    expect(rawEnv).toContain('HTTP_PROXY=http://user:secret@proxy.invalid:3128');
+    const rawRow = rawReport.checks.find((check) => check.id === 'no-proxy-env');
+    expect(rawRow?.pass).toBe(false);
+    expect(
+      rawRow?.seen
+        .replace(/^set: /, '')
+        .split(',')
+        .sort(),
+    ).toEqual(['ALL_PROXY', 'HTTP_PROXY', 'all_proxy', 'http_proxy']);
+    expect(JSON.stringify(rawReport)).not.toContain('secret');
+
+    expect(JSON.stringify((await inspectContainer(name)).Config.Env)).not.toContain('secret');
+    expect(box.report.checks.find((check) => check.id === 'no-proxy-env')?.pass).toBe(true);
+    expect(boxReport.ok).toBe(true);
+    const env = await sh(name, 'env');
+    expect(env.stdout).not.toContain('secret');
+    expect(env.stdout).not.toMatch(/proxy\.invalid/);
+  });
+});
+
+describe('dns blackhole on a user-defined network', () => {
+  it('resolves no name through the host (the embedded resolver forwards only to 192.0.2.1)', async () => {
+    const id = uniqueId();
+    const network = `ca-sbx-${id}`;
+    await docker(['network', 'create', '--label', 'ca.sandbox=1', '--label', `ca.sandbox.id=${id}`, network]);
+    const name = `ca-sbx-${id}`;
+    try {
+      const volume = await newVolume(id);
+      created.containers.add(name);
+      const box = await runContainer({
+        sandboxId: id,
+        name,
+        image: IMAGE,
+        volume,
+        network,
+        dns: 'blackhole',
+      });
+      expect(box.report.ok).toBe(true);
+      const dns = await docker(['inspect', '--format', '{{json .HostConfig.Dns}}', name]);
+      expect(JSON.parse(dns.stdout)).toEqual(['192.0.2.1']);
+      // The box still uses Docker's embedded resolver; only its upstream is the black hole.
+      expect((await sh(name, 'cat /etc/resolv.conf')).stdout).toMatch(/nameserver 127\.0\.0\.11/);
+      const lookup = await sh(name, 'timeout 30 getent hosts deb.debian.org; echo "exit=$?"', 60_000);
+      expect(lookup.stdout).not.toMatch(/^\d+\.\d+\.\d+\.\d+\s+/m);
+      expect(lookup.stdout).toMatch(/exit=[1-9]/);
+    } finally {
+      await docker(['rm', '-f', name], { allowFailure: true });
+      created.containers.delete(name);
+      await docker(['network', 'rm', network], { allowFailure: true });
+    }
+  });
+});
+
+describe('daemon security options', () => {
+  it('gate every box on the daemon seccomp profile docker info reports', async () => {
+    const { securityOptions } = await dockerInfo();
+    const { box } = await startBox();
+    const row = box.report.checks.find((check) => check.id === 'daemon-seccomp');
+    const seccomp = securityOptions.find((option) => option.startsWith('name=seccomp'));
+    expect(row?.seen).toBe(seccomp?.replace(/^name=seccomp,/, ''));
+    expect(row?.pass).toBe(true);
+    const apparmor = box.report.checks.find((check) => check.id === 'apparmor-confined');
+    expect(apparmor?.seen).toBe(
+      securityOptions.includes('name=apparmor') ? 'default' : 'not available on this host',
     );
   });
 });
