@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { buildLocalCloneSteps, buildUrlCloneSteps, GIT_ENV, gitHardening } from './clone.js';
+import {
+  buildLocalCloneSteps,
+  buildUrlCloneSteps,
+  forgetCredentials,
+  GIT_ENV,
+  gitHardening,
+} from './clone.js';
 
 const configOf = (argv: string[]) => argv.flatMap((arg, index) => (argv[index - 1] === '-c' ? [arg] : []));
 
@@ -63,6 +69,34 @@ describe('buildUrlCloneSteps', () => {
     expect(steps[3]).toMatchObject({ fallback: true });
     expect(steps[1]?.argv.slice(-2)).toEqual(['--', 'https://example.com/r.git']);
     for (const step of steps) expect(configOf(step.argv)).toContain('protocol.allow=never');
+  });
+});
+
+describe('buildUrlCloneSteps with credentials in the URL', () => {
+  const secret = { url: 'https://ghp_t0ken@example.com/r.git', scheme: 'https' as const };
+
+  it('clones with the URL as given, then resets origin without the userinfo and drops FETCH_HEAD', () => {
+    const steps = buildUrlCloneSteps(secret, undefined, 600);
+    expect(steps.map((step) => Boolean(step.optional || step.fallback))).toEqual([false, false, false]);
+    expect(steps[0]?.argv.slice(-2)).toEqual(['https://ghp_t0ken@example.com/r.git', '/work/repo']);
+    const reset = steps[1]?.argv ?? [];
+    expect(reset.slice(-4)).toEqual(['remote', 'set-url', 'origin', 'https://example.com/r.git']);
+    expect(reset.slice(reset.indexOf('-C'), reset.indexOf('-C') + 2)).toEqual(['-C', '/work/repo']);
+    expect(steps[2]?.argv).toEqual(['rm', '-f', '--', '/work/repo/.git/FETCH_HEAD']);
+    for (const step of steps.slice(1)) expect(step.argv.join(' ')).not.toContain('ghp_t0ken');
+  });
+
+  it('user and password both go, after a commit checkout too', () => {
+    const source = { url: 'http://me:s3cret@10.0.0.1:8080/r.git', scheme: 'http' as const };
+    const steps = buildUrlCloneSteps(source, { ref: 'b'.repeat(40), commit: true }, 600);
+    expect(steps.at(-3)?.argv).toContain('checkout');
+    expect(steps.at(-2)?.argv.slice(-1)).toEqual(['http://10.0.0.1:8080/r.git']);
+  });
+
+  it('no extra steps without userinfo, nor for ssh (its user is a login name git needs)', () => {
+    expect(forgetCredentials({ url: 'https://example.com/r.git', scheme: 'https' }, [])).toEqual([]);
+    expect(forgetCredentials({ url: 'ssh://git@example.com/r.git', scheme: 'ssh' }, [])).toEqual([]);
+    expect(forgetCredentials({ url: 'git@example.com:o/r.git', scheme: 'ssh' }, [])).toEqual([]);
   });
 });
 

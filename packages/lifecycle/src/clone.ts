@@ -2,7 +2,7 @@ import { DockerCommandError, docker } from '@ca-sandbox/docker';
 import { BOX_WORKDIR } from './_utils.js';
 import { CloneFailedError, printable } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
-import type { CloneScheme, ParsedSource } from './source.js';
+import { type CloneScheme, type ParsedSource, redactUserinfo, urlWithoutUserinfo } from './source.js';
 
 /** Where a local repo is unpacked in the helper before `git clone --no-local` (a tmpfs). */
 export const LOCAL_STAGING = '/tmp/src';
@@ -56,6 +56,32 @@ export function buildUrlCloneSteps(
 ): CloneStep[] {
   const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening(source.scheme)];
   const inRepo = [...git, '-C', BOX_WORKDIR];
+  return [...fetchSteps(source, ref, git, inRepo), ...forgetCredentials(source, inRepo)];
+}
+
+/**
+ * A URL with credentials (`https://token@host/...`) must not stay in /work/repo/.git/config, where
+ * the code in the box could read it: origin is reset to the URL without userinfo, and FETCH_HEAD
+ * (which names the fetched URL) is dropped.
+ */
+export function forgetCredentials(
+  source: { url: string; scheme: CloneScheme },
+  inRepo: string[],
+): CloneStep[] {
+  const clean = urlWithoutUserinfo(source);
+  if (clean === source.url) return [];
+  return [
+    { argv: [...inRepo, 'remote', 'set-url', 'origin', clean] },
+    { argv: ['rm', '-f', '--', `${BOX_WORKDIR}/.git/FETCH_HEAD`] },
+  ];
+}
+
+function fetchSteps(
+  source: { url: string; scheme: CloneScheme },
+  ref: { ref: string; commit: boolean } | undefined,
+  git: string[],
+  inRepo: string[],
+): CloneStep[] {
   if (!ref?.commit) {
     const branch = ref ? ['--branch', ref.ref] : [];
     return [
@@ -215,7 +241,8 @@ function firstLine(text: string): string {
     .map((line) => line.trim())
     .filter(Boolean);
   const fatal = lines.find((line) => /^(fatal|error):/i.test(line)) ?? lines[0] ?? '';
-  return printable(fatal, 300);
+  // git's own message may quote the URL, credentials and all: masked before it is cut short.
+  return printable(redactUserinfo(fatal), 300);
 }
 
 export type { ParsedSource };

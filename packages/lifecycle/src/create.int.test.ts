@@ -260,6 +260,86 @@ describe.skipIf(!ready)('createSandbox from a git server (git daemon in a contai
   });
 });
 
+const hasPython = await imageExists('ca-sbx-base:python').catch(() => false);
+
+describe.skipIf(!ready || !hasPython)('createSandbox from an http URL carrying a token', () => {
+  let server: StartedTestContainer;
+  let host: string;
+  const token = 'ghp_lcTestT0ken123';
+
+  beforeAll(async () => {
+    // Smart http through git-http-backend as a CGI of python's http.server (a shallow clone needs
+    // the smart protocol); the repo is made inside the server container, as for the git daemon.
+    const script = [
+      'set -e',
+      'export HOME=/tmp GIT_CONFIG_NOSYSTEM=1',
+      'mkdir -p /tmp/srv/cgi-bin /tmp/git /tmp/w && cd /tmp/w',
+      'git init -q -b main && git config user.email t@e && git config user.name t',
+      'printf "over http\\n" > file.txt && git add . && git commit -qm first',
+      'git clone -q --bare /tmp/w /tmp/git/repo.git',
+      'printf "#!/bin/sh\\nexec /usr/lib/git-core/git-http-backend\\n" > /tmp/srv/cgi-bin/git',
+      'chmod +x /tmp/srv/cgi-bin/git',
+      'export GIT_PROJECT_ROOT=/tmp/git GIT_HTTP_EXPORT_ALL=1',
+      'cd /tmp/srv && exec python3 -u -m http.server --cgi 8000',
+    ].join('\n');
+    server = await new GenericContainer('ca-sbx-base:python')
+      .withUser('1000:1000')
+      .withLabels({ 'ca.lifecycle.test': 'http-server' })
+      .withCommand(['sh', '-c', script])
+      .withWaitStrategy(Wait.forLogMessage(/Serving HTTP/))
+      .start();
+    host = server.getIpAddress('bridge');
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('the token reaches neither the box (origin, FETCH_HEAD, reflogs) nor the labels', async () => {
+    const id = uniqueId(created);
+    const record = await createSandbox({
+      source: `http://${token}@${host}:8000/cgi-bin/git/repo.git`,
+      name: id,
+    });
+    expect(record.source).toBe(`http://***@${host}:8000/cgi-bin/git/repo.git`);
+    expect((await sh(id, 'cat file.txt; grep url .git/config')).stdout).toBe(
+      `over http\n\turl = http://${host}:8000/cgi-bin/git/repo.git\n`,
+    );
+    const grep = await sh(id, `grep -rl -- '${token}' /work/repo/.git; echo "exit $?"`);
+    expect(grep.stdout).toBe('exit 1\n');
+    const labels = (await inspectContainer(`ca-sbx-${id}`)).Config.Labels;
+    expect(JSON.stringify(labels)).not.toContain(token);
+    expect(JSON.stringify(await listSandboxes())).not.toContain(token);
+  });
+
+  it('a commit checkout with a user:password URL keeps neither', async () => {
+    const id = uniqueId(created);
+    const head = (await server.exec(['git', '-C', '/tmp/git/repo.git', 'rev-parse', 'main'])).output.trim();
+    expect(head).toMatch(/^[0-9a-f]{40}$/);
+    await createSandbox({
+      source: `http://lcuser9:${token}@${host}:8000/cgi-bin/git/repo.git`,
+      name: id,
+      ref: head,
+    });
+    const grep = await sh(id, `grep -rl -e '${token}' -e 'lcuser9' /work/repo/.git; echo "exit $?"`);
+    expect(grep.stdout).toBe('exit 1\n');
+    expect((await sh(id, 'grep url .git/config')).stdout).toBe(
+      `\turl = http://${host}:8000/cgi-bin/git/repo.git\n`,
+    );
+  });
+
+  it('a failed clone does not echo the token in its error', async () => {
+    const id = uniqueId(created);
+    const error = await createSandbox({
+      source: `http://${token}@${host}:8001/repo.git`,
+      name: id,
+    }).catch((caught: unknown) => caught as Error);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toMatch(/git clone failed/);
+    expect(error.message).not.toContain(token);
+    expect(await labeledObjects(id)).toEqual([]);
+  });
+});
+
 describe.skipIf(!ready)('policies and runtimes', () => {
   it('clone-then-cut: the box runs with --network none', async () => {
     const repo = await makeGitRepo(join(work, 'ctc'), { 'a.txt': 'a' });

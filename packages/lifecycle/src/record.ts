@@ -7,6 +7,7 @@ import {
   LABEL_RUNTIME,
 } from '@ca-sandbox/docker';
 import { BOX_WORKDIR } from './_utils.js';
+import { redactUserinfo } from './source.js';
 
 /** The sandbox record of DESIGN.md (JSON of `create`, items of `list`). Read back from labels only. */
 export interface SandboxRecord {
@@ -27,7 +28,7 @@ export interface SandboxRecord {
   createdAt: string;
 }
 
-/** Where the source came from, as shown (a URL password is masked). */
+/** Where the source came from, as shown (any URL userinfo, user and password, is masked). */
 export const LABEL_SOURCE = 'ca.sandbox.source';
 /** One createSandbox call: what a failed or aborted create removes, and nothing else. */
 export const LABEL_INSTANCE = 'ca.sandbox.instance';
@@ -70,7 +71,8 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     network: labels[LABEL_POLICY] ?? '',
     runtime: labels[LABEL_RUNTIME] ?? '',
     repo: labels[LABEL_REPO] ?? '',
-    source: labels[LABEL_SOURCE] ?? '',
+    // Boxes made before every userinfo was masked may still carry a token in the label.
+    source: redactUserinfo(labels[LABEL_SOURCE] ?? ''),
     status: inspect.State.Status,
     createdAt: labels[LABEL_CREATED] ?? inspect.Created ?? '',
   };

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidSandboxNameError, InvalidSourceError } from './errors.js';
-import { parseRef, parseSource, repoNameOf, validateSandboxName } from './source.js';
+import {
+  parseRef,
+  parseSource,
+  redactUserinfo,
+  repoNameOf,
+  urlWithoutUserinfo,
+  validateSandboxName,
+} from './source.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -13,6 +20,35 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
+});
+
+describe('redactUserinfo and urlWithoutUserinfo', () => {
+  it('masks every URL userinfo in a text, user and password alike', () => {
+    expect(redactUserinfo('https://ghp_t0ken@github.com/x')).toBe('https://***@github.com/x');
+    expect(redactUserinfo("fatal: repository 'https://u:p@h/r/' not found; see http://t@k/y")).toBe(
+      "fatal: repository 'https://***@h/r/' not found; see http://***@k/y",
+    );
+    expect(redactUserinfo('ssh://git@h/r')).toBe('ssh://***@h/r');
+    expect(redactUserinfo('/home/me/repo')).toBe('/home/me/repo');
+    expect(redactUserinfo('https://h/p@q')).toBe('https://h/p@q');
+  });
+
+  it('property: the password and user never survive', () => {
+    const part = fc.stringMatching(/^[A-Za-z0-9_~%-]{1,30}$/);
+    fc.assert(
+      fc.property(part, part, (user, password) => {
+        const url = `https://${user}:${password}@example.com/r.git`;
+        expect(redactUserinfo(url)).toBe('https://***@example.com/r.git');
+        expect(urlWithoutUserinfo({ url, scheme: 'https' })).toBe('https://example.com/r.git');
+      }),
+    );
+  });
+
+  it('the origin URL keeps an ssh user, drops http(s)/git userinfo', () => {
+    expect(urlWithoutUserinfo({ url: 'ssh://git@h/r', scheme: 'ssh' })).toBe('ssh://git@h/r');
+    expect(urlWithoutUserinfo({ url: 'git://u@h/r', scheme: 'git' })).toBe('git://h/r');
+    expect(urlWithoutUserinfo({ url: 'https://h/r', scheme: 'https' })).toBe('https://h/r');
+  });
 });
 
 describe('parseSource refuses', () => {
@@ -102,10 +138,23 @@ describe('parseSource accepts', () => {
     });
   });
 
-  it('hides a password in the display form', async () => {
+  it('hides all userinfo (user and password) in the display form, keeps it in the clone URL', async () => {
     const parsed = await parseSource('https://me:s3cret@example.com/r.git');
-    expect(parsed.display).toBe('https://me:***@example.com/r.git');
+    expect(parsed.display).toBe('https://***@example.com/r.git');
     expect(parsed.kind === 'url' && parsed.url).toContain('s3cret');
+    // A token alone sits in the user part.
+    expect((await parseSource('https://ghp_t0ken@github.com/x')).display).toBe('https://***@github.com/x');
+    expect((await parseSource('http://a%40b:p%3Aw@h:8080/r')).display).toBe('http://***@h:8080/r');
+    expect((await parseSource('git@github.com:o/r.git')).display).toBe('***@github.com:o/r.git');
+    expect((await parseSource('https://example.com/a@b.git')).display).toBe('https://example.com/a@b.git');
+  });
+
+  it('errors do not echo the userinfo of a refused source', async () => {
+    for (const source of ['ftp://ghp_t0ken@example.com/r', 'https://ghp_t0ken@exa mple.com/r']) {
+      const error = await parseSource(source).catch((caught: unknown) => caught as Error);
+      expect(error).toBeInstanceOf(InvalidSourceError);
+      expect((error as Error).message).not.toContain('ghp_t0ken');
+    }
   });
 
   it('an existing local directory, resolved to an absolute path', async () => {

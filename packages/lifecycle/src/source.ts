@@ -56,7 +56,8 @@ export async function parseSource(source: unknown): Promise<ParsedSource> {
   if (typeof source !== 'string' || source.length === 0) throw new InvalidSourceError('the source is empty');
   if (source.length > 4096) throw new InvalidSourceError('the source is longer than 4096 characters');
   if (CONTROL.test(source)) throw new InvalidSourceError('control characters are not allowed');
-  if (source.startsWith('-')) throw new InvalidSourceError(`'${printable(source, 80)}' looks like an option`);
+  if (source.startsWith('-'))
+    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 80)}' looks like an option`);
   if (TRANSPORT_HELPER.test(source)) {
     throw new InvalidSourceError('git transport helpers (<name>::<address>, e.g. ext::) are refused');
   }
@@ -65,12 +66,12 @@ export async function parseSource(source: unknown): Promise<ParsedSource> {
   const local = await localDirectory(source);
   if (local) return local;
   if (/^(?:\/|\.{1,2}(?:\/|$)|~)/.test(source)) {
-    throw new InvalidSourceError(`'${printable(source, 120)}' is not an existing directory`);
+    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not an existing directory`);
   }
   const scp = SCP_LIKE.exec(source);
   if (scp) return parseScpLike(source, scp[1], scp[2] ?? '', scp[3] ?? '');
   throw new InvalidSourceError(
-    `'${printable(source, 120)}' is not a git URL (https://, http://, git://, ssh://, user@host:path) or an existing directory`,
+    `'${printable(redactUserinfo(source), 120)}' is not a git URL (https://, http://, git://, ssh://, user@host:path) or an existing directory`,
   );
 }
 
@@ -104,30 +105,57 @@ function parseUrl(source: string, scheme: string): ParsedSource {
   try {
     parsed = new URL(source);
   } catch {
-    throw new InvalidSourceError(`'${printable(source, 120)}' is not a valid URL`);
+    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not a valid URL`);
   }
-  const display = parsed.password ? source.replace(`:${parsed.password}@`, ':***@') : source;
   return {
     kind: 'url',
     url: source,
     scheme: scheme as CloneScheme,
-    display,
+    display: redactUserinfo(source),
     repoName: repoNameOf(parsed.pathname),
   };
+}
+
+const URL_USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#\s]*@/g;
+const SCP_USERINFO = /^[^@/:\s]+@(?=[^/:\s]+:)/;
+
+/**
+ * `text` with the userinfo (user AND password) of every URL in it replaced by `***`, and the user
+ * of a leading scp-like `user@host:path`: a token can sit in either part (`https://ghp_x@github.com`),
+ * and labels, list output and errors are readable by anyone who can run `docker ps`.
+ */
+export function redactUserinfo(text: string): string {
+  return text.replace(URL_USERINFO, '$1***@').replace(SCP_USERINFO, '***@');
+}
+
+/**
+ * The URL git should remember as `origin` in the box: http(s) and git URLs lose their userinfo (the
+ * box must not read a token); ssh keeps its user (a login name, needed to fetch, never a secret).
+ */
+export function urlWithoutUserinfo(source: { url: string; scheme: CloneScheme }): string {
+  if (source.scheme === 'ssh') return source.url;
+  return source.url.replace(URL_USERINFO, '$1');
 }
 
 function parseScpLike(source: string, user: string | undefined, host: string, path: string): ParsedSource {
   if (user?.startsWith('-') || host.startsWith('-')) {
     throw new InvalidSourceError('an ssh host or user must not begin with "-" (it would be an ssh option)');
   }
-  return { kind: 'url', url: source, scheme: 'ssh', display: source, repoName: repoNameOf(path) };
+  return {
+    kind: 'url',
+    url: source,
+    scheme: 'ssh',
+    display: redactUserinfo(source),
+    repoName: repoNameOf(path),
+  };
 }
 
 async function localDirectory(source: string): Promise<ParsedSource | undefined> {
   const path = resolve(source);
   const info = await stat(path).catch(() => undefined);
   if (!info) return undefined;
-  if (!info.isDirectory()) throw new InvalidSourceError(`'${printable(source, 120)}' is not a directory`);
+  if (!info.isDirectory())
+    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not a directory`);
   return { kind: 'local', path, display: path, repoName: repoNameOf(path) };
 }
 
