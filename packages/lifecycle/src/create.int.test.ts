@@ -373,7 +373,17 @@ describe.skipIf(!ready)('policies and runtimes', () => {
         allow: ['203.0.113.7'],
       });
       expect(record.network).toBe('allowlist');
-      expect((await inspectContainer(`ca-sbx-${id}`)).HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
+      const inspect = await inspectContainer(`ca-sbx-${id}`);
+      expect(inspect.HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
+      // Docker's embedded resolver forwards to TEST-NET-1: no name resolves through the host.
+      const dns = await docker([
+        'container',
+        'inspect',
+        '--format',
+        '{{json .HostConfig.Dns}}',
+        `ca-sbx-${id}`,
+      ]);
+      expect(JSON.parse(dns.stdout)).toEqual(['192.0.2.1']);
       expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
       const report = await verifySandbox(id);
       expect(report.checks.find((check) => check.id === 'allowlist-firewall')).toMatchObject({ pass: true });

@@ -233,6 +233,9 @@ class CreateRun {
       role: 'box',
       volume: this.names.volume,
       network,
+      // On its user-defined network Docker's resolver would forward to the host's DNS servers:
+      // an allowlist box resolves nothing (the rules allow addresses, never names).
+      ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
       runtime: this.options.runtime,
       memory: this.options.memory,
       cpus: this.options.cpus,
