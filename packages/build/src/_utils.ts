@@ -31,18 +31,34 @@ export function hasControlChar(value: string): boolean {
   return false;
 }
 
+/**
+ * True for characters a terminal or a text renderer acts on instead of printing: C0 controls
+ * (except tab), DEL, C1 controls (U+0080–U+009F: U+009B is an 8-bit CSI) and the bidi embedding,
+ * override and isolate controls (U+202A–U+202E, U+2066–U+2069), which reorder what a reader sees.
+ */
+function isUnprintable(code: number): boolean {
+  if (code === 0x09) return false;
+  return (
+    code < 0x20 ||
+    (code >= 0x7f && code <= 0x9f) ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069)
+  );
+}
+
 /** One line of untrusted output made safe to print: no escape sequences, no control characters, bounded. */
 export function cleanLine(line: string, max = 2000): string {
   let out = '';
   for (let i = 0; i < line.length && out.length < max; i++) {
     const code = line.charCodeAt(i);
-    if (code === 0x1b && line[i + 1] === '[') {
-      // CSI: parameters and intermediates up to the final byte (@ to ~).
-      i += 2;
+    const csi = code === 0x1b && line[i + 1] === '[' ? 2 : code === 0x9b ? 1 : 0;
+    if (csi) {
+      // CSI (7-bit ESC [ or 8-bit U+009B): parameters and intermediates up to the final byte (@ to ~).
+      i += csi;
       while (i < line.length && !/[@-~]/.test(line[i] ?? '')) i++;
       continue;
     }
-    if (code === 0x09 || (code >= 0x20 && code !== 0x7f)) out += line[i];
+    if (!isUnprintable(code)) out += line[i];
   }
   return out;
 }

@@ -85,6 +85,29 @@ export class ImageBuildError extends Error {
   }
 }
 
+/** `docker build` ran past its wall-clock limit: the client was killed and the build container removed. */
+export class ImageBuildTimeoutError extends Error {
+  override name = 'ImageBuildTimeoutError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'IMAGE_BUILD_TIMEOUT';
+  constructor(
+    readonly image: string,
+    readonly timeoutMs: number,
+    readonly output: string,
+  ) {
+    super(
+      `docker build of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
+        `(buildTimeoutMs, env CA_SANDBOX_BUILD_TIMEOUT in seconds)`,
+    );
+  }
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}
+
 function lastLine(text: string): string {
   const lines = text.trim().split('\n');
   return (lines[lines.length - 1] ?? '').slice(0, 500);

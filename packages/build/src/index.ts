@@ -5,6 +5,7 @@ export {
   readConfigBaseImages,
   resolveBaseImage,
 } from './base-image.js';
+export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
   BUILTIN_VERSION,
   type Builder,
@@ -19,6 +20,7 @@ export {
   BaseImageMissingError,
   BuildConfigError,
   ImageBuildError,
+  ImageBuildTimeoutError,
   InvalidBuildOptionsError,
   ManifestLimitError,
   ManifestReadError,
@@ -36,11 +38,18 @@ export {
 } from './manifests.js';
 export { nixpacksVersion, translatePlan } from './nixpacks.js';
 export {
+  BUILD_TIMEOUT_ENV,
+  DEFAULT_BUILD_CPUS,
+  DEFAULT_BUILD_FILE_SIZE,
+  DEFAULT_BUILD_MEMORY,
+  DEFAULT_BUILD_PROCESSES,
+  DEFAULT_BUILD_TIMEOUT_MS,
   type NetworkPolicy,
   type PreparedImage,
   type PrepareEvent,
   type PrepareImageOptions,
   prepareImage,
+  type ResolvedPrepareOptions,
   removeImage,
   resolvePrepareOptions,
 } from './prepare.js';

@@ -7,6 +7,7 @@ import {
   CACHE_LABEL_REPO,
   docker,
   dockerSpawnError,
+  SANDBOX_LABEL,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
@@ -18,10 +19,16 @@ import {
   readExtraCa,
   resolveBaseImage,
 } from './base-image.js';
+import { buildArgv } from './build-argv.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
-import { ImageBuildError, ManifestReadError } from './errors.js';
+import {
+  ImageBuildError,
+  ImageBuildTimeoutError,
+  InvalidBuildOptionsError,
+  ManifestReadError,
+} from './errors.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
@@ -43,6 +50,14 @@ export type PrepareEvent =
   | { type: 'built'; image: string }
   | { type: 'no-install'; image: string };
 
+export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
+export const DEFAULT_BUILD_MEMORY = '2g';
+export const DEFAULT_BUILD_CPUS = 2;
+export const DEFAULT_BUILD_PROCESSES = 4096;
+export const DEFAULT_BUILD_FILE_SIZE = 4 * 1024 ** 3;
+/** Env override of the build time limit, in whole seconds. */
+export const BUILD_TIMEOUT_ENV = 'CA_SANDBOX_BUILD_TIMEOUT';
+
 const providerEnum = z.enum(PROVIDERS as [Provider, ...Provider[]]);
 
 const PrepareOptionsSchema = z.strictObject({
@@ -58,12 +73,34 @@ const PrepareOptionsSchema = z.strictObject({
   maxFiles: z.number().int().min(1).optional(),
   maxFileBytes: z.number().int().min(1).optional(),
   maxTotalBytes: z.number().int().min(1).optional(),
+  /** Memory of each build container (no swap on top), docker syntax: `2g`, `512m`. */
+  buildMemory: z
+    .string()
+    .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
+    .default(DEFAULT_BUILD_MEMORY),
+  buildCpus: z.number().min(0.01).max(1024).default(DEFAULT_BUILD_CPUS),
+  /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
+  buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
+  /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
+  buildFileSize: z
+    .number()
+    .int()
+    .min(1024 ** 2)
+    .max(2 ** 53 - 1)
+    .default(DEFAULT_BUILD_FILE_SIZE),
+  /** Wall-clock limit of `docker build`; default env CA_SANDBOX_BUILD_TIMEOUT (seconds), else 15 min. */
+  buildTimeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(24 * 3_600_000)
+    .optional(),
   onLog: z.custom<(line: string) => void>((v) => typeof v === 'function').optional(),
   onEvent: z.custom<(event: PrepareEvent) => void>((v) => typeof v === 'function').optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
-export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema>;
+export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & { buildTimeoutMs: number };
 
 export interface PreparedImage {
   image: string;
@@ -78,7 +115,19 @@ export interface PreparedImage {
 
 /** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
 export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
-  return parseOptions(PrepareOptionsSchema, input, 'prepareImage');
+  const opts = parseOptions(PrepareOptionsSchema, input, 'prepareImage');
+  return { ...opts, buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs() };
+}
+
+function envBuildTimeoutMs(): number {
+  const raw = process.env[BUILD_TIMEOUT_ENV]?.trim();
+  if (!raw) return DEFAULT_BUILD_TIMEOUT_MS;
+  const seconds = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(seconds >= 1 && seconds <= 86_400))
+    throw new InvalidBuildOptionsError(
+      `invalid ${BUILD_TIMEOUT_ENV}: must be whole seconds between 1 and 86400`,
+    );
+  return seconds * 1000;
 }
 
 /**
@@ -229,22 +278,32 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
       [LABEL_CACHE_PROVIDER]: input.detection.provider,
       [LABEL_CACHE_BUILDER]: builder.name,
     };
-    const argv = [
-      'build',
-      '--network',
-      network,
-      '--rm',
-      '--force-rm',
-      '--tag',
+    const argv = buildArgv({
       image,
-      ...Object.entries(labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
-      '--file',
-      join(context, 'Dockerfile'),
+      network,
+      labels,
+      dockerfile: join(context, 'Dockerfile'),
       context,
-    ];
+      limits: {
+        memory: opts.buildMemory,
+        cpus: opts.buildCpus,
+        processes: opts.buildProcesses,
+        fileSize: opts.buildFileSize,
+      },
+    });
     emit({ type: 'build', image, network });
-    log(`docker build ${image} (network ${network})`);
-    await runBuild(argv, image, log, opts.signal);
+    log(
+      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s)`,
+    );
+    await runBuild({
+      argv,
+      image,
+      log,
+      timeoutMs: opts.buildTimeoutMs,
+      baseImage: input.baseImage,
+      dockerfile,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
     emit({ type: 'built', image });
     return recipe;
   } finally {
@@ -252,12 +311,22 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
   }
 }
 
-async function runBuild(
-  argv: string[],
-  image: string,
-  log: (line: string) => void,
-  signal?: AbortSignal,
-): Promise<void> {
+interface RunBuildInput {
+  argv: string[];
+  image: string;
+  log: (line: string) => void;
+  timeoutMs: number;
+  baseImage: string;
+  dockerfile: string;
+  signal?: AbortSignal;
+}
+
+/** Grace between SIGTERM and SIGKILL of the docker client once the build is stopped. */
+const KILL_GRACE_MS = 5000;
+
+async function runBuild(input: RunBuildInput): Promise<void> {
+  const { argv, image, log, signal } = input;
+  const startedAt = Date.now();
   const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
   const tail: string[] = [];
   const onLine = (line: string) => {
@@ -282,17 +351,95 @@ async function runBuild(
   };
   pump(child.stdout);
   pump(child.stderr);
-  const kill = () => child.kill('SIGTERM');
-  signal?.addEventListener('abort', kill, { once: true });
+  let stopped: 'timeout' | 'abort' | undefined;
+  let killTimer: NodeJS.Timeout | undefined;
+  const stop = (why: 'timeout' | 'abort') => {
+    stopped ??= why;
+    child.kill('SIGTERM');
+    killTimer ??= setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+  };
+  const onAbort = () => stop('abort');
+  const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await child;
+    if (stopped) {
+      // The daemon cancels a legacy build whose client went away, but removes the RUN container
+      // asynchronously: make sure it is gone before the caller hears about the failure.
+      await removeBuildContainers(input.baseImage, input.dockerfile, startedAt);
+      if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeoutMs, tail.join('\n'));
+    }
     if (result.exitCode === 0) return;
     const output = tail.join('\n');
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, output, result);
     throw new ImageBuildError(image, result.exitCode, output);
   } finally {
-    signal?.removeEventListener('abort', kill);
+    clearTimeout(timer);
+    clearTimeout(killTimer);
+    signal?.removeEventListener('abort', onAbort);
   }
+}
+
+const CLEANUP_WAIT_MS = 15_000;
+
+/**
+ * Removes what is left of a stopped build: containers descending from the base image, created
+ * since the build started, whose command is one of this Dockerfile's RUN instructions. Build
+ * containers carry no label of ours, and nothing the build printed is trusted to name them, so
+ * the three checks together keep every other container (boxes, other builds) out of reach.
+ */
+async function removeBuildContainers(
+  baseImage: string,
+  dockerfile: string,
+  startedAt: number,
+): Promise<void> {
+  const deadline = Date.now() + CLEANUP_WAIT_MS;
+  for (;;) {
+    const ids = await leftoverBuildContainers(baseImage, dockerfile, startedAt);
+    if (ids.length === 0) return;
+    if (Date.now() > deadline) return;
+    await docker(['rm', '--force', '--', ...ids], { allowFailure: true });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function leftoverBuildContainers(
+  baseImage: string,
+  dockerfile: string,
+  startedAt: number,
+): Promise<string[]> {
+  const listed = await docker(['ps', '--all', '--no-trunc', '--quiet', '--filter', `ancestor=${baseImage}`], {
+    allowFailure: true,
+  });
+  const ids = listed.stdout.split('\n').filter((id) => /^[0-9a-f]{64}$/.test(id));
+  if (ids.length === 0) return [];
+  const inspected = await docker(['container', 'inspect', '--', ...ids], { allowFailure: true });
+  let docs: unknown;
+  try {
+    docs = JSON.parse(inspected.stdout || '[]');
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(docs)) return [];
+  const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
+  // Slack for a daemon whose clock is a little behind ours.
+  const since = startedAt - 60_000;
+  return docs.flatMap((doc) => {
+    const d = doc as {
+      Id?: unknown;
+      Created?: unknown;
+      Config?: { Cmd?: unknown; Labels?: Record<string, string> | null };
+    };
+    const cmd = d.Config?.Cmd;
+    const created = typeof d.Created === 'string' ? Date.parse(d.Created) : Number.NaN;
+    const ours =
+      typeof d.Id === 'string' &&
+      Array.isArray(cmd) &&
+      runLines.has(`RUN ${JSON.stringify(cmd)}`) &&
+      created >= since &&
+      d.Config?.Labels?.[SANDBOX_LABEL] === undefined;
+    return ours ? [d.Id as string] : [];
+  });
 }
 
 /**

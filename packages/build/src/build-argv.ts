@@ -1,0 +1,72 @@
+/**
+ * The proxy variables the docker CLI copies from `proxies` in ~/.docker/config.json into every
+ * `docker build` as build args. They often carry credentials (http://user:secret@proxy:3128), and
+ * the install step runs the repo's scripts: each is set empty here, and the CLI never overrides a
+ * build arg the caller set.
+ */
+export const PROXY_BUILD_ARGS = [
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'FTP_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'ftp_proxy',
+  'no_proxy',
+  'all_proxy',
+] as const;
+
+/** The CFS period docker uses by default; the quota is `cpus` times it. */
+export const CPU_PERIOD = 100_000;
+
+/** Resource limits of the build containers (the install step runs the repo's scripts). */
+export interface BuildLimits {
+  /** docker size (`2g`); memory+swap is the same value, so the build gets no swap. */
+  memory: string;
+  cpus: number;
+  /** RLIMIT_NPROC of the install user: counted per uid across the host, not per container. */
+  processes: number;
+  /** RLIMIT_FSIZE in bytes (docker passes `--ulimit fsize` to setrlimit unchanged). */
+  fileSize: number;
+}
+
+export interface BuildArgvInput {
+  image: string;
+  network: 'bridge' | 'none';
+  labels: Record<string, string>;
+  dockerfile: string;
+  context: string;
+  limits: BuildLimits;
+}
+
+/** The `docker build` argv (legacy builder): limits, blanked proxies, labels, then the context. */
+export function buildArgv(input: BuildArgvInput): string[] {
+  const { limits } = input;
+  return [
+    'build',
+    '--network',
+    input.network,
+    '--rm',
+    '--force-rm',
+    '--memory',
+    limits.memory,
+    '--memory-swap',
+    limits.memory,
+    '--cpu-period',
+    String(CPU_PERIOD),
+    '--cpu-quota',
+    String(Math.max(1000, Math.round(limits.cpus * CPU_PERIOD))),
+    '--ulimit',
+    `nproc=${limits.processes}:${limits.processes}`,
+    '--ulimit',
+    `fsize=${limits.fileSize}:${limits.fileSize}`,
+    ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=`]),
+    '--tag',
+    input.image,
+    ...Object.entries(input.labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
+    '--file',
+    input.dockerfile,
+    input.context,
+  ];
+}
