@@ -1,15 +1,28 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { docker, dockerInfo, imageExists, inspectContainer } from '@ca-sandbox/docker';
-import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
+import { docker, dockerInfo, imageExists, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
+import {
+  applyAllowlist,
+  createSandboxNetwork,
+  listFirewallRules,
+  parseAllowEntries,
+  removeFirewallRules,
+} from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
-import { createSandbox } from './create.js';
-import { InvalidSandboxNameError, InvalidSourceError, SandboxExistsError } from './errors.js';
+import { cleanupCreate, createSandbox } from './create.js';
+import {
+  CreateCleanupError,
+  InvalidSandboxNameError,
+  InvalidSourceError,
+  SandboxExistsError,
+} from './errors.js';
 import { execInSandbox } from './exec.js';
 import { listSandboxes, verifySandbox } from './list.js';
+import { LABEL_INSTANCE } from './record.js';
 import { destroySandbox } from './teardown.js';
 
 const HELPER = 'ca-sbx-base:git';
@@ -405,6 +418,70 @@ describe.skipIf(!ready)('policies and runtimes', () => {
       expect(await labeledObjects(id)).toEqual([]);
     },
   );
+
+  it.skipIf(!isRoot)(
+    'a create refused as a duplicate leaves the existing allowlist box its rules',
+    async () => {
+      const repo = await makeGitRepo(join(work, 'allow-dup'), { 'a.txt': 'a' });
+      const id = uniqueId(created);
+      await createSandbox({ source: repo, name: id, network: 'allowlist', allow: ['203.0.113.11'] });
+      const before = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
+      expect(before.length).toBeGreaterThan(0);
+      await expect(
+        createSandbox({ source: repo, name: id, network: 'allowlist', allow: ['203.0.113.12'] }),
+      ).rejects.toBeInstanceOf(SandboxExistsError);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual(before);
+      expect((await verifySandbox(id)).ok).toBe(true);
+    },
+  );
+
+  it.skipIf(!isRoot)(
+    'a failed create whose network cannot be removed keeps the rules and names the leftovers',
+    async () => {
+      const id = uniqueId(created);
+      const instance = randomBytes(8).toString('hex');
+      const net = await createSandboxNetwork(id, sandboxLabels(id, { [LABEL_INSTANCE]: instance }));
+      await applyAllowlist(id, net, parseAllowEntries(['203.0.113.13']));
+      const holder = `lc-cleanupholder-${id}`;
+      // An unlabeled container of the test on the network: `docker network rm` fails, like a box
+      // whose `docker rm` failed would keep it.
+      await docker([
+        'run',
+        '-d',
+        '--name',
+        holder,
+        '--network',
+        net.name,
+        'ca-sbx-base:debian',
+        'sleep',
+        '300',
+      ]);
+      try {
+        expect(await cleanupCreate(id, instance, true)).toEqual([
+          `network:${net.name}`,
+          `firewall:ca-sandbox:${id}`,
+        ]);
+        expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
+      } finally {
+        await docker(['rm', '-f', holder], { allowFailure: true });
+      }
+      expect(await cleanupCreate(id, instance, true)).toEqual([]);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
+      expect(await labeledObjects(id)).toEqual([]);
+    },
+  );
+
+  it('CreateCleanupError keeps the create error and names what is left', () => {
+    const error = new CreateCleanupError('sbx-x', new Error('the box failed a check'), [
+      'container:ca-sbx-sbx-x',
+      'firewall:ca-sandbox:sbx-x',
+    ]);
+    expect(error).toMatchObject({ code: 'CREATE_CLEANUP_INCOMPLETE', kind: 'failure' });
+    expect(error.message).toBe(
+      'the box failed a check; the cleanup after it left container:ca-sbx-sbx-x, firewall:ca-sandbox:sbx-x',
+    );
+    expect(error.hint).toContain('destroy sbx-x');
+  });
 
   it.skipIf(!isRoot)('allowlist: rules stay while the network is still held, then go', async () => {
     const repo = await makeGitRepo(join(work, 'allow-held'), { 'a.txt': 'a' });

@@ -22,7 +22,12 @@ import {
 import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
 import { buildLocalCloneSteps, buildUrlCloneSteps, runCloneSteps, sendLocalTree } from './clone.js';
-import { CreateAbortedError, HelperImageMissingError, SandboxExistsError } from './errors.js';
+import {
+  CreateAbortedError,
+  CreateCleanupError,
+  HelperImageMissingError,
+  SandboxExistsError,
+} from './errors.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
 import {
@@ -69,10 +74,52 @@ export async function createSandbox(
     return await run.execute();
   } catch (error) {
     run.failCurrent(error);
-    await run.cleanup();
-    if (hooks.signal?.aborted) throw new CreateAbortedError();
-    throw error;
+    const leftovers = await run.cleanup();
+    const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
+    if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
+    throw failure;
   }
+}
+
+/**
+ * Removes the objects labeled with one create's `instance`, then re-lists. The id's firewall rules
+ * go only when this create applied them (`firewall`) and no container or network of the id is left:
+ * a box whose `docker rm` failed still runs, and without its rules it would have open egress (and a
+ * create refused as a duplicate must never strip the existing sandbox's rules).
+ */
+export async function cleanupCreate(id: string, instance: string, firewall: boolean): Promise<string[]> {
+  const mine = [`label=${LABEL_INSTANCE}=${instance}`];
+  const containers = await listIds('container', mine);
+  if (containers.length)
+    await docker(['rm', '--force', '--volumes', '--', ...containers], { allowFailure: true });
+  const [volumes, networks] = await Promise.all([listIds('volume', mine), listIds('network', mine)]);
+  if (volumes.length) await docker(['volume', 'rm', '--force', '--', ...volumes], { allowFailure: true });
+  if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
+  const format = ['--format', '{{.Name}}'];
+  const containerFormat = ['--format', '{{.Names}}'];
+  const flags = (filters: string[]) => filters.flatMap((filter) => ['--filter', filter]);
+  const ofId = flags([SANDBOX_FILTER, `label=${LABEL_ID}=${id}`]);
+  const names = async (argv: string[]) =>
+    (await docker(argv)).stdout.split('\n').filter((line) => line.trim() !== '');
+  const [leftContainers, leftVolumes, leftNetworks, idContainers, idNetworks] = await Promise.all([
+    names(['container', 'ls', '--all', ...flags(mine), ...containerFormat]),
+    names(['volume', 'ls', ...flags(mine), ...format]),
+    names(['network', 'ls', ...flags(mine), ...format]),
+    firewall ? names(['container', 'ls', '--all', ...ofId, ...containerFormat]) : Promise.resolve([]),
+    firewall ? names(['network', 'ls', ...ofId, ...format]) : Promise.resolve([]),
+  ]);
+  const leftovers = [
+    ...leftContainers.map((name) => `container:${name}`),
+    ...leftVolumes.map((name) => `volume:${name}`),
+    ...leftNetworks.map((name) => `network:${name}`),
+  ];
+  if (!firewall) return leftovers;
+  if (idContainers.length > 0 || idNetworks.length > 0) return [...leftovers, `firewall:ca-sandbox:${id}`];
+  const removed = await removeFirewallRules(id).then(
+    () => true,
+    () => false,
+  );
+  return removed ? leftovers : [...leftovers, `firewall:ca-sandbox:${id}`];
 }
 
 class CreateRun {
@@ -80,6 +127,8 @@ class CreateRun {
   private readonly names;
   private readonly labels: Record<string, string>;
   private current?: { phase: CreatePhase; started: number };
+  /** Set before applyAllowlist runs: only then may a cleanup touch the id's firewall rules. */
+  private firewallTouched = false;
 
   constructor(
     private readonly id: string,
@@ -221,6 +270,7 @@ class CreateRun {
     let network = 'none';
     if (this.options.policy === 'allowlist') {
       const net = await createSandboxNetwork(this.id, this.labels);
+      this.firewallTouched = true;
       // The rules go in before the box starts: it never runs with open egress.
       await applyAllowlist(this.id, net, this.options.allow);
       network = net.name;
@@ -255,20 +305,18 @@ class CreateRun {
     return box;
   }
 
-  /** Removes everything labeled with this call's instance label (and the id's firewall rules). */
-  async cleanup(): Promise<void> {
-    const filter = [`label=${LABEL_INSTANCE}=${this.instance}`];
+  /**
+   * Removes everything this call made; what is left (by a re-list) is returned as `<kind>:<name>`.
+   * Never throws: a failed cleanup must not hide the create's own error.
+   */
+  async cleanup(): Promise<string[]> {
     try {
-      const containers = await listIds('container', filter);
-      if (containers.length)
-        await docker(['rm', '--force', '--volumes', '--', ...containers], { allowFailure: true });
-      const [volumes, networks] = await Promise.all([listIds('volume', filter), listIds('network', filter)]);
-      if (volumes.length) await docker(['volume', 'rm', '--force', '--', ...volumes], { allowFailure: true });
-      if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
-      if (this.options.policy === 'allowlist') await removeFirewallRules(this.id).catch(() => []);
+      return await cleanupCreate(this.id, this.instance, this.firewallTouched);
     } catch (error) {
-      if (error instanceof DockerUnavailableError) return;
+      // Docker gone: the create's own error says so, and no firewall rule was touched.
+      if (error instanceof DockerUnavailableError) return [];
       this.log(`cleanup after a failed create did not finish: ${(error as Error).message}; run prune`);
+      return [`sandbox:${this.id} (cleanup did not finish)`];
     }
   }
 

@@ -84,6 +84,26 @@ export class CreateAbortedError extends Error {
   }
 }
 
+/**
+ * A create failed (or was aborted) and its cleanup left objects behind; `cause` is the create's own
+ * error. An allowlist box that could not be removed keeps its egress rules (listed as `firewall:`).
+ */
+export class CreateCleanupError extends Error {
+  override name = 'CreateCleanupError';
+  readonly code = 'CREATE_CLEANUP_INCOMPLETE';
+  readonly kind = 'failure' as const;
+  readonly hint: string;
+  constructor(
+    id: string,
+    override readonly cause: unknown,
+    readonly leftovers: string[],
+  ) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super(`${why}; the cleanup after it left ${printable(leftovers.join(', '), 500)}`);
+    this.hint = `remove what is left with 'ca-sandbox destroy ${id}' (or 'ca-sandbox prune')`;
+  }
+}
+
 /** The copy-out destination is refused (exists without force, is a symlink, parent missing). */
 export class CpOutDestinationError extends Error {
   override name = 'CpOutDestinationError';

@@ -13,6 +13,7 @@ export {
   CpOutSourceError,
   CpOutStreamError,
   CreateAbortedError,
+  CreateCleanupError,
   HelperImageMissingError,
   InvalidOptionsError,
   InvalidSandboxNameError,
