@@ -3,7 +3,13 @@ import { basename, dirname, join, posix, resolve } from 'node:path';
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { assertBoxRunning, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './_utils.js';
-import { CpOutDestinationError, CpOutSourceError, InvalidOptionsError, printable } from './errors.js';
+import {
+  CpOutDestinationError,
+  CpOutSourceError,
+  InvalidOptionsError,
+  printable,
+  UnsupportedHostError,
+} from './errors.js';
 import { captureCapped, decodeUtf8 } from './exec.js';
 import { extractTar } from './extract.js';
 
@@ -62,6 +68,10 @@ export async function cpOut(
   hostDest: string,
   options: CpOutOptions = {},
 ): Promise<CpOutResult> {
+  // The extractor's path checks are POSIX ones: on Windows `\\` and drive letters are separators too.
+  if (process.platform === 'win32') {
+    throw new UnsupportedHostError('copying out of a sandbox is not supported on windows hosts');
+  }
   const container = boxName(id);
   const { force, maxBytes, maxEntries } = resolveCpOutOptions(options);
   const source = resolveBoxPath(boxPath);

@@ -104,6 +104,14 @@ export class CreateCleanupError extends Error {
   }
 }
 
+/** The operation is not supported on this host OS (ca-sandbox supports Linux and macOS hosts). */
+export class UnsupportedHostError extends Error {
+  override name = 'UnsupportedHostError';
+  readonly code = 'UNSUPPORTED_HOST';
+  readonly kind = 'prerequisite' as const;
+  readonly hint = 'run ca-sandbox on a Linux or macOS host (on Windows, inside WSL 2)';
+}
+
 /** The copy-out destination is refused (exists without force, is a symlink, parent missing). */
 export class CpOutDestinationError extends Error {
   override name = 'CpOutDestinationError';

@@ -189,6 +189,54 @@ describe('extractTar', () => {
     expect((await stat(join(dir, 'repo'))).mode & 0o7000).toBe(0);
   });
 
+  it('strips group and world write from files and directories', async () => {
+    await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory', mode: 0o777 },
+        { name: 'repo/sub', type: 'directory', mode: 0o1777 },
+        { name: 'repo/sub/open', type: 'file', mode: 0o666, body: 'x' },
+        { name: 'repo/exec', type: 'file', mode: 0o6777, body: 'x' },
+        { name: 'repo/group', type: 'file', mode: 0o660, body: 'x' },
+        { name: 'repo/private', type: 'directory', mode: 0o020 },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    const mode = async (path: string) => (await stat(join(dir, path))).mode & 0o7777;
+    expect(await mode('repo')).toBe(0o755);
+    expect(await mode('repo/sub')).toBe(0o755);
+    expect(await mode('repo/sub/open')).toBe(0o644);
+    expect(await mode('repo/exec')).toBe(0o755);
+    expect(await mode('repo/group')).toBe(0o640);
+    expect(await mode('repo/private')).toBe(0o700);
+  });
+
+  it('skips names with a backslash (a separator on Windows), and hardlinks to them', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo\\..\\..\\evil', type: 'file', body: 'x' },
+        { name: 'repo/a\\..\\..\\..\\evil', type: 'file', body: 'x' },
+        { name: 'repo/dir\\', type: 'directory' },
+        { name: 'repo/ok.txt', type: 'file', body: 'ok' },
+        { name: 'repo/link', type: 'link', linkname: 'repo\\ok.txt' },
+        { name: 'repo/sym\\link', type: 'symlink', linkname: 'ok.txt' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped).toEqual([
+      { path: 'repo\\..\\..\\evil', reason: 'name contains a backslash' },
+      { path: 'repo/a\\..\\..\\..\\evil', reason: 'name contains a backslash' },
+      { path: 'repo/dir\\', reason: 'name contains a backslash' },
+      { path: 'repo/sym\\link', reason: 'name contains a backslash' },
+      { path: 'repo/link', reason: 'hardlink target outside the copied tree' },
+    ]);
+    expect(await listTree(dir)).toEqual(['repo', 'repo/ok.txt']);
+  });
+
   it('throws on a file over the byte cap, before writing it', async () => {
     const error = await extractTar(
       tarOf([
@@ -248,5 +296,7 @@ describe('entryParts', () => {
     expect(entryParts('/a').reason).toBe('absolute path');
     expect(entryParts('a/../b').reason).toMatch(/\.\./);
     expect(entryParts('a\0b').reason).toMatch(/NUL/);
+    expect(entryParts('a\\b').reason).toBe('name contains a backslash');
+    expect(entryParts('..\\x').reason).toBe('name contains a backslash');
   });
 });

@@ -28,8 +28,10 @@ type TarEntry = AsyncIterable<unknown> & { header: tar.Header; resume(): unknown
 /**
  * Extracts a tar stream from the box into `target` (a fresh, empty directory we own) under strict
  * rules, because every name, link and mode in it is hostile:
- * - only entries under the single top-level name `top` are written; absolute and `..` names are skipped;
- * - regular files are created with O_EXCL|O_NOFOLLOW and setuid/setgid/sticky bits dropped;
+ * - only entries under the single top-level name `top` are written;
+ * - absolute, `..`, NUL and backslash names are skipped;
+ * - regular files are created with O_EXCL|O_NOFOLLOW; setuid/setgid/sticky and group/world write
+ *   bits are dropped from files and directories;
  * - devices and FIFOs are skipped;
  * - symlinks and hardlinks are made last and only when they resolve inside the copied tree without
  *   passing through another link; the rest are skipped and listed;
@@ -119,7 +121,7 @@ class ExtractState {
     for (const pending of this.keptSymlinks()) await this.symlink(pending);
     // Deepest first, so a read-only parent does not block its children's chmod.
     const dirs = [...this.directories.entries()].sort((a, b) => b[0].length - a[0].length);
-    for (const [key, mode] of dirs) await chmod(join(this.target, key), (mode & 0o777) | 0o700);
+    for (const [key, mode] of dirs) await chmod(join(this.target, key), safeMode(mode) | 0o700);
   }
 
   private outsideTop(path: string[]): string | undefined {
@@ -183,8 +185,7 @@ class ExtractState {
         }
         await handle.write(chunk);
       }
-      // setuid/setgid/sticky never survive the copy.
-      await handle.chmod((header.mode ?? 0o644) & 0o777);
+      await handle.chmod(safeMode(header.mode ?? 0o644));
       if (header.mtime) await handle.utimes(header.mtime, header.mtime);
     } finally {
       await handle.close();
@@ -283,9 +284,21 @@ class ExtractState {
   }
 }
 
-/** Splits a tar name into components; a reason when it is absolute, has `..` or a NUL. */
+/**
+ * The mode a copied file or directory gets: setuid/setgid/sticky never survive the copy, nor group
+ * or world write (other host users must not be able to change what came out of the box).
+ */
+export function safeMode(mode: number): number {
+  return mode & 0o755;
+}
+
+/**
+ * Splits a tar name into components; a reason when it is absolute, has `..`, a NUL or a backslash
+ * (a separator to Windows path functions, so `a\\..\\..\\x` would climb out there).
+ */
 export function entryParts(name: string): { path: string[]; reason?: string } {
   if (name.includes('\0')) return { path: [], reason: 'name contains NUL' };
+  if (name.includes('\\')) return { path: [], reason: 'name contains a backslash' };
   if (name.startsWith('/')) return { path: [], reason: 'absolute path' };
   const path = name.split('/').filter((part) => part !== '' && part !== '.');
   if (path.includes('..')) return { path: [], reason: "name contains '..'" };

@@ -21,6 +21,7 @@ export {
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,
+  UnsupportedHostError,
 } from './errors.js';
 export {
   DEFAULT_EXEC_MAX_BYTES,
