@@ -80,8 +80,14 @@ export class ImageBuildError extends Error {
     readonly image: string,
     readonly exitCode: number,
     readonly output: string,
+    memoryLimit?: string,
   ) {
-    super(`docker build of ${image} failed with exit code ${exitCode}: ${lastLine(output) || 'no output'}`);
+    super(
+      `docker build of ${image} failed with exit code ${exitCode}: ${lastLine(output) || 'no output'}` +
+        (memoryLimit && KILLED.test(output)
+          ? ` (an install process was killed: likely over the memory limit ${memoryLimit}, option buildMemory)`
+          : ''),
+    );
   }
 }
 
@@ -107,6 +113,9 @@ function formatDuration(ms: number): string {
   if (ms % 1000 === 0) return `${ms / 1000} s`;
   return `${ms} ms`;
 }
+
+/** How a SIGKILL (the cgroup OOM killer) shows in npm, pip, go or the builder's own output. */
+const KILLED = /\bSIGKILL\b|non-zero code: 137\b|\bKilled\b|out of memory/i;
 
 function lastLine(text: string): string {
   const lines = text.trim().split('\n');

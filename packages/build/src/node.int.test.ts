@@ -3,7 +3,13 @@ import { fileURLToPath } from 'node:url';
 import { docker, inspectImage, SANDBOX_LABEL, setDockerTracer } from '@ca-sandbox/docker';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
-import { linkDependencies, type PrepareEvent, type PrepareImageOptions, prepareImage } from './index.js';
+import {
+  linkDependencies,
+  PROXY_BUILD_ARGS,
+  type PrepareEvent,
+  type PrepareImageOptions,
+  prepareImage,
+} from './index.js';
 
 const fixtureDir = fileURLToPath(new URL('../test/fixtures/node-esm/', import.meta.url));
 const baseImages = {
@@ -69,7 +75,10 @@ describe('prepareImage: node (real engine)', () => {
       expect(result.image).toMatch(/^ca-sbx:build-int-t[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{24}$/);
       expect(builds).toHaveLength(1);
       expect(builds[0]).toEqual(expect.arrayContaining(['--network', 'bridge']));
-      expect(builds[0]?.some((arg) => arg.startsWith('--build-arg'))).toBe(false);
+      // The only build args are the blanked proxy variables: no host value reaches the image.
+      const buildArgs = builds[0]?.flatMap((arg, i, all) => (arg === '--build-arg' ? [all[i + 1]] : []));
+      expect(buildArgs?.sort()).toEqual(PROXY_BUILD_ARGS.map((name) => `${name}=`).sort());
+      expect(builds[0]).toEqual(expect.arrayContaining(['--memory', '2g', '--memory-swap', '2g']));
       expect(events.map((e) => e.type)).toEqual(['manifests', 'dephash', 'build', 'built']);
 
       expect(await linkDependencies(fixture.container, result)).toEqual({ linked: true });

@@ -300,6 +300,7 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
       image,
       log,
       timeoutMs: opts.buildTimeoutMs,
+      memory: opts.buildMemory,
       baseImage: input.baseImage,
       dockerfile,
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -316,6 +317,7 @@ interface RunBuildInput {
   image: string;
   log: (line: string) => void;
   timeoutMs: number;
+  memory: string;
   baseImage: string;
   dockerfile: string;
   signal?: AbortSignal;
@@ -372,7 +374,7 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     if (result.exitCode === 0) return;
     const output = tail.join('\n');
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, output, result);
-    throw new ImageBuildError(image, result.exitCode, output);
+    throw new ImageBuildError(image, result.exitCode, output, input.memory);
   } finally {
     clearTimeout(timer);
     clearTimeout(killTimer);

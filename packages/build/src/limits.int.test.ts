@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { docker } from '@ca-sandbox/docker';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { FixtureRepo, removeImages } from '../test/fixture-volume.js';
+import { ImageBuildError, ImageBuildTimeoutError, type PrepareImageOptions, prepareImage } from './index.js';
+
+const baseImages = { node: 'ca-sbx-base:node', plain: 'ca-sbx-base:debian' };
+const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
+const run = `t${randomUUID().slice(0, 6)}`;
+const images = new Set<string>();
+const repos: FixtureRepo[] = [];
+
+function postinstall(script: string) {
+  return {
+    'package.json': JSON.stringify({ name: 'limits', version: '1.0.0', scripts: { postinstall: script } }),
+  };
+}
+
+/** Runs prepareImage on a fresh fixture; returns the result or the error, the log and the build containers seen. */
+async function attempt(tree: Record<string, string>, options: Partial<PrepareImageOptions>) {
+  const fixture = await new FixtureRepo().start(tree);
+  repos.push(fixture);
+  const lines: string[] = [];
+  const started = Date.now();
+  try {
+    const result = await prepareImage({
+      containerId: fixture.container,
+      repoName: `build-limits/${run}`,
+      policy: 'clone-then-cut',
+      builder: 'builtin',
+      baseImages,
+      ...(caCertificates ? { caCertificates } : {}),
+      onLog: (line) => lines.push(line),
+      ...options,
+    });
+    images.add(result.image);
+    return { result, error: undefined, lines, ms: Date.now() - started, fixture };
+  } catch (error) {
+    return { result: undefined, error, lines, ms: Date.now() - started, fixture };
+  } finally {
+    // Whatever the outcome, the tag must not be left to a half-built image of ours.
+    for (const line of lines) {
+      const tag = /^docker build (ca-sbx:\S+)/.exec(line)?.[1];
+      if (tag) images.add(tag);
+    }
+  }
+}
+
+/** The ids the legacy builder printed for its RUN containers (the fixture is ours: trusted here). */
+function buildContainers(lines: string[]): string[] {
+  return lines.flatMap((line) => /^ ---> Running in ([0-9a-f]{12})$/.exec(line)?.[1] ?? []);
+}
+
+afterEach(async () => {
+  await Promise.all(repos.splice(0).map((fixture) => fixture.cleanup()));
+});
+afterAll(async () => removeImages(images));
+
+describe('prepareImage: build limits (real engine)', () => {
+  it('a postinstall memory bomb hits the memory limit and fails the build with a clear error', async () => {
+    const bomb = 'node -e "const a=[];for(;;)a.push(Buffer.alloc(1<<20,1))"';
+    const { error, lines, ms } = await attempt(postinstall(bomb), { buildMemory: '128m' });
+    console.info(`memory bomb under 128m: failed after ${ms} ms: ${(error as Error).message}`);
+    expect(error).toBeInstanceOf(ImageBuildError);
+    const failure = error as ImageBuildError;
+    expect(failure.kind).toBe('failure');
+    expect(failure.message).toMatch(
+      /^docker build of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ failed with exit code \d+: /,
+    );
+    expect(failure.message).toMatch(/memory limit 128m/);
+    expect(lines.join('\n')).toMatch(/SIGKILL|137/);
+    for (const id of buildContainers(lines)) {
+      const left = await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`]);
+      expect(left.stdout.trim()).toBe('');
+    }
+  });
+
+  it('a postinstall that never ends is stopped at buildTimeoutMs; no build container is left behind', async () => {
+    const { error, lines, ms } = await attempt(postinstall('sleep 600'), { buildTimeoutMs: 5000 });
+    console.info(`sleep 600 with buildTimeoutMs 5000: failed after ${ms} ms: ${(error as Error).message}`);
+    expect(error).toBeInstanceOf(ImageBuildTimeoutError);
+    const timeout = error as ImageBuildTimeoutError;
+    expect(timeout).toMatchObject({ kind: 'failure', code: 'IMAGE_BUILD_TIMEOUT', timeoutMs: 5000 });
+    expect(timeout.message).toMatch(/ran past the time limit of 5 s/);
+    const ids = buildContainers(lines);
+    expect(ids.length).toBeGreaterThan(0);
+    for (const id of ids) {
+      const left = await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`]);
+      expect(left.stdout.trim()).toBe('');
+    }
+    // No image was tagged for the stopped build.
+    expect((await docker(['image', 'ls', '--quiet', timeout.image])).stdout.trim()).toBe('');
+  });
+
+  it('proxies from the docker client config.json (with credentials) do not reach the install', async () => {
+    const config = await mkdtemp(join(tmpdir(), 'ca-sbx-docker-config-'));
+    const saved = process.env.DOCKER_CONFIG;
+    const secret = `secret${randomUUID().slice(0, 8)}`;
+    await writeFile(
+      join(config, 'config.json'),
+      JSON.stringify({
+        proxies: {
+          default: {
+            httpProxy: `http://user:${secret}@proxy.invalid:3128`,
+            httpsProxy: `http://user:${secret}@proxy.invalid:3128`,
+            noProxy: `${secret}.invalid`,
+            ftpProxy: `http://user:${secret}@proxy.invalid:21`,
+            allProxy: `socks5://user:${secret}@proxy.invalid:1080`,
+          },
+        },
+      }),
+    );
+    process.env.DOCKER_CONFIG = config;
+    try {
+      const script =
+        "node -e \"require('fs').writeFileSync('/deps/src/proxy-env', JSON.stringify(process.env))\"";
+      const { result, error } = await attempt(postinstall(script), {});
+      expect(error).toBeUndefined();
+      const env = (
+        await docker(['run', '--rm', '--network', 'none', result?.image ?? '', 'cat', '/deps/src/proxy-env'])
+      ).stdout;
+      expect(env).not.toContain(secret);
+      expect(env).not.toContain('proxy.invalid');
+      const history = (
+        await docker(['history', '--no-trunc', '--format', '{{.CreatedBy}}', result?.image ?? ''])
+      ).stdout;
+      expect(history).not.toContain(secret);
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_CONFIG;
+      else process.env.DOCKER_CONFIG = saved;
+      await rm(config, { recursive: true, force: true });
+    }
+  });
+});
