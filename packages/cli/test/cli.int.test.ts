@@ -181,7 +181,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     }
     const human = await runBin(['verify', id]);
     expect(human.code).toBe(0);
-    expect(human.stdout.split('\n')[0]).toMatch(/^CHECK\s+EXPECTED\s+SEEN\s+RESULT$/);
+    expect(human.stdout.split('\n')[0]).toMatch(/^CIS\s+CHECK\s+EXPECTED\s+SEEN\s+RESULT$/);
     expect(human.stdout.trim().split('\n')).toHaveLength(report.checks.length + 1);
   });
 
