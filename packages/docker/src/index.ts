@@ -1,23 +1,4 @@
-export {
-  DOCKER_HINT,
-  DockerCommandError,
-  DockerResponseError,
-  DockerUnavailableError,
-  type ErrorKind,
-} from './errors.js';
-export {
-  type DockerChild,
-  type DockerProcessResult,
-  type DockerResult,
-  type DockerRunOptions,
-  type DockerSpawnOptions,
-  docker,
-  dockerEnv,
-  dockerSpawnError,
-  isDaemonUnreachable,
-  setDockerTracer,
-  spawnDocker,
-} from './exec-docker.js';
+// The full barrel: the light entry (spawning, errors, labels) plus the engine's answers parsed.
 export { type DockerInfo, dockerInfo, parseDockerInfo } from './info.js';
 export {
   type ContainerInspect,
@@ -32,4 +13,4 @@ export {
   type VolumeInspect,
   VolumeInspectSchema,
 } from './inspect.js';
-export * from './labels.js';
+export * from './process.js';
