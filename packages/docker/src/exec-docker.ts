@@ -27,6 +27,11 @@ export function setDockerTracer(trace: Tracer | undefined): void {
   tracer = trace;
 }
 
+/** The tracer in place, for the engine socket reads (internal). */
+export function tracerFor(): Tracer | undefined {
+  return tracer;
+}
+
 /**
  * Only the variables docker itself needs reach the docker CLI: nothing of the caller's
  * environment can leak into a `docker build` or `docker run` through the client.

@@ -1,4 +1,13 @@
-import { CACHE_IMAGE_REPOSITORY, docker, LABEL_ID, LABEL_POLICY, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import {
+  CACHE_IMAGE_REPOSITORY,
+  docker,
+  LABEL_ID,
+  LABEL_POLICY,
+  listLabeled,
+  SANDBOX_FILTER,
+  SANDBOX_LABEL,
+  SANDBOX_LABEL_VALUE,
+} from '@ca-sandbox/docker';
 import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
@@ -128,31 +137,27 @@ export async function destroySandbox(
   if (!parsed.success)
     throw new InvalidOptionsError(`invalid destroy options: ${parsed.error.issues[0]?.message}`);
   const keepVolume = parsed.data.keepVolume ?? false;
-  const flags = ['--filter', SANDBOX_FILTER, '--filter', `label=${LABEL_ID}=${id}`];
-  const listContainers = () => lines(['container', 'ls', '--all', ...flags, '--format', '{{.Names}}']);
-  const listVolumes = () =>
-    keepVolume ? Promise.resolve([]) : lines(['volume', 'ls', ...flags, '--format', '{{.Name}}']);
-  const listNetworks = () => lines(['network', 'ls', ...flags, '--format', '{{.Name}}']);
+  // Reads go over the engine socket where docker is reached that way (a millisecond each instead
+  // of a CLI start), else through the CLI; a failing read throws either way.
+  const ours = [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];
+  const namesOf = async (kind: 'container' | 'volume' | 'network') =>
+    (await listLabeled(kind, ours)).map((object) => object.name);
+  const listContainers = () => namesOf('container');
+  const listVolumes = () => (keepVolume ? Promise.resolve([]) : namesOf('volume'));
+  const listNetworks = () => namesOf('network');
   const sweep = new Sweep();
   // The stages overlap where the engine allows, so that discovery and the re-list cost little
   // beyond the removals: volumes and networks are listed while the containers go (removing a
   // container does not change them) and containers are re-listed while the volume goes.
-  const boxes = await lines([
-    'container',
-    'ls',
-    '--all',
-    ...flags,
-    '--format',
-    `{{.Names}}\t{{.Label "${LABEL_POLICY}"}}`,
-  ]);
-  const containers = boxes.map((line) => line.split('\t')[0] ?? line);
+  const boxes = await listLabeled('container', ours, LABEL_POLICY);
+  const containers = boxes.map((box) => box.name);
   const [, volumes, networks] = await Promise.all([
     sweep.remove('container', containers),
     listVolumes(),
     listNetworks(),
   ]);
   // Firewall rules exist only beside an allowlist network or box (prune sweeps any orphan rule).
-  const allowlist = networks.length > 0 || boxes.some((line) => line.endsWith('\tallowlist'));
+  const allowlist = networks.length > 0 || boxes.some((box) => box.label === 'allowlist');
   const [, , leftContainers, rules] = await Promise.all([
     sweep.remove('volume', volumes),
     sweep.remove('network', networks),
