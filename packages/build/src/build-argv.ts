@@ -1,21 +1,6 @@
-/**
- * The proxy variables the docker CLI copies from `proxies` in ~/.docker/config.json into every
- * `docker build` as build args. They often carry credentials (http://user:secret@proxy:3128), and
- * the install step runs the repo's scripts: each is set empty here, and the CLI never overrides a
- * build arg the caller set.
- */
-export const PROXY_BUILD_ARGS = [
-  'HTTP_PROXY',
-  'HTTPS_PROXY',
-  'FTP_PROXY',
-  'NO_PROXY',
-  'ALL_PROXY',
-  'http_proxy',
-  'https_proxy',
-  'ftp_proxy',
-  'no_proxy',
-  'all_proxy',
-] as const;
+import { DOCKER_CLI_PROXY_VARIABLES } from '@ca-sandbox/docker';
+/** Set empty on every build: the CLI would fill them from config.json (see @ca-sandbox/docker). */
+export const PROXY_BUILD_ARGS = DOCKER_CLI_PROXY_VARIABLES;
 
 /** The CFS period docker uses by default; the quota is `cpus` times it. */
 export const CPU_PERIOD = 100_000;

@@ -21,3 +21,4 @@ export {
   spawnDocker,
 } from './exec-docker.js';
 export * from './labels.js';
+export { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';

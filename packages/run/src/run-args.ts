@@ -1,4 +1,5 @@
 import {
+  DOCKER_CLI_PROXY_VARIABLES,
   LABEL_ALLOWED_ENV,
   LABEL_NETWORK,
   LABEL_ROLE,
@@ -15,17 +16,8 @@ export const KEEP_ALIVE = ['sleep', 'infinity'];
 /** TEST-NET-1 (RFC 5737): never routed, so a query sent there is dropped and nothing resolves. */
 export const BLACKHOLE_DNS = '192.0.2.1';
 
-/**
- * The variables the docker CLI copies from `proxies` in ~/.docker/config.json into every
- * `docker run` (often with credentials in the URL), in both cases as the CLI sets them.
- */
-export const PROXY_ENV_NAMES: readonly string[] = [
-  'HTTP_PROXY',
-  'HTTPS_PROXY',
-  'FTP_PROXY',
-  'NO_PROXY',
-  'ALL_PROXY',
-].flatMap((name) => [name, name.toLowerCase()]);
+/** Blanked in every box unless the caller names them (see @ca-sandbox/docker). */
+export const PROXY_ENV_NAMES: readonly string[] = DOCKER_CLI_PROXY_VARIABLES;
 
 /**
  * The box's environment: the caller's names, HOME=/tmp, and every proxy variable the caller did
