@@ -10,6 +10,19 @@ export type FixtureTree = Record<string, FixtureEntry>;
 
 export const HELPER_IMAGE = process.env.CA_SANDBOX_HELPER_IMAGE ?? 'ca-sbx-base:git';
 
+/** The test containers run as the run package runs boxes (this is test scaffolding, not runContainer). */
+const HARDENED = [
+  '--user',
+  '1000:1000',
+  '--cap-drop',
+  'ALL',
+  '--read-only',
+  '--security-opt',
+  'no-new-privileges',
+  '--network',
+  'none',
+];
+
 /** Files of a fixture folder, recursively, as a FixtureTree. */
 export function readFixture(dir: string, prefix = ''): FixtureTree {
   const tree: FixtureTree = {};
@@ -51,15 +64,7 @@ export class FixtureRepo {
       '-d',
       '--name',
       this.container,
-      '--user',
-      '1000:1000',
-      '--cap-drop',
-      'ALL',
-      '--read-only',
-      '--security-opt',
-      'no-new-privileges',
-      '--network',
-      'none',
+      ...HARDENED,
       '--tmpfs',
       '/tmp',
       ...labelArgs,
@@ -89,15 +94,7 @@ export class FixtureRepo {
       [
         'run',
         '--rm',
-        '--user',
-        '1000:1000',
-        '--cap-drop',
-        'ALL',
-        '--read-only',
-        '--security-opt',
-        'no-new-privileges',
-        '--network',
-        'none',
+        ...HARDENED,
         '--tmpfs',
         '/tmp:exec',
         '--env',
