@@ -54,7 +54,24 @@ const CreateFlagsSchema = z.object({
     .string()
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'expected an image reference such as debian:bookworm')
     .optional(),
+  maxSourceBytes: z
+    .string()
+    .trim()
+    .regex(/^[1-9][0-9]{0,15}[kmg]?$/i, 'expected a size such as 512m or 2g')
+    .transform(sizeInBytes)
+    .refine(Number.isSafeInteger, 'expected a size such as 512m or 2g')
+    .optional(),
+  maxSourceEntries: positiveInt('a whole number of entries such as 200000')
+    .refine((n) => n <= 100_000_000, 'expected at most 100000000 entries')
+    .optional(),
 });
+
+/** `512m` → bytes (k, m, g are powers of 1024; no suffix is bytes). */
+function sizeInBytes(text: string): number {
+  const unit = text.slice(-1).toLowerCase();
+  const power = { k: 1, m: 2, g: 3 }[unit];
+  return power === undefined ? Number(text) : Number(text.slice(0, -1)) * 1024 ** power;
+}
 
 export type CreateFlags = z.input<typeof CreateFlagsSchema>;
 
@@ -71,6 +88,8 @@ export interface CreateRequest {
   cpus?: number;
   pids?: number;
   baseImage?: string;
+  maxSourceBytes?: number;
+  maxSourceEntries?: number;
 }
 
 function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
@@ -93,7 +112,19 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
     throw new UsageError('--network allowlist needs at least one --allow <ip|cidr>', 'INVALID_OPTIONS');
   }
   const request: CreateRequest = { source, network: parsed.network };
-  for (const key of ['name', 'builder', 'ref', 'runtime', 'memory', 'cpus', 'pids', 'baseImage'] as const) {
+  const passed = [
+    'name',
+    'builder',
+    'ref',
+    'runtime',
+    'memory',
+    'cpus',
+    'pids',
+    'baseImage',
+    'maxSourceBytes',
+    'maxSourceEntries',
+  ] as const;
+  for (const key of passed) {
     if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });
   }
   if (parsed.allow.length > 0) request.allow = parsed.allow;

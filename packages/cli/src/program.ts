@@ -64,6 +64,11 @@ function addCreateOptions(command: Command): Command {
     .option('--cpus <n>', 'cpu limit, e.g. 2 or 0.5')
     .option('--pids <n>', 'process limit')
     .option('--base-image <image>', 'base image instead of the provider default')
+    .option('--max-source-bytes <size>', 'cap on the bytes of files of the source and its checkout (512m)')
+    .option(
+      '--max-source-entries <n>',
+      'cap on the files and directories of the source and its checkout (200000)',
+    )
     .option('--with-claude', 'not on the default path: see the sandbox-claude-inside skill');
 }
 

@@ -136,3 +136,24 @@ export class HostCanary {
 export function escapes(output: string): string[] {
   return output.split('\n').filter((line) => /ESCAPED|REACHED/.test(line));
 }
+
+/** Every container, volume and network labeled with sandbox `id`, as `<kind>:<name>`. */
+export async function labeledLeft(id: string): Promise<string[]> {
+  const { docker } = await import('@ca-sandbox/docker');
+  const filters = ['--filter', 'label=ca.sandbox=1', '--filter', `label=ca.sandbox.id=${id}`];
+  const names = async (argv: string[], kind: string) =>
+    (await docker(argv)).stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((name) => `${kind}:${name}`);
+  return [
+    ...(await names(['container', 'ls', '--all', ...filters, '--format', '{{.Names}}'], 'container')),
+    ...(await names(['volume', 'ls', ...filters, '--format', '{{.Name}}'], 'volume')),
+    ...(await names(['network', 'ls', ...filters, '--format', '{{.Name}}'], 'network')),
+  ];
+}
+
+/** A unique sandbox name for a test that drives `create` itself (remember it for cleanup). */
+export function uniqueName(prefix = 'hostile'): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildLocalCloneSteps,
-  buildUrlCloneSteps,
-  forgetCredentials,
-  GIT_ENV,
-  gitHardening,
-} from './clone.js';
+import { buildLocalClonePlan, buildUrlClonePlan, forgetCredentials, GIT_ENV, gitHardening } from './clone.js';
+
+/** Every step of a plan, in the order they run (the measure sits between fetch and checkout). */
+const buildUrlCloneSteps = (...args: Parameters<typeof buildUrlClonePlan>) => {
+  const plan = buildUrlClonePlan(...args);
+  return [...plan.fetch, ...plan.checkout];
+};
 
 const configOf = (argv: string[]) => argv.flatMap((arg, index) => (argv[index - 1] === '-c' ? [arg] : []));
 
@@ -41,15 +41,25 @@ describe('git hardening', () => {
 describe('buildUrlCloneSteps', () => {
   const source = { url: 'https://example.com/r.git', scheme: 'https' as const };
 
-  it('a shallow single-branch clone under a time limit, ending -- <url> <dir>', () => {
-    const [step, ...rest] = buildUrlCloneSteps(source, undefined, 600);
-    expect(rest).toEqual([]);
-    const argv = step?.argv ?? [];
+  it('a shallow single-branch clone without checkout under a time limit, ending -- <url> <dir>', () => {
+    const plan = buildUrlClonePlan(source, undefined, 600);
+    expect(plan.fetch).toHaveLength(1);
+    const argv = plan.fetch[0]?.argv ?? [];
     expect(argv.slice(0, 5)).toEqual(['timeout', '-s', 'KILL', '600', 'git']);
     expect(argv).toEqual(
-      expect.arrayContaining(['clone', '--no-recurse-submodules', '--depth', '1', '--single-branch']),
+      expect.arrayContaining([
+        'clone',
+        '--no-checkout',
+        '--no-recurse-submodules',
+        '--depth',
+        '1',
+        '--single-branch',
+      ]),
     );
     expect(argv.slice(-3)).toEqual(['--', 'https://example.com/r.git', '/work/repo']);
+    // The work tree is written only by the checkout step, after the measure of HEAD.
+    expect(plan.revision).toBe('HEAD');
+    expect(plan.checkout.map((step) => step.argv.slice(-3))).toEqual([['checkout', '--quiet', '--']]);
   });
 
   it('a branch goes through --branch before the --', () => {
@@ -77,12 +87,18 @@ describe('buildUrlCloneSteps with credentials in the URL', () => {
 
   it('clones with the URL as given, then resets origin without the userinfo and drops FETCH_HEAD', () => {
     const steps = buildUrlCloneSteps(secret, undefined, 600);
-    expect(steps.map((step) => Boolean(step.optional || step.fallback))).toEqual([false, false, false]);
+    expect(steps.map((step) => Boolean(step.optional || step.fallback))).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(steps[0]?.argv.slice(-2)).toEqual(['https://ghp_t0ken@example.com/r.git', '/work/repo']);
-    const reset = steps[1]?.argv ?? [];
+    expect(steps[1]?.argv).toContain('checkout');
+    const reset = steps[2]?.argv ?? [];
     expect(reset.slice(-4)).toEqual(['remote', 'set-url', 'origin', 'https://example.com/r.git']);
     expect(reset.slice(reset.indexOf('-C'), reset.indexOf('-C') + 2)).toEqual(['-C', '/work/repo']);
-    expect(steps[2]?.argv).toEqual(['rm', '-f', '--', '/work/repo/.git/FETCH_HEAD']);
+    expect(steps[3]?.argv).toEqual(['rm', '-f', '--', '/work/repo/.git/FETCH_HEAD']);
     for (const step of steps.slice(1)) expect(step.argv.join(' ')).not.toContain('ghp_t0ken');
   });
 
@@ -100,13 +116,22 @@ describe('buildUrlCloneSteps with credentials in the URL', () => {
   });
 });
 
-describe('buildLocalCloneSteps', () => {
-  it('git clone --no-local of the staging dir, only the file protocol, origin dropped', () => {
-    const steps = buildLocalCloneSteps(undefined, 600);
-    const clone = steps[0]?.argv ?? [];
-    expect(clone).toContain('--no-local');
+describe('buildLocalClonePlan', () => {
+  it('git clone --no-local --no-checkout of the staging dir, only the file protocol, origin dropped', () => {
+    const plan = buildLocalClonePlan(undefined, 600);
+    const clone = plan.fetch[0]?.argv ?? [];
+    expect(clone).toEqual(expect.arrayContaining(['--no-local', '--no-checkout']));
     expect(clone.slice(-3)).toEqual(['--', '/tmp/src', '/work/repo']);
     expect(configOf(clone)).toContain('protocol.file.allow=always');
-    expect(steps.at(-1)?.argv.slice(-3)).toEqual(['remote', 'remove', 'origin']);
+    expect(plan.revision).toBe('HEAD');
+    expect(plan.checkout[0]?.argv).toContain('checkout');
+    expect(plan.checkout.at(-1)?.argv.slice(-3)).toEqual(['remote', 'remove', 'origin']);
+  });
+
+  it('a commit is measured and checked out detached', () => {
+    const sha = 'c'.repeat(40);
+    const plan = buildLocalClonePlan({ ref: sha, commit: true }, 600);
+    expect(plan.revision).toBe(sha);
+    expect(plan.checkout[0]?.argv.slice(-4)).toEqual(['--quiet', '--detach', sha, '--']);
   });
 });

@@ -45,18 +45,45 @@ export interface CloneStep {
 }
 
 /**
- * The commands run in the helper (as 1000:1000, `--` before every URL and directory) for a URL
- * clone: a shallow single-branch clone, or, for a commit sha, a fetch of that commit (with a full
- * fetch as fallback when the server refuses arbitrary wants).
+ * A clone in three parts: `fetch` brings the objects into /work/repo/.git and writes no work tree,
+ * then the caller measures the tree of `revision` against the source caps (a checkout bomb is a
+ * few KB of objects that expand to GiB), and only then `checkout` writes the files.
  */
-export function buildUrlCloneSteps(
+export interface ClonePlan {
+  fetch: CloneStep[];
+  /** What `checkout` will write: `HEAD` or the commit sha. */
+  revision: string;
+  checkout: CloneStep[];
+}
+
+/**
+ * The plan run in the helper (as 1000:1000, `--` before every URL and directory) for a URL clone:
+ * a shallow single-branch clone without checkout, or, for a commit sha, a fetch of that commit
+ * (with a full fetch as fallback when the server refuses arbitrary wants).
+ */
+export function buildUrlClonePlan(
   source: { url: string; scheme: CloneScheme },
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
-): CloneStep[] {
-  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening(source.scheme)];
+): ClonePlan {
+  const git = gitCommand(source.scheme, timeoutSeconds);
   const inRepo = [...git, '-C', BOX_WORKDIR];
-  return [...fetchSteps(source, ref, git, inRepo), ...forgetCredentials(source, inRepo)];
+  return {
+    fetch: fetchSteps(source, ref, git, inRepo),
+    revision: ref?.commit ? ref.ref : 'HEAD',
+    checkout: [checkoutStep(inRepo, ref), ...forgetCredentials(source, inRepo)],
+  };
+}
+
+/** `timeout -s KILL <s> git -c ...`: every git in the helper is hardened and bounded in time. */
+export function gitCommand(protocol: CloneScheme | 'file', timeoutSeconds: number): string[] {
+  return ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening(protocol)];
+}
+
+/** The checkout of the measured revision: the cloned branch, or the commit detached. */
+function checkoutStep(inRepo: string[], ref: { ref: string; commit: boolean } | undefined): CloneStep {
+  const target = ref?.commit ? ['--detach', ref.ref] : [];
+  return { argv: [...inRepo, 'checkout', '--quiet', ...target, '--'] };
 }
 
 /**
@@ -89,6 +116,7 @@ function fetchSteps(
         argv: [
           ...git,
           'clone',
+          '--no-checkout',
           '--no-recurse-submodules',
           '--depth',
           '1',
@@ -130,39 +158,43 @@ function fetchSteps(
       ],
       fallback: true,
     },
-    { argv: [...inRepo, 'checkout', '--quiet', '--detach', ref.ref, '--'] },
   ];
 }
 
-/** `git clone --no-local` of the unpacked local repo, then the (meaningless in the box) origin dropped. */
-export function buildLocalCloneSteps(
+/**
+ * `git clone --no-local --no-checkout` of the unpacked local repo, then (after the measure) the
+ * checkout, and the (meaningless in the box) origin dropped.
+ */
+export function buildLocalClonePlan(
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
-): CloneStep[] {
-  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening('file')];
+): ClonePlan {
+  const git = gitCommand('file', timeoutSeconds);
   const inRepo = [...git, '-C', BOX_WORKDIR];
   const branch = ref && !ref.commit ? ['--branch', ref.ref] : [];
-  const steps: CloneStep[] = [
-    {
-      argv: [
-        ...git,
-        'clone',
-        '--quiet',
-        '--no-local',
-        '--no-recurse-submodules',
-        ...branch,
-        '--',
-        LOCAL_STAGING,
-        BOX_WORKDIR,
-      ],
-    },
-  ];
-  if (ref?.commit) steps.push({ argv: [...inRepo, 'checkout', '--quiet', '--detach', ref.ref, '--'] });
-  steps.push({ argv: [...inRepo, 'remote', 'remove', 'origin'] });
-  return steps;
+  return {
+    fetch: [
+      {
+        argv: [
+          ...git,
+          'clone',
+          '--quiet',
+          '--no-checkout',
+          '--no-local',
+          '--no-recurse-submodules',
+          ...branch,
+          '--',
+          LOCAL_STAGING,
+          BOX_WORKDIR,
+        ],
+      },
+    ],
+    revision: ref?.commit ? ref.ref : 'HEAD',
+    checkout: [checkoutStep(inRepo, ref), { argv: [...inRepo, 'remote', 'remove', 'origin'] }],
+  };
 }
 
-function envArgs(): string[] {
+export function envArgs(): string[] {
   return Object.entries(GIT_ENV).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
 }
 
@@ -235,7 +267,7 @@ function cloneError(step: CloneStep, exitCode: number, stderr: string): CloneFai
   return new CloneFailedError(`git ${verb} failed in the helper: ${why}`);
 }
 
-function firstLine(text: string): string {
+export function firstLine(text: string): string {
   const lines = text
     .split('\n')
     .map((line) => line.trim())

@@ -21,7 +21,14 @@ import {
 } from '@ca-sandbox/network';
 import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
-import { buildLocalCloneSteps, buildUrlCloneSteps, runCloneSteps, sendLocalTree } from './clone.js';
+import { measureCheckout } from './checkout-size.js';
+import {
+  buildLocalClonePlan,
+  buildUrlClonePlan,
+  type ClonePlan,
+  runCloneSteps,
+  sendLocalTree,
+} from './clone.js';
 import {
   CreateAbortedError,
   CreateCleanupError,
@@ -29,7 +36,7 @@ import {
   SandboxExistsError,
 } from './errors.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
-import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
+import { scanDirectory } from './pack-local.js';
 import {
   LABEL_INSTANCE,
   LABEL_SOURCE,
@@ -182,8 +189,8 @@ class CreateRun {
   }
 
   private async clone(): Promise<string> {
-    const scan =
-      this.source.kind === 'local' ? await scanDirectory(this.source.path, DEFAULT_PACK_LIMITS) : undefined;
+    const limits = this.options.sourceLimits;
+    const scan = this.source.kind === 'local' ? await scanDirectory(this.source.path, limits) : undefined;
     this.checkAborted();
     await docker(buildVolumeCreateArgs(this.names.volume, this.labels));
     await this.assertOwnVolume();
@@ -203,21 +210,41 @@ class CreateRun {
     });
     this.checkAborted();
     const limit = this.options.cloneTimeoutSeconds;
-    const signal = this.hooks.signal;
     if (this.source.kind === 'url') {
-      const steps = buildUrlCloneSteps(this.source, this.options.ref, limit);
-      await runCloneSteps(this.names.helper, steps, limit, signal);
+      await this.fetchMeasureCheckout(buildUrlClonePlan(this.source, this.options.ref, limit));
       return this.source.display;
     }
     if (!scan) throw new Error('unreachable: local source without a scan');
-    await sendLocalTree(this.names.helper, scan, signal);
-    if (scan.gitRepo)
-      await runCloneSteps(this.names.helper, buildLocalCloneSteps(this.options.ref, limit), limit, signal);
+    await sendLocalTree(this.names.helper, scan, this.hooks.signal);
+    if (scan.gitRepo) await this.fetchMeasureCheckout(buildLocalClonePlan(this.options.ref, limit));
     this.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${this.source.display}`);
     for (const skip of scan.skipped.slice(0, 20)) this.log(`skipped ${skip.path}: ${skip.reason}`);
     return scan.gitRepo
       ? `${this.source.display} (git clone --no-local)`
       : `${this.source.display} (plain copy)`;
+  }
+
+  /**
+   * Fetch without a work tree, measure what the checkout would write against the source caps
+   * (CheckoutTooLargeError before any file is written), then check out.
+   */
+  private async fetchMeasureCheckout(plan: ClonePlan): Promise<void> {
+    const limit = this.options.cloneTimeoutSeconds;
+    const signal = this.hooks.signal;
+    const helper = this.names.helper;
+    await runCloneSteps(helper, plan.fetch, limit, signal);
+    this.checkAborted();
+    const size = await measureCheckout(helper, plan.revision, this.options.sourceLimits, limit, signal);
+    this.checkAborted();
+    const steps = size.empty
+      ? plan.checkout.filter((step) => !step.argv.includes('checkout'))
+      : plan.checkout;
+    this.log(
+      size.empty
+        ? 'the repository is empty: nothing to check out'
+        : `checkout: ${size.entries} entries, ${size.bytes} bytes of files`,
+    );
+    await runCloneSteps(helper, steps, limit, signal);
   }
 
   /** `docker volume create` is idempotent: make sure the volume is the one this call made. */

@@ -54,6 +54,40 @@ export class SourceTooLargeError extends Error {
   readonly kind = 'usage' as const;
 }
 
+/**
+ * The repo's checkout would write more entries or bytes than the source caps allow (a checkout
+ * bomb: a few KB of git objects naming one blob a million times). Measured from git's trees in the
+ * helper before any file is written; the create removes everything it made.
+ */
+export class CheckoutTooLargeError extends Error {
+  override name = 'CheckoutTooLargeError';
+  readonly code = 'CHECKOUT_TOO_LARGE';
+  readonly kind = 'usage' as const;
+  constructor(
+    readonly cap: 'entries' | 'bytes',
+    limits: { maxEntries: number; maxBytes: number },
+    seen: { entries: number; bytes: number },
+  ) {
+    super(
+      cap === 'entries'
+        ? `the checkout would create more than ${limits.maxEntries} entries, over the entry cap (--max-source-entries ${limits.maxEntries}); nothing was checked out`
+        : `the checkout would write more than ${formatBytes(limits.maxBytes)} (${seen.bytes} bytes in its first ${seen.entries} entries), over the byte cap (--max-source-bytes ${formatBytes(limits.maxBytes)}); nothing was checked out`,
+    );
+  }
+}
+
+/** `512 MiB` style size for messages. */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1 && value % 1024 === 0) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value} ${units[unit]}`;
+}
+
 /** The helper image (git for clones) is not present locally. */
 export class HelperImageMissingError extends Error {
   override name = 'HelperImageMissingError';

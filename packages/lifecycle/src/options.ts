@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
+import { DEFAULT_PACK_LIMITS, type PackLimits } from './pack-local.js';
 import { parseRef, validateSandboxName } from './source.js';
 
 const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
@@ -22,6 +23,9 @@ export const CreateOptionsSchema = z.strictObject({
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
   /** The docker network the clone helper joins (default 'bridge'); never the box's. */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
+  /** Caps on the source: the local folder packed, and the checkout measured before it is written. */
+  maxSourceBytes: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  maxSourceEntries: z.number().int().min(1).max(100_000_000).optional(),
 });
 
 export type CreateOptions = z.input<typeof CreateOptionsSchema>;
@@ -42,6 +46,8 @@ export interface ResolvedCreateOptions {
   helperImage: string;
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
+  /** Caps on the local folder packed and on the checkout (entries, bytes of files). */
+  sourceLimits: PackLimits;
 }
 
 export const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
@@ -96,6 +102,10 @@ export function resolveCreateOptions(
     cloneNetwork: options.cloneNetwork ?? 'bridge',
     helperImage,
     cloneTimeoutSeconds: 600,
+    sourceLimits: {
+      maxBytes: options.maxSourceBytes ?? DEFAULT_PACK_LIMITS.maxBytes,
+      maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
+    },
   };
 }
 

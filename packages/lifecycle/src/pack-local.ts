@@ -3,7 +3,7 @@ import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { SourceTooLargeError } from './errors.js';
+import { formatBytes, SourceTooLargeError } from './errors.js';
 
 export interface PackLimits {
   /** Total bytes of regular files. */
@@ -60,7 +60,9 @@ export async function scanDirectory(
       if (!entry) continue;
       scan.entries.push(entry);
       if (scan.entries.length > limits.maxEntries) {
-        throw new SourceTooLargeError(`the directory has more than ${limits.maxEntries} entries`);
+        throw new SourceTooLargeError(
+          `the directory has more than ${limits.maxEntries} entries, over the entry cap (--max-source-entries ${limits.maxEntries})`,
+        );
       }
       if (entry.type === 'directory') pending.push(path);
     }
@@ -86,7 +88,9 @@ export async function scanDirectory(
     if (info.isFile()) {
       into.bytes += info.size;
       if (into.bytes > limits.maxBytes) {
-        throw new SourceTooLargeError(`the directory holds more than ${limits.maxBytes} bytes of files`);
+        throw new SourceTooLargeError(
+          `the directory holds more than ${formatBytes(limits.maxBytes)} of files, over the byte cap (--max-source-bytes ${formatBytes(limits.maxBytes)})`,
+        );
       }
       return { ...common, type: 'file', size: info.size, mode: common.mode | 0o600 };
     }

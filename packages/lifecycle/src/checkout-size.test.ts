@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { CHECKOUT_ATTRIBUTES, checkoutVerdict, measureArgs } from './checkout-size.js';
+import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
+
+const limits = { maxBytes: 512 * 1024 * 1024, maxEntries: 200_000 };
+
+describe('checkoutVerdict', () => {
+  it('under both caps: the size of the checkout', () => {
+    expect(checkoutVerdict('ok 12 3456\n', 0, '', 'HEAD', limits)).toEqual({
+      entries: 12,
+      bytes: 3456,
+      empty: false,
+    });
+  });
+
+  it('over the byte cap: a usage error naming the cap, with its own code', () => {
+    const error = (() => {
+      try {
+        checkoutVerdict('bytes 513 537919488\n', 0, '', 'HEAD', limits);
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(CheckoutTooLargeError);
+    expect(error).toMatchObject({ code: 'CHECKOUT_TOO_LARGE', kind: 'usage', cap: 'bytes' });
+    expect((error as Error).message).toContain('--max-source-bytes 512 MiB');
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('over the entry cap', () => {
+    expect(() => checkoutVerdict('entries 200001 0\n', 0, '', 'HEAD', limits)).toThrow(
+      /more than 200000 entries.*--max-source-entries 200000/,
+    );
+  });
+
+  it('an empty repository has nothing to check out; a missing commit is a clone failure', () => {
+    expect(checkoutVerdict('missing\n', 0, '', 'HEAD', limits)).toEqual({
+      entries: 0,
+      bytes: 0,
+      empty: true,
+    });
+    expect(() => checkoutVerdict('missing\n', 0, '', 'a'.repeat(40), limits)).toThrow(CloneFailedError);
+  });
+
+  it('git failing or being killed is a clone failure, never a pass', () => {
+    expect(() => checkoutVerdict('failed 128\n', 0, 'fatal: bad tree\n', 'HEAD', limits)).toThrow(
+      /measuring the checkout failed in the helper: fatal: bad tree/,
+    );
+    expect(() => checkoutVerdict('failed 137\n', 0, '', 'HEAD', limits)).toThrow(/time limit/);
+    expect(() => checkoutVerdict('', 1, 'Error: No such container', 'HEAD', limits)).toThrow(
+      CloneFailedError,
+    );
+  });
+});
+
+describe('measureArgs', () => {
+  it('runs as 1000 in /work/repo with the hardened git, caps and revision as arguments', () => {
+    const argv = measureArgs('ca-sbx-x', 'HEAD', limits, 600);
+    expect(argv.slice(0, 5)).toEqual(['exec', '-u', '1000:1000', '-w', '/work/repo']);
+    const script = argv[argv.indexOf('-c') + 1] ?? '';
+    expect(script).toContain(CHECKOUT_ATTRIBUTES);
+    expect(script).toContain('ls-tree -r -t -l');
+    const rest = argv.slice(argv.indexOf('-c') + 2);
+    expect(rest.slice(0, 4)).toEqual(['ca-sbx-measure', '200000', String(512 * 1024 * 1024), 'HEAD']);
+    expect(rest.slice(4, 9)).toEqual(['timeout', '-s', 'KILL', '600', 'git']);
+    expect(rest).toContain('protocol.allow=never');
+  });
+});

@@ -1,0 +1,113 @@
+import { docker } from '@ca-sandbox/docker';
+import { BOX_WORKDIR } from './_utils.js';
+import { envArgs, firstLine, gitCommand } from './clone.js';
+import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
+import type { PackLimits } from './pack-local.js';
+
+/**
+ * Written to `.git/info/attributes` (which wins over every `.gitattributes` in the tree) before
+ * the checkout: no eol, encoding, ident or filter conversion, so each file is written with exactly
+ * the size `git ls-tree -l` reports (`eol=crlf` could double a file, `working-tree-encoding`
+ * quadruple it), and the measure below is the bound of what the checkout writes.
+ */
+export const CHECKOUT_ATTRIBUTES = '* -text -eol -ident -filter -working-tree-encoding';
+
+/**
+ * Runs in the helper at /work/repo. `$1` entries cap, `$2` bytes cap, `$3` revision, then the
+ * hardened git command. awk adds up `git ls-tree -r -t -l` (trees, blobs, symlinks, gitlinks: one
+ * entry each; blob sizes as bytes) and stops at the first cap crossed, so a tree of billions of
+ * entries costs no more than the cap (git then dies of SIGPIPE). The last line says the verdict.
+ */
+const MEASURE_SCRIPT = `e=$1 b=$2 rev=$3
+shift 3
+mkdir -p .git/info && printf '%s\\n' '${CHECKOUT_ATTRIBUTES}' > .git/info/attributes || exit 3
+"$@" rev-parse --quiet --verify "$rev^{tree}" >/dev/null || { echo missing; exit 0; }
+{ "$@" ls-tree -r -t -l "$rev"; echo "END $?"; } | awk -v e="$e" -v b="$b" '
+$1 == "END" { if ($2 != 0) { print "failed", $2; exit 0 } printf "ok %d %.0f\\n", n, s; exit 0 }
+{ n++; if ($4 != "-") s += $4
+  if (n > e + 0) { printf "entries %d %.0f\\n", n, s; exit 0 }
+  if (s > b + 0) { printf "bytes %d %.0f\\n", n, s; exit 0 } }'
+`;
+
+export interface CheckoutSize {
+  /** Files, directories, symlinks and submodule placeholders the checkout creates. */
+  entries: number;
+  /** Bytes of file content it writes. */
+  bytes: number;
+  /** `HEAD` of an empty repository: there is nothing to check out. */
+  empty: boolean;
+}
+
+/** The argv of the measure (`docker exec ... sh -c`), for tests and --verbose. */
+export function measureArgs(
+  helper: string,
+  revision: string,
+  limits: PackLimits,
+  timeoutSeconds: number,
+): string[] {
+  return [
+    'exec',
+    '-u',
+    '1000:1000',
+    '-w',
+    BOX_WORKDIR,
+    ...envArgs(),
+    helper,
+    'sh',
+    '-c',
+    MEASURE_SCRIPT,
+    'ca-sbx-measure',
+    String(limits.maxEntries),
+    String(limits.maxBytes),
+    revision,
+    ...gitCommand('file', timeoutSeconds),
+  ];
+}
+
+/**
+ * What checking out `revision` in the helper's /work/repo would write, measured from git's trees
+ * before a single file is written; CheckoutTooLargeError (usage) past either cap.
+ */
+export async function measureCheckout(
+  helper: string,
+  revision: string,
+  limits: PackLimits,
+  timeoutSeconds: number,
+  signal?: AbortSignal,
+): Promise<CheckoutSize> {
+  const result = await docker(measureArgs(helper, revision, limits, timeoutSeconds), {
+    allowFailure: true,
+    timeoutMs: (timeoutSeconds + 30) * 1000,
+    ...(signal ? { signal } : {}),
+  });
+  return checkoutVerdict(result.stdout, result.exitCode, result.stderr, revision, limits);
+}
+
+/** Reads the measure's last line; throws for a cap crossed or a git failure. */
+export function checkoutVerdict(
+  stdout: string,
+  exitCode: number,
+  stderr: string,
+  revision: string,
+  limits: PackLimits,
+): CheckoutSize {
+  const last = stdout.trim().split('\n').at(-1)?.trim() ?? '';
+  const [verdict = '', first = '', second = ''] = last.split(/\s+/);
+  const entries = Number(first);
+  const bytes = Number(second);
+  if (exitCode === 0 && verdict === 'missing') {
+    if (revision === 'HEAD') return { entries: 0, bytes: 0, empty: true };
+    throw new CloneFailedError(
+      `git checkout failed in the helper: ${revision} is not in the fetched history`,
+    );
+  }
+  if (exitCode === 0 && verdict === 'entries')
+    throw new CheckoutTooLargeError('entries', limits, { entries, bytes });
+  if (exitCode === 0 && verdict === 'bytes')
+    throw new CheckoutTooLargeError('bytes', limits, { entries, bytes });
+  if (exitCode === 0 && verdict === 'ok' && Number.isSafeInteger(entries) && Number.isFinite(bytes))
+    return { entries, bytes, empty: false };
+  const code = verdict === 'failed' ? Number(first) : exitCode;
+  const why = code === 137 ? 'the time limit was reached' : firstLine(stderr) || `exit code ${code}`;
+  throw new CloneFailedError(`measuring the checkout failed in the helper: ${why}`);
+}
