@@ -62,6 +62,7 @@ const prepare = (id) =>
   prepareImage({
     containerId: `ca-sbx-${id}-helper`,
     repoName: 'bench-cache-hit',
+    source: '/bench/cache-hit',
     policy: 'clone-then-cut',
     builder: 'builtin',
     baseImages: { node: 'ca-sbx-base:node' },

@@ -127,6 +127,21 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(JSON.parse(line.slice(4))).toEqual(['/bin/sh', '-c', 'echo "a"\nRUN evil \\\n# comment']);
   });
 
+  it('keys the install step by the source, so the layer cache is never shared across sources', () => {
+    const files = [f('package.json', '{"scripts":{"postinstall":"x"}}')];
+    const recipe = builtinRecipe(files, detectProvider(files));
+    const a = renderDockerfile('node:22', recipe, { sourceKey: 'aaaa000011112222' });
+    const b = renderDockerfile('node:22', recipe, { sourceKey: 'bbbb000011112222' });
+    const install = (text: string) =>
+      text
+        .split('\n')
+        .filter((line) => line.startsWith('RUN '))
+        .at(-1);
+    expect(install(a)).toContain('# ca-sbx source aaaa000011112222');
+    expect(install(a)).not.toBe(install(b));
+    expect(() => renderDockerfile('node:22', recipe, { sourceKey: 'x\nRUN evil' })).toThrow(/source key/);
+  });
+
   it('adds the extra CA only for the install step', () => {
     const files = [f('package.json', '{}')];
     const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), { extraCa: true });

@@ -39,6 +39,12 @@ const EXTRA_CA_SETUP = [
 export interface RenderOptions {
   /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
   extraCa?: boolean;
+  /**
+   * The source key (hex, see tag.ts): written into the install step, so docker's layer cache,
+   * keyed by the instruction text, never hands one source's install layer to another source
+   * with the same manifests.
+   */
+  sourceKey?: string;
 }
 
 /** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
@@ -55,7 +61,10 @@ function shellEnv(entries: readonly EnvEntry[]): string[] {
 
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
+  if (options.sourceKey !== undefined && !/^[0-9a-f]{1,64}$/.test(options.sourceKey))
+    throw new Error('invalid source key');
   return [
+    ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),

@@ -55,4 +55,4 @@ export {
 } from './prepare.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
 export { builtinRecipe, type InstallRecipe } from './recipe.js';
-export { imageTag, sanitiseRepoName } from './tag.js';
+export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';

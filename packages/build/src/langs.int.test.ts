@@ -35,6 +35,7 @@ async function prepare(fixture: FixtureRepo, options: Partial<PrepareImageOption
   const result = await prepareImage({
     containerId: fixture.container,
     repoName: `langs/${run}`,
+    source: `/test/langs/${run}`,
     policy: 'clone-then-cut',
     builder: 'builtin',
     baseImages,

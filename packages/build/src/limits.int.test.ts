@@ -29,6 +29,7 @@ async function attempt(tree: Record<string, string>, options: Partial<PrepareIma
     const result = await prepareImage({
       containerId: fixture.container,
       repoName: `build-limits/${run}`,
+      source: `/test/build-limits/${run}`,
       policy: 'clone-then-cut',
       builder: 'builtin',
       baseImages,

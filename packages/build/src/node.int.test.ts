@@ -36,6 +36,7 @@ async function prepare(fixture: FixtureRepo, options: Partial<PrepareImageOption
   const result = await prepareImage({
     containerId: fixture.container,
     repoName: `build-int/${run}`,
+    source: `/test/build-int/${run}`,
     policy: 'clone-then-cut',
     builder: 'builtin',
     baseImages,
@@ -72,7 +73,7 @@ describe('prepareImage: node (real engine)', () => {
         depsInstalled: true,
         linkNodeModules: true,
       });
-      expect(result.image).toMatch(/^ca-sbx:build-int-t[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{24}$/);
+      expect(result.image).toMatch(/^ca-sbx:build-int-t[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{24}$/);
       expect(builds).toHaveLength(1);
       expect(builds[0]).toEqual(expect.arrayContaining(['--network', 'bridge']));
       // The only build args are the blanked proxy variables: no host value reaches the image.
@@ -192,7 +193,15 @@ describe('prepareImage: node (real engine)', () => {
     argvs = [];
     const reuse = await prepare(fixture, { policy: 'offline', repoName: `canary/${run}` });
     expect(reuse.result).toMatchObject({ cacheHit: true, image: online.result.image, depsInstalled: true });
+    expect(reuse.result.imageSource).toBe(`/test/build-int/${run}`);
     expect(reuse.builds).toEqual([]);
+    // Another source with the same name and manifests never gets that image (cache poisoning).
+    const other = await prepare(fixture, {
+      policy: 'offline',
+      repoName: `canary/${run}`,
+      source: `/test/other/${run}`,
+    });
+    expect(other.result).toMatchObject({ cacheHit: false, depsInstalled: false, imageSource: '' });
   });
 
   it('never replaces a node_modules the repo has', async () => {

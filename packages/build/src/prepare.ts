@@ -5,6 +5,7 @@ import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
+  CACHE_LABEL_SOURCE,
   docker,
   dockerSpawnError,
   SANDBOX_LABEL,
@@ -33,7 +34,7 @@ import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
 import { contextFiles, type InstallRecipe } from './recipe.js';
-import { imageTag, sanitiseRepoName } from './tag.js';
+import { imageTag, sanitiseRepoName, sourceKey } from './tag.js';
 
 /** Same union as @ca-sandbox/network's NetworkPolicy (kept local: build does not import network). */
 export type NetworkPolicy = 'offline' | 'clone-then-cut' | 'allowlist';
@@ -63,6 +64,13 @@ const providerEnum = z.enum(PROVIDERS as [Provider, ...Provider[]]);
 const PrepareOptionsSchema = z.strictObject({
   containerId: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, 'must be a container name or id'),
   repoName: z.string().min(1).max(1024),
+  /**
+   * The source's identity (a URL without credentials, a local directory's realpath): part of the
+   * cache key, so a deps image is only ever reused by the source that built it.
+   */
+  source: z.string().min(1).max(4096),
+  /** How the source is shown in the image's `ca.sandbox.cache.source` label (default: `source`). */
+  sourceDisplay: z.string().min(1).max(4096).optional(),
   policy: z.enum(['offline', 'clone-then-cut', 'allowlist']),
   builder: z.enum(['auto', 'builtin', 'nixpacks']).default('auto'),
   baseImage: z.string().max(255).optional(),
@@ -111,6 +119,8 @@ export interface PreparedImage {
   depsInstalled: boolean;
   notes: string[];
   linkNodeModules: boolean;
+  /** The source that built `image` (its `ca.sandbox.cache.source` label); empty for a base image. */
+  imageSource: string;
 }
 
 /** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
@@ -153,7 +163,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
     }),
     localImageIds(),
-    cachedImages(repoPart),
+    cachedImages(repoPart, sourceLabel(opts)),
     selectBuilder(opts.builder),
   ]);
   emit({ type: 'manifests', count: files.length, skipped: skipped.length });
@@ -170,18 +180,19 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     builderVersion: builder.version,
     baseImageId,
   });
-  const image = imageTag(opts.repoName, dephash);
+  const image = imageTag(opts.repoName, dephash, opts.source);
   emit({ type: 'dephash', dephash, image });
   log(
     `dephash ${dephash} (${files.length} manifests, provider ${detection.provider}, builder ${builder.name}, base ${base.image})`,
   );
   const result = { dephash, builder: builder.name, provider: detection.provider };
+  const built = { ...result, imageSource: sourceLabel(opts) };
 
   if (cachedTags.has(image)) {
     emit({ type: 'cache-hit', image });
-    log(`cache hit: ${image}`);
+    log(`cache hit: ${image} (built from ${sourceLabel(opts)})`);
     return {
-      ...result,
+      ...built,
       image,
       cacheHit: true,
       depsInstalled: true,
@@ -196,6 +207,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     );
     return {
       ...result,
+      imageSource: '',
       image: base.image,
       cacheHit: false,
       depsInstalled: false,
@@ -216,7 +228,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   });
   notes.push(...recipe.notes);
   return {
-    ...result,
+    ...built,
     image,
     cacheHit: false,
     depsInstalled: true,
@@ -268,13 +280,17 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     recipe.notes.unshift(...prepared.notes);
     const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
-    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile) });
+    const dockerfile = renderDockerfile(input.baseImage, recipe, {
+      extraCa: Boolean(caFile),
+      sourceKey: sourceKey(opts.source),
+    });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const network = recipe.install.length > 0 ? 'bridge' : 'none';
     const labels = {
       [CACHE_LABEL]: '1',
       [CACHE_LABEL_DEPHASH]: input.dephash,
       [CACHE_LABEL_REPO]: sanitiseRepoName(opts.repoName),
+      [CACHE_LABEL_SOURCE]: sourceLabel(opts),
       [LABEL_CACHE_PROVIDER]: input.detection.provider,
       [LABEL_CACHE_BUILDER]: builder.name,
     };
@@ -444,12 +460,17 @@ async function leftoverBuildContainers(
   });
 }
 
+/** The `ca.sandbox.cache.source` label of the images this source builds. */
+function sourceLabel(opts: { source: string; sourceDisplay?: string | undefined }): string {
+  return opts.sourceDisplay ?? opts.source;
+}
+
 /**
- * Our cache images of one (sanitised) repo, by `name:tag`: one `docker image ls` filtered by the
- * cache labels, so an image merely tagged ca-sbx:* by someone else is no hit. The dephash is in
- * the tag itself.
+ * Our cache images of one (sanitised) repo built from one source, by `name:tag`: one
+ * `docker image ls` filtered by the cache labels, so an image merely tagged ca-sbx:* by someone
+ * else, or built from another source, is no hit. Source key and dephash are in the tag itself.
  */
-async function cachedImages(repoPart: string): Promise<Set<string>> {
+async function cachedImages(repoPart: string, source: string): Promise<Set<string>> {
   const { stdout } = await docker([
     'image',
     'ls',
@@ -457,6 +478,8 @@ async function cachedImages(repoPart: string): Promise<Set<string>> {
     `label=${CACHE_LABEL}=1`,
     '--filter',
     `label=${CACHE_LABEL_REPO}=${repoPart}`,
+    '--filter',
+    `label=${CACHE_LABEL_SOURCE}=${source}`,
     '--format',
     '{{.Repository}}:{{.Tag}}',
   ]);

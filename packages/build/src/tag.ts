@@ -22,12 +22,28 @@ export function sanitiseRepoName(raw: string): string {
   return `${head || 'repo'}-${suffix}`;
 }
 
-/** `ca-sbx:<sanitised repo>-<dephash>`: always a valid, bounded docker reference. */
-export function imageTag(repoName: string, dephash: string): string {
+/** Hex digits of the source key in a tag: 64 bits, so two sources never meet by chance. */
+export const SOURCE_KEY_LENGTH = 16;
+
+/**
+ * The part of a cache tag that names the source: a digest of its identity (URL without
+ * credentials, or a local directory's realpath). Two sources with the same short name and the same
+ * manifests must never share a deps image: an install is the repo's code, and its output is what
+ * the next box runs.
+ */
+export function sourceKey(source: string): string {
+  return createHash('sha256').update(source, 'utf8').digest('hex').slice(0, SOURCE_KEY_LENGTH);
+}
+
+/**
+ * `ca-sbx:<sanitised repo>-<source key>-<dephash>`: always a valid, bounded docker reference,
+ * keyed by the source as well as the manifests.
+ */
+export function imageTag(repoName: string, dephash: string, source: string): string {
   const hash =
     dephash
       .toLowerCase()
       .replace(/[^a-z0-9]/g, '')
       .slice(0, 64) || 'none';
-  return `${CACHE_IMAGE_REPOSITORY}:${sanitiseRepoName(repoName)}-${hash}`;
+  return `${CACHE_IMAGE_REPOSITORY}:${sanitiseRepoName(repoName)}-${sourceKey(source)}-${hash}`;
 }

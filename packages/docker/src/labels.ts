@@ -22,6 +22,8 @@ export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;
 export const CACHE_LABEL = 'ca.sandbox.cache';
 export const CACHE_LABEL_DEPHASH = 'ca.sandbox.cache.dephash';
 export const CACHE_LABEL_REPO = 'ca.sandbox.cache.repo';
+/** The source whose install a cache image holds (URL without credentials, or a local realpath). */
+export const CACHE_LABEL_SOURCE = 'ca.sandbox.cache.source';
 export const CACHE_IMAGE_REPOSITORY = 'ca-sbx';
 
 /** The filter for one sandbox's objects. */

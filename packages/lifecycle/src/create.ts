@@ -44,7 +44,7 @@ import {
   type SandboxRecord,
   sandboxRecordLabels,
 } from './record.js';
-import { type ParsedSource, parseSource } from './source.js';
+import { type ParsedSource, parseSource, redactUserinfo } from './source.js';
 
 export type CreatePhase = 'preflight' | 'clone' | 'dephash' | 'build' | 'run' | 'verify';
 
@@ -267,6 +267,10 @@ class CreateRun {
     const prepared = await prepareImage({
       containerId: this.names.helper,
       repoName: this.source.repoName,
+      // The cache key holds the source's identity: another source with the same name and
+      // manifests never gets this source's deps image (nor this one theirs).
+      source: this.source.identity,
+      sourceDisplay: redactUserinfo(this.source.identity),
       policy: this.options.policy,
       builder: this.options.builder,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
@@ -325,6 +329,7 @@ class CreateRun {
           builder: prepared.builder,
           provider: prepared.provider,
           depsInstalled: prepared.depsInstalled,
+          imageSource: prepared.imageSource,
         }),
       },
     });

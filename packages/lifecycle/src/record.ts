@@ -16,6 +16,8 @@ export interface SandboxRecord {
   volume: string;
   image: string;
   imageCacheHit: boolean;
+  /** The source that built the deps image (a cache hit is only ever this box's own source); empty for a base image. */
+  imageSource: string;
   dephash: string;
   builder: string;
   provider: string;
@@ -37,6 +39,8 @@ export const LABEL_BUILDER = 'ca.sandbox.builder';
 export const LABEL_PROVIDER = 'ca.sandbox.provider';
 export const LABEL_IMAGE_CACHE_HIT = 'ca.sandbox.image-cache-hit';
 export const LABEL_DEPS_INSTALLED = 'ca.sandbox.deps-installed';
+/** The source that built the box's deps image (the image's own `ca.sandbox.cache.source`). */
+export const LABEL_IMAGE_SOURCE = 'ca.sandbox.image-source';
 
 /** The box labels that carry the build's part of the record. */
 export function sandboxRecordLabels(build: {
@@ -45,8 +49,10 @@ export function sandboxRecordLabels(build: {
   builder: string;
   provider: string;
   depsInstalled: boolean;
+  imageSource: string;
 }): Record<string, string> {
   return {
+    [LABEL_IMAGE_SOURCE]: build.imageSource,
     [LABEL_DEPHASH]: build.dephash,
     [LABEL_BUILDER]: build.builder,
     [LABEL_PROVIDER]: build.provider,
@@ -65,6 +71,7 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     volume,
     image: inspect.Config.Image,
     imageCacheHit: labels[LABEL_IMAGE_CACHE_HIT] === 'true',
+    imageSource: redactUserinfo(labels[LABEL_IMAGE_SOURCE] ?? ''),
     dephash: labels[LABEL_DEPHASH] ?? '',
     builder: labels[LABEL_BUILDER] ?? '',
     provider: labels[LABEL_PROVIDER] ?? '',

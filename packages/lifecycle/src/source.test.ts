@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -9,6 +9,7 @@ import {
   parseSource,
   redactUserinfo,
   repoNameOf,
+  urlIdentity,
   urlWithoutUserinfo,
   validateSandboxName,
 } from './source.js';
@@ -157,9 +158,39 @@ describe('parseSource accepts', () => {
     }
   });
 
-  it('an existing local directory, resolved to an absolute path', async () => {
+  it('an existing local directory, resolved to an absolute path; its identity is the realpath', async () => {
     const parsed = await parseSource(dir);
-    expect(parsed).toMatchObject({ kind: 'local', path: dir });
+    expect(parsed).toMatchObject({ kind: 'local', path: dir, identity: await realpath(dir) });
+    const link = join(dir, 'via-link');
+    await symlink(dir, link);
+    expect((await parseSource(link)).identity).toBe(await realpath(dir));
+  });
+});
+
+describe('urlIdentity (the cache key of a URL source)', () => {
+  it('drops credentials and lower-cases scheme and host, nothing else', () => {
+    expect(urlIdentity({ url: 'HTTPS://ghp_t0ken@GitHub.COM/Owner/Repo.git', scheme: 'https' })).toBe(
+      'https://github.com/Owner/Repo.git',
+    );
+    expect(urlIdentity({ url: 'http://me:pw@10.0.0.1:8080/r.git', scheme: 'http' })).toBe(
+      'http://10.0.0.1:8080/r.git',
+    );
+    expect(urlIdentity({ url: 'git://Host/r', scheme: 'git' })).toBe('git://host/r');
+  });
+
+  it('keeps an ssh login (it can select another home directory)', () => {
+    expect(urlIdentity({ url: 'ssh://alice@Host/r.git', scheme: 'ssh' })).toBe('ssh://alice@host/r.git');
+    expect(urlIdentity({ url: 'alice@Host:r.git', scheme: 'ssh' })).toBe('alice@host:r.git');
+    expect(urlIdentity({ url: 'bob@host:r.git', scheme: 'ssh' })).not.toBe(
+      urlIdentity({ url: 'alice@host:r.git', scheme: 'ssh' }),
+    );
+  });
+
+  it('parseSource gives every URL form its identity', async () => {
+    expect((await parseSource('https://t0k@Example.com/o/r.git')).identity).toBe(
+      'https://example.com/o/r.git',
+    );
+    expect((await parseSource('git@Example.com:o/r.git')).identity).toBe('git@example.com:o/r.git');
   });
 });
 

@@ -1,13 +1,17 @@
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError, printable } from './errors.js';
 
 export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
 
-/** A source that passed validation; nothing has run yet. */
+/**
+ * A source that passed validation; nothing has run yet. `identity` says which repository it is,
+ * for the deps-image cache key: a URL without credentials (scheme and host lower-cased), or a local
+ * directory's realpath. It is never shown (`display` is).
+ */
 export type ParsedSource =
-  | { kind: 'url'; url: string; scheme: CloneScheme; display: string; repoName: string }
-  | { kind: 'local'; path: string; display: string; repoName: string };
+  | { kind: 'url'; url: string; scheme: CloneScheme; display: string; repoName: string; identity: string }
+  | { kind: 'local'; path: string; display: string; repoName: string; identity: string };
 
 const SANDBOX_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 const ALLOWED_SCHEMES = new Set<string>(['https', 'http', 'git', 'ssh']);
@@ -113,6 +117,7 @@ function parseUrl(source: string, scheme: string): ParsedSource {
     scheme: scheme as CloneScheme,
     display: redactUserinfo(source),
     repoName: repoNameOf(parsed.pathname),
+    identity: urlIdentity({ url: source, scheme: scheme as CloneScheme }),
   };
 }
 
@@ -147,6 +152,7 @@ function parseScpLike(source: string, user: string | undefined, host: string, pa
     scheme: 'ssh',
     display: redactUserinfo(source),
     repoName: repoNameOf(path),
+    identity: urlIdentity({ url: source, scheme: 'ssh' }),
   };
 }
 
@@ -156,7 +162,32 @@ async function localDirectory(source: string): Promise<ParsedSource | undefined>
   if (!info) return undefined;
   if (!info.isDirectory())
     throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not a directory`);
-  return { kind: 'local', path, display: path, repoName: repoNameOf(path) };
+  // The realpath: two spellings (or symlinks) of one directory are one source, two directories
+  // with the same name are two.
+  const identity = await realpath(path).catch(() => path);
+  return { kind: 'local', path, display: path, repoName: repoNameOf(path), identity };
+}
+
+/**
+ * Which repository a URL names, for the cache key: credentials dropped (a token is not part of a
+ * repo's identity, and the key is stored in a label), scheme and host lower-cased (DNS names are
+ * case-blind). Nothing else is folded: two spellings of one repo at worst miss the cache, two
+ * repos never share it. An ssh user stays: it is a login that can select another home directory.
+ */
+export function urlIdentity(source: { url: string; scheme: CloneScheme }): string {
+  const clean = urlWithoutUserinfo(source);
+  const scheme = URL_SCHEME.exec(clean);
+  if (scheme) {
+    const rest = clean.slice(scheme[0].length);
+    const authorityEnd = rest.search(/[/?#]/);
+    const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
+    const at = authority.lastIndexOf('@');
+    const host = authority.slice(at + 1).toLowerCase();
+    return `${scheme[0].toLowerCase()}${authority.slice(0, at + 1)}${host}${rest.slice(authority.length)}`;
+  }
+  const scp = SCP_LIKE.exec(clean);
+  if (!scp) return clean;
+  return `${scp[1] === undefined ? '' : `${scp[1]}@`}${(scp[2] ?? '').toLowerCase()}:${scp[3] ?? ''}`;
 }
 
 function safeDecode(text: string): string {

@@ -66,7 +66,8 @@ export async function createWithProgress(
 }
 
 function summary(out: Output, record: SandboxRecord, elapsedMs: number): string {
-  const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit)' : ''}`;
+  const built = record.imageSource ? `, built from ${sanitizeName(record.imageSource)}` : '';
+  const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit' + built + ')' : ''}`;
   return [
     `${out.green('sandbox ready:')} ${out.bold(sanitizeName(record.id))} in ${formatElapsed(elapsedMs)}`,
     `  repo     ${sanitizeName(record.repo)}`,
