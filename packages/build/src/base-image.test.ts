@@ -88,7 +88,7 @@ describe('readExtraCa', () => {
 });
 
 describe('resolvePrepareOptions', () => {
-  const base = { containerId: 'abc', repoName: 'r', policy: 'offline' };
+  const base = { containerId: 'abc', repoName: 'r', source: '/src/r', policy: 'offline' };
   it('fills defaults and rejects unknown keys and bad values', () => {
     expect(resolvePrepareOptions(base).builder).toBe('auto');
     expect(() => resolvePrepareOptions({ ...base, extra: 1 })).toThrow(/invalid prepareImage option/);

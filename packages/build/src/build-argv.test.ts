@@ -4,7 +4,12 @@ import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 import { InvalidBuildOptionsError } from './errors.js';
 import { BUILD_TIMEOUT_ENV, resolvePrepareOptions } from './prepare.js';
 
-const base = { containerId: 'helper1', repoName: 'octo/hello', policy: 'clone-then-cut' } as const;
+const base = {
+  containerId: 'helper1',
+  repoName: 'octo/hello',
+  source: 'https://example.com/octo/hello.git',
+  policy: 'clone-then-cut',
+} as const;
 const limits = { memory: '2g', cpus: 2, processes: 4096, fileSize: 4 * 1024 ** 3 };
 
 function argv(overrides: Partial<Parameters<typeof buildArgv>[0]> = {}): string[] {

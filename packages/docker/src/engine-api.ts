@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { DockerCommandError } from './errors.js';
 import { docker, tracerFor } from './exec-docker.js';
 
 /** Reads that the engine answers over its socket in a millisecond, where the CLI costs ~25 ms. */
@@ -126,4 +127,54 @@ export async function listLabeled(
       const [objectName = line, value] = line.split('\t');
       return label && value ? { name: objectName, label: value } : { name: objectName };
     });
+}
+
+/**
+ * The labels of one container, or undefined when the engine has no container by that name. Over
+ * the engine socket where docker is reached that way (a millisecond: `exec` checks the role on its
+ * hot path), else `docker container inspect`. A daemon that does not answer throws.
+ */
+export async function containerLabels(name: string): Promise<Record<string, string> | undefined> {
+  const socket = engineSocket();
+  if (socket) {
+    const path = `/containers/${encodeURIComponent(name)}/json`;
+    tracerFor()?.(['(engine API)', 'GET', path]);
+    const answer = await getJsonOrMissing(socket, path, 10_000).catch(() => 'unanswered' as const);
+    if (answer === undefined) return undefined;
+    if (answer !== 'unanswered') {
+      const labels = (answer as { Config?: { Labels?: unknown } } | null)?.Config?.Labels;
+      return labelRecord(labels);
+    }
+  }
+  const result = await docker(['container', 'inspect', '--format', '{{json .Config.Labels}}', '--', name], {
+    allowFailure: true,
+  });
+  if (result.exitCode !== 0) {
+    if (/no such (container|object)/i.test(result.stderr)) return undefined;
+    throw new DockerCommandError(result.argv, result.exitCode, result.stderr);
+  }
+  try {
+    return labelRecord(JSON.parse(result.stdout));
+  } catch {
+    return {};
+  }
+}
+
+function labelRecord(labels: unknown): Record<string, string> {
+  if (!labels || typeof labels !== 'object') return {};
+  return Object.fromEntries(
+    Object.entries(labels as Record<string, unknown>).filter(
+      (entry): entry is [string, string] => typeof entry[1] === 'string',
+    ),
+  );
+}
+
+/** GET that reads a 404 as "missing" (undefined); other failures reject. */
+async function getJsonOrMissing(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
+  try {
+    return await getJson(socketPath, path, timeoutMs);
+  } catch (error) {
+    if ((error as Error).message.startsWith('engine answered 404')) return undefined;
+    throw error;
+  }
 }

@@ -1,8 +1,23 @@
-import { DockerCommandError, docker, inspectContainer } from '@ca-sandbox/docker';
-import { SandboxNotFoundError } from './errors.js';
+import {
+  DockerCommandError,
+  docker,
+  inspectContainer,
+  LABEL_ID,
+  LABEL_ROLE,
+  SANDBOX_LABEL,
+  SANDBOX_LABEL_VALUE,
+} from '@ca-sandbox/docker';
+import { NotABoxError, SandboxNotFoundError } from './errors.js';
 import { boxName } from './names.js';
 
-export { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer, sandboxNames } from './names.js';
+export {
+  BOX_USER,
+  BOX_WORKDIR,
+  boxName,
+  looksLikeMissingContainer,
+  resolveBox,
+  sandboxNames,
+} from './names.js';
 
 /**
  * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
@@ -14,7 +29,12 @@ export async function assertBoxRunning(id: string): Promise<void> {
     if (error instanceof DockerCommandError) return undefined;
     throw error;
   });
-  if (!inspect || inspect.Config.Labels['ca.sandbox.id'] !== id) throw new SandboxNotFoundError(id);
+  if (!inspect) throw new SandboxNotFoundError(id);
+  const labels = inspect.Config.Labels;
+  const role = labels[LABEL_ROLE] ?? '';
+  const ours = labels[SANDBOX_LABEL] === SANDBOX_LABEL_VALUE;
+  if (!ours || labels[LABEL_ID] !== id || role !== 'box')
+    throw new NotABoxError(id, boxName(id), ours ? role : '');
   if (!inspect.State.Running)
     throw new SandboxNotFoundError(id, `the sandbox is ${inspect.State.Status}, not running`);
 }

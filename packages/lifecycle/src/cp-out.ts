@@ -2,7 +2,7 @@ import { lstat, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, posix, resolve } from 'node:path';
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
 import { z } from 'zod';
-import { assertBoxRunning, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './_utils.js';
+import { assertBoxRunning, BOX_WORKDIR, looksLikeMissingContainer, resolveBox } from './_utils.js';
 import {
   CpOutDestinationError,
   CpOutSourceError,
@@ -72,9 +72,10 @@ export async function cpOut(
   if (process.platform === 'win32') {
     throw new UnsupportedHostError('copying out of a sandbox is not supported on windows hosts');
   }
-  const container = boxName(id);
   const { force, maxBytes, maxEntries } = resolveCpOutOptions(options);
   const source = resolveBoxPath(boxPath);
+  // Only a box: a helper (or a stranger carrying the name) is refused before anything is copied.
+  const container = await resolveBox(id);
   const destination = resolve(hostDest);
   await checkDestination(destination, force);
   const temp = await mkdtemp(join(dirname(destination), '.ca-sbx-cp-'));

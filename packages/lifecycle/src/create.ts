@@ -35,6 +35,7 @@ import {
   HelperImageMissingError,
   SandboxExistsError,
 } from './errors.js';
+import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { scanDirectory } from './pack-local.js';
 import {
@@ -136,6 +137,8 @@ class CreateRun {
   private current?: { phase: CreatePhase; started: number };
   /** Set before applyAllowlist runs: only then may a cleanup touch the id's firewall rules. */
   private firewallTouched = false;
+  /** Stops the helper's heartbeat (set once the helper runs). */
+  private stopHeartbeat: () => void = () => {};
 
   constructor(
     private readonly id: string,
@@ -204,10 +207,13 @@ class CreateRun {
       network: this.source.kind === 'local' ? 'none' : this.options.cloneNetwork,
       tmpfsSize: '1g',
       labels: this.labels,
+      // Bounded by a heartbeat: the helper (and a clone in it) dies when this create does.
+      command: HELPER_COMMAND,
     }).catch((error: unknown) => {
       if (error instanceof ContainerNameInUseError) throw new SandboxExistsError(this.id);
       throw error;
     });
+    this.stopHeartbeat = keepHelperAlive(this.names.helper);
     this.checkAborted();
     const limit = this.options.cloneTimeoutSeconds;
     if (this.source.kind === 'url') {
@@ -293,6 +299,7 @@ class CreateRun {
   }
 
   private async removeHelper(): Promise<void> {
+    this.stopHeartbeat();
     await docker(['rm', '--force', '--', this.names.helper]);
     this.checkAborted();
   }
@@ -342,6 +349,7 @@ class CreateRun {
    * Never throws: a failed cleanup must not hide the create's own error.
    */
   async cleanup(): Promise<string[]> {
+    this.stopHeartbeat();
     try {
       return await cleanupCreate(this.id, this.instance, this.firewallTouched);
     } catch (error) {

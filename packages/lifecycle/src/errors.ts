@@ -47,6 +47,18 @@ export class SandboxNotFoundError extends Error {
   }
 }
 
+/** The container of that name is not a sandbox box (a helper, or not ours): exec/cp/shell refuse it. */
+export class NotABoxError extends Error {
+  override name = 'NotABoxError';
+  readonly code = 'NOT_A_BOX';
+  readonly kind = 'usage' as const;
+  constructor(id: string, container: string, role: string) {
+    super(
+      `sandbox '${printable(id)}': container '${printable(container)}' is ${role ? `a ${printable(role, 40)}` : 'not a ca-sandbox box'}, not a box; exec, cp and shell act only on boxes`,
+    );
+  }
+}
+
 /** The local directory is over the packing caps (bytes or entries). */
 export class SourceTooLargeError extends Error {
   override name = 'SourceTooLargeError';

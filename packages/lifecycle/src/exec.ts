@@ -7,7 +7,7 @@ import {
   spawnDocker,
 } from '@ca-sandbox/docker/process';
 import { InvalidOptionsError } from './errors.js';
-import { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './names.js';
+import { BOX_USER, BOX_WORKDIR, looksLikeMissingContainer, resolveBox } from './names.js';
 
 /** The exec contract of DESIGN.md. */
 export interface ExecResult {
@@ -115,9 +115,10 @@ export async function execInSandbox(
   argv: readonly string[],
   options: ExecOptions = {},
 ): Promise<ExecResult> {
-  const container = boxName(id);
   const command = checkArgv(argv);
   const { maxBytes, timeoutMs } = resolveExecOptions(options);
+  // Only a box: a helper (or a stranger carrying the name) is refused before anything runs.
+  const container = await resolveBox(id);
   // node:crypto costs milliseconds to load: only a timeout needs the marker.
   const marker = timeoutMs ? (await import('node:crypto')).randomBytes(8).toString('hex') : undefined;
   const args = buildExecArgs(container, command, marker);

@@ -7,6 +7,7 @@ export {
   type PhaseEvent,
 } from './create.js';
 export {
+  CheckoutTooLargeError,
   CloneFailedError,
   CpOutDestinationError,
   CpOutLimitError,
@@ -18,6 +19,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  NotABoxError,
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,

@@ -4,8 +4,10 @@ import {
   DockerResponseError,
   docker,
   inspectContainer,
+  LABEL_CREATED,
   LABEL_ID,
   LABEL_POLICY,
+  LABEL_REPO,
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
@@ -14,28 +16,107 @@ import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { SandboxNotFoundError } from './errors.js';
-import { recordFromInspect, type SandboxRecord } from './record.js';
+import { LABEL_SOURCE, recordFromInspect, type SandboxRecord } from './record.js';
+import { redactUserinfo } from './source.js';
 
 /**
- * Every sandbox (box container labeled `ca.sandbox=1`, role box), its record read from labels
- * only: there is no state file to drift from the engine. Sorted by creation time.
+ * Every sandbox, its record read from labels only: there is no state file to drift from the
+ * engine. A box (role box) gives the full record; an id with objects but no box (a create still
+ * running, or one that was killed: helper, volume or network left) is listed too, with status
+ * `creating` while its helper runs and `incomplete` otherwise. Sorted by creation time.
  */
 export async function listSandboxes(): Promise<SandboxRecord[]> {
-  const { stdout } = await docker([
-    'container',
-    'ls',
-    '--all',
-    '--quiet',
-    '--no-trunc',
-    '--filter',
-    SANDBOX_FILTER,
-    '--filter',
-    `label=${LABEL_ROLE}=box`,
+  const [containers, volumes, networks] = await Promise.all([
+    labeledRows('container'),
+    labeledRows('volume'),
+    labeledRows('network'),
   ]);
-  const ids = stdout.split('\n').filter((line) => line.trim() !== '');
-  if (ids.length === 0) return [];
+  const boxes = containers.filter((row) => row.role === 'box').map((row) => row.name);
+  const records = boxes.length > 0 ? await inspectBoxes(boxes) : [];
+  const complete = new Set(records.map((record) => record.id));
+  const partial = new Map<string, SandboxRecord>();
+  for (const row of [...containers, ...volumes, ...networks]) {
+    if (!row.id || complete.has(row.id)) continue;
+    const record = partial.get(row.id) ?? partialRecord(row);
+    if (row.kind === 'container' && row.role === 'helper') {
+      record.container = row.name;
+      if (row.state === 'running') record.status = 'creating';
+    }
+    if (row.kind === 'volume') record.volume = row.name;
+    partial.set(row.id, record);
+  }
+  return [...records, ...partial.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** The status of an id that has objects but no box. */
+export type PartialStatus = 'creating' | 'incomplete';
+
+interface LabeledRow {
+  kind: 'container' | 'volume' | 'network';
+  name: string;
+  id: string;
+  role: string;
+  state: string;
+  policy: string;
+  repo: string;
+  source: string;
+  created: string;
+}
+
+const ROW_LABELS = [LABEL_ID, LABEL_ROLE, LABEL_POLICY, LABEL_REPO, LABEL_SOURCE, LABEL_CREATED] as const;
+
+/** Our objects of one kind with the labels a record needs, one `docker <kind> ls` each. */
+async function labeledRows(kind: LabeledRow['kind']): Promise<LabeledRow[]> {
+  const name = kind === 'container' ? '{{.Names}}' : '{{.Name}}';
+  const state = kind === 'container' ? '{{.State}}' : '-';
+  const labels = ROW_LABELS.map((label) => `{{.Label ${JSON.stringify(label)}}}`);
+  const format = [name, state, ...labels].join('\t');
+  const argv =
+    kind === 'container'
+      ? ['container', 'ls', '--all', '--filter', SANDBOX_FILTER, '--format', format]
+      : [kind, 'ls', '--filter', SANDBOX_FILTER, '--format', format];
+  const { stdout } = await docker(argv);
+  return stdout
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [
+        rowName = '',
+        rowState = '',
+        id = '',
+        role = '',
+        policy = '',
+        repo = '',
+        source = '',
+        created = '',
+      ] = line.split('\t');
+      return { kind, name: rowName, state: rowState, id, role, policy, repo, source, created };
+    });
+}
+
+function partialRecord(row: LabeledRow): SandboxRecord {
+  return {
+    id: row.id,
+    container: '',
+    volume: '',
+    image: '',
+    imageCacheHit: false,
+    imageSource: '',
+    dephash: '',
+    builder: '',
+    provider: '',
+    network: row.policy,
+    runtime: '',
+    repo: row.repo,
+    source: redactUserinfo(row.source),
+    status: 'incomplete' satisfies PartialStatus,
+    createdAt: row.created,
+  };
+}
+
+async function inspectBoxes(names: string[]): Promise<SandboxRecord[]> {
   // A box removed between the two calls makes inspect fail for that one only: keep the rest.
-  const inspected = await docker(['container', 'inspect', '--', ...ids], { allowFailure: true });
+  const inspected = await docker(['container', 'inspect', '--', ...names], { allowFailure: true });
   let json: unknown;
   try {
     json = JSON.parse(inspected.stdout || '[]');
@@ -44,7 +125,7 @@ export async function listSandboxes(): Promise<SandboxRecord[]> {
   }
   const parsed = z.array(ContainerInspectSchema).safeParse(json);
   if (!parsed.success) throw new DockerResponseError('docker container inspect has an unexpected shape');
-  return parsed.data.map(recordFromInspect).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return parsed.data.map(recordFromInspect);
 }
 
 /** Re-runs the isolation gate (run's verifyContainer) on the sandbox's box. */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create.js';
 import { CreateAbortedError, SandboxNotFoundError } from './errors.js';
+import { sandboxNames } from './names.js';
 import { destroySandbox, pruneWhere } from './teardown.js';
 
 const ready =
@@ -39,7 +40,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, limitMs = 60
 }
 
 const helperExists = (id: string) => async () =>
-  (await labeledObjects(id)).includes(`container:ca-sbx-${id}-helper`);
+  (await labeledObjects(id)).includes(`container:${sandboxNames(id).helper}`);
 
 describe.skipIf(!ready)('destroySandbox', () => {
   it('create → destroy leaves zero labeled objects', async () => {
@@ -136,7 +137,9 @@ describe.skipIf(!ready)('interrupted creates', () => {
       await exited;
     }
     const left = await labeledObjects(id);
-    expect(left).toEqual(expect.arrayContaining([`container:ca-sbx-${id}-helper`, `volume:ca-sbx-${id}`]));
+    expect(left).toEqual(
+      expect.arrayContaining([`container:${sandboxNames(id).helper}`, `volume:ca-sbx-${id}`]),
+    );
     // prune, narrowed to this test's sandbox so that parallel test runs keep theirs.
     const scope = [`label=ca.sandbox.id=${id}`];
     const preview = await pruneWhere(scope, { dryRun: true }, [id]);

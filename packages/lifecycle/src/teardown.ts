@@ -38,6 +38,9 @@ export const MAX_FAILURES = 100;
 /** Objects per `docker rm`/`volume rm`/`network rm` call, and calls in flight, during prune. */
 const PRUNE_CHUNK = 10;
 const PRUNE_PARALLEL = 4;
+/** Sweeps of one prune at most, and the pause before each re-sweep. */
+export const PRUNE_ROUNDS = 5;
+const PRUNE_ROUND_PAUSE_MS = 500;
 
 interface Found {
   containers: string[];
@@ -232,11 +235,18 @@ export async function pruneWhere(
     return { removed, failures: [], leftovers: [], dryRun: true };
   }
   const sweep = new Sweep();
-  await inChunks(found.containers, (chunk) => sweep.remove('container', chunk));
-  await Promise.all([
-    inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
-    inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
-  ]);
+  // A create killed a moment ago may leave a docker client that still makes its object (a helper,
+  // a volume) after the listing above: sweep and re-list until a listing finds nothing, or a
+  // bounded number of rounds has passed (what is left then is reported as leftovers).
+  // An object whose removal already failed is not tried again (its failure is reported once).
+  let left = found;
+  for (let index = 0; index < PRUNE_ROUNDS; index += 1) {
+    const todo = withoutFailed(left, sweep.result.failures);
+    if (named(todo).length === 0) break;
+    if (index > 0) await new Promise((resolve) => setTimeout(resolve, PRUNE_ROUND_PAUSE_MS));
+    await sweepFound(sweep, todo);
+    left = await discover(filters);
+  }
   if (rules.length > 0) {
     // Rules of a sandbox whose box or network survived stay (its egress must stay limited).
     const attached = await attachedIds(filters);
@@ -245,8 +255,8 @@ export async function pruneWhere(
     else for (const id of ids) await sweep.firewall(id);
   }
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
-  const [left, leftRules, leftCache] = await Promise.all([
-    discover(filters),
+  // The firewall and image steps change no container, volume or network: `left` still holds.
+  const [leftRules, leftCache] = await Promise.all([
     rulesNow(),
     images ? cacheImages() : Promise.resolve([]),
   ]);
@@ -256,6 +266,25 @@ export async function pruneWhere(
     ...leftCache.map((image) => `image:${image}`),
   ];
   return sweep.result;
+}
+
+function withoutFailed(found: Found, failures: readonly TeardownFailure[]): Found {
+  const failed = (kind: TeardownKind) =>
+    new Set(failures.filter((failure) => failure.kind === kind).map((failure) => failure.name));
+  const [containers, volumes, networks] = [failed('container'), failed('volume'), failed('network')];
+  return {
+    containers: found.containers.filter((name) => !containers.has(name)),
+    volumes: found.volumes.filter((name) => !volumes.has(name)),
+    networks: found.networks.filter((name) => !networks.has(name)),
+  };
+}
+
+async function sweepFound(sweep: Sweep, found: Found): Promise<void> {
+  await inChunks(found.containers, (chunk) => sweep.remove('container', chunk));
+  await Promise.all([
+    inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
+    inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
+  ]);
 }
 
 /** Ids of sandboxes that still have a container or network. */
