@@ -67,7 +67,8 @@ export async function createWithProgress(
 
 function summary(out: Output, record: SandboxRecord, elapsedMs: number): string {
   const built = record.imageSource ? `, built from ${sanitizeName(record.imageSource)}` : '';
-  const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit' + built + ')' : ''}`;
+  const hit = record.imageCacheHit ? ` (cache hit${built})` : '';
+  const image = `${sanitizeName(record.image)}${hit}`;
   return [
     `${out.green('sandbox ready:')} ${out.bold(sanitizeName(record.id))} in ${formatElapsed(elapsedMs)}`,
     `  repo     ${sanitizeName(record.repo)}`,
