@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tar from 'tar-stream';
@@ -84,6 +84,13 @@ describe('scanDirectory + packDirectory', () => {
     await expect(scanDirectory(dir, { maxBytes: 1024, maxEntries: 10 })).rejects.toBeInstanceOf(
       SourceTooLargeError,
     );
+  });
+
+  it('counts a sparse file by the bytes it would write, not the blocks it holds (no expansion hole)', async () => {
+    // 1 TiB apparent, a few KB on disk: tar would send (and the volume receive) the whole TiB.
+    await writeFile(join(dir, 'sparse'), '');
+    await truncate(join(dir, 'sparse'), 1024 ** 4);
+    await expect(scanDirectory(dir)).rejects.toThrow(/over the byte cap \(--max-source-bytes 512 MiB\)/);
   });
 
   it('enforces the entry cap', async () => {
