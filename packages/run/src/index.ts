@@ -17,7 +17,6 @@ export {
   type RunOptionsInput,
   RunOptionsSchema,
   resolveRunOptions,
-  sizeToBytes,
 } from './options.js';
 export {
   BLACKHOLE_DNS,
