@@ -24,6 +24,7 @@ import {
   resolveBaseImage,
 } from './base-image.js';
 import { buildArgv } from './build-argv.js';
+import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
@@ -343,7 +344,8 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
-    log(clean);
+    // The caller sees the install's own output; the error keeps the whole tail.
+    if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
     let rest = '';

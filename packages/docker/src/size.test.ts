@@ -44,12 +44,23 @@ describe('parseSize (docker RAMInBytes)', () => {
     expect(parseSize(text)).toBe(bytes);
   });
 
-  it.each(['', 'hello', '-32', ' 32 ', '32m b', '32bm', '1.2.3m', '2x', '.5g', '5.g', '2g,uid=0', '1e3', '0x10'])(
-    '%j is not a size',
-    (text) => {
-      expect(parseSize(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'hello',
+    '-32',
+    ' 32 ',
+    '32m b',
+    '32bm',
+    '1.2.3m',
+    '2x',
+    '.5g',
+    '5.g',
+    '2g,uid=0',
+    '1e3',
+    '0x10',
+  ])('%j is not a size', (text) => {
+    expect(parseSize(text)).toBeUndefined();
+  });
 
   it('refuses sizes beyond int64, as docker does', () => {
     expect(parseSize('9999999999p')).toBeUndefined();

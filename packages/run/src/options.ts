@@ -11,7 +11,9 @@ const LABEL_KEY = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
 
 /** A size as docker parses it (@ca-sandbox/docker parseSize), at least `min` bytes. */
 function dockerSize(min: number) {
-  return z.string().refine((text) => (parseSize(text) ?? -1) >= min, `must be ${SIZE_SYNTAX}, at least ${min} bytes`);
+  return z
+    .string()
+    .refine((text) => (parseSize(text) ?? -1) >= min, `must be ${SIZE_SYNTAX}, at least ${min} bytes`);
 }
 
 /** The only knobs a sandbox container has. Unknown keys are rejected: no docker flag passes through. */

@@ -174,7 +174,9 @@ describe('resolveRunOptions', () => {
   });
 
   it('takes sizes as docker parses them, and refuses what docker would refuse', () => {
-    expect(resolveRunOptions({ ...base, memory: '2gb', tmpfsSize: '64 MiB' })).toMatchObject({ memory: '2gb' });
+    expect(resolveRunOptions({ ...base, memory: '2gb', tmpfsSize: '64 MiB' })).toMatchObject({
+      memory: '2gb',
+    });
     expect(() => resolveRunOptions({ ...base, memory: '1k' })).toThrow(/memory must be a number/);
     expect(() => resolveRunOptions({ ...base, tmpfsSize: '0' })).toThrow(/tmpfsSize/);
     expect(() => resolveRunOptions({ ...base, maxFileSize: '4g,uid=0' })).toThrow(/maxFileSize/);
