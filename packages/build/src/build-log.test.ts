@@ -14,6 +14,9 @@ describe('isBuilderFraming', () => {
     'Successfully built 6a9a827459b9',
     'Successfully tagged ca-sbx:hello-node-8572c9363fa36e7e9548c40b',
     '[Warning] One or more build-args [ALL_PROXY all_proxy] were not consumed',
+    'DEPRECATED: The legacy builder is deprecated and will be removed in a future release.',
+    '            BuildKit is currently disabled; enable it by removing the DOCKER_BUILDKIT=0',
+    '            environment-variable.',
     '',
   ])('hides %j', (line) => {
     expect(isBuilderFraming(line)).toBe(true);
@@ -25,6 +28,7 @@ describe('isBuilderFraming', () => {
     'Collecting requests==2.32.3',
     'go: downloading golang.org/x/text v0.14.0',
     '> hello-node@1.0.0 postinstall',
+    'up to date in 5s',
     'Step into the light',
   ])('keeps the install output %j', (line) => {
     expect(isBuilderFraming(line)).toBe(false);

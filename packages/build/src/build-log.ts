@@ -11,6 +11,12 @@ const FRAMING = [
   /^Removing intermediate container [0-9a-f]+$/,
   /^Successfully (built [0-9a-f]+|tagged \S+)$/,
   /^\[Warning\] One or more build-args \[.*\] were not consumed$/,
+  // The client's notice that the legacy builder is deprecated (three lines, or five with buildx).
+  /^DEPRECATED: The legacy builder is deprecated\b/,
+  /^\s+BuildKit is currently disabled; enable it by removing the DOCKER_BUILDKIT=0$/,
+  /^\s+environment-variable\.$/,
+  /^\s+Install the buildx component to build images with BuildKit:$/,
+  /^\s+https:\/\/docs\.docker\.com\/go\/buildx\/$/,
 ];
 
 /** Whether a (cleaned) line of `docker build` output is the builder's framing, not the install's. */
