@@ -329,16 +329,13 @@ class CreateRun {
     }
   }
 
-  private async phase<T>(
-    phase: CreatePhase,
-    fn: () => Promise<T>,
-    describe?: (result: T) => string,
-  ): Promise<T> {
+  /** Runs one phase whose result is its detail line. */
+  private async phase(phase: CreatePhase, fn: () => Promise<string>): Promise<string> {
     this.checkAborted();
     this.start(phase);
-    const result = await fn();
-    this.done(describe ? describe(result) : typeof result === 'string' ? result : undefined);
-    return result;
+    const detail = await fn();
+    this.done(detail);
+    return detail;
   }
 
   private start(phase: CreatePhase): void {
