@@ -1,3 +1,5 @@
+import { formatSize } from '@ca-sandbox/docker/process';
+
 /** The repo source is not an accepted git URL or an existing directory (refused before anything runs). */
 export class InvalidSourceError extends Error {
   override name = 'InvalidSourceError';
@@ -25,6 +27,23 @@ export class InvalidOptionsError extends Error {
   override name = 'InvalidOptionsError';
   readonly code = 'INVALID_OPTIONS';
   readonly kind = 'usage' as const;
+}
+
+/**
+ * A resource limit out of bounds (the size syntax, docker's minimum, the engine's cores or memory).
+ * `option` is the createSandbox option (`memory`, `cpus`, `pids`) and `detail` says the value and
+ * the limit, so each caller can name the option its own way (the CLI: `--memory`).
+ */
+export class LimitError extends Error {
+  override name = 'LimitError';
+  readonly code = 'LIMIT_OUT_OF_RANGE';
+  readonly kind = 'usage' as const;
+  constructor(
+    readonly option: 'memory' | 'cpus' | 'pids',
+    readonly detail: string,
+  ) {
+    super(`${option} ${detail}`);
+  }
 }
 
 /** `--name` names a sandbox that already exists. */
@@ -83,21 +102,9 @@ export class CheckoutTooLargeError extends Error {
     super(
       cap === 'entries'
         ? `the checkout would create more than ${limits.maxEntries} entries, over the entry cap (--max-source-entries ${limits.maxEntries}); nothing was checked out`
-        : `the checkout would write more than ${formatBytes(limits.maxBytes)} (${seen.bytes} bytes in its first ${seen.entries} entries), over the byte cap (--max-source-bytes ${formatBytes(limits.maxBytes)}); nothing was checked out`,
+        : `the checkout would write more than ${formatSize(limits.maxBytes)} (${seen.bytes} bytes in its first ${seen.entries} entries), over the byte cap (--max-source-bytes ${formatSize(limits.maxBytes)}); nothing was checked out`,
     );
   }
-}
-
-/** `512 MiB` style size for messages. */
-export function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1 && value % 1024 === 0) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value} ${units[unit]}`;
 }
 
 /** The helper image (git for clones) is not present locally. */

@@ -19,6 +19,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   NotABoxError,
   SandboxExistsError,
   SandboxNotFoundError,
@@ -32,6 +33,7 @@ export {
   type ExecResult,
   execInSandbox,
 } from './exec.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';

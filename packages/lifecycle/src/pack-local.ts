@@ -2,8 +2,9 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
+import { formatSize } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
-import { formatBytes, SourceTooLargeError } from './errors.js';
+import { SourceTooLargeError } from './errors.js';
 
 export interface PackLimits {
   /** Total bytes of regular files. */
@@ -89,7 +90,7 @@ export async function scanDirectory(
       into.bytes += info.size;
       if (into.bytes > limits.maxBytes) {
         throw new SourceTooLargeError(
-          `the directory holds more than ${formatBytes(limits.maxBytes)} of files, over the byte cap (--max-source-bytes ${formatBytes(limits.maxBytes)})`,
+          `the directory holds more than ${formatSize(limits.maxBytes)} of files, over the byte cap (--max-source-bytes ${formatSize(limits.maxBytes)})`,
         );
       }
       return { ...common, type: 'file', size: info.size, mode: common.mode | 0o600 };
@@ -175,10 +176,25 @@ function startEntry(pack: tar.Pack, header: TarHeader): { sink: Sink; done: Prom
   return { sink, done };
 }
 
+/**
+ * Waits for one 'drain'. Every listener goes when any of them fires: this runs once per 64 KiB
+ * chunk of a big file, and leftover 'close'/'error' listeners piled up on the entry (Node's
+ * MaxListenersExceededWarning on every create of a directory with a file over ~700 KiB).
+ */
 function drained(sink: Sink): Promise<void> {
   return new Promise((resolve, reject) => {
-    sink.once('drain', () => resolve());
-    sink.once('close', () => reject(new Error('the tar stream was closed')));
-    sink.once('error', reject);
+    const settle = (error?: Error) => {
+      sink.off('drain', onDrain);
+      sink.off('close', onClose);
+      sink.off('error', onError);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onDrain = () => settle();
+    const onClose = () => settle(new Error('the tar stream was closed'));
+    const onError = (error: Error) => settle(error);
+    sink.once('drain', onDrain);
+    sink.once('close', onClose);
+    sink.once('error', onError);
   });
 }
