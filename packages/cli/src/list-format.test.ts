@@ -12,6 +12,7 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     volume: 'ca-sbx-demo',
     image: 'ca-sbx-base:node',
     imageCacheHit: false,
+    imageSource: '',
     dephash: 'abc',
     builder: 'builtin',
     provider: 'node',

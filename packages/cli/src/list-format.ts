@@ -34,6 +34,7 @@ export const LIST_FIELDS: Record<
   Volume: { header: 'VOLUME', value: (r) => r.volume },
   Dephash: { header: 'DEPHASH', value: (r) => r.dephash },
   CacheHit: { header: 'CACHE HIT', value: (r) => String(r.imageCacheHit) },
+  ImageSource: { header: 'IMAGE SOURCE', value: (r) => r.imageSource },
 };
 
 /** The default table, as `list` has always printed it. */
