@@ -6,9 +6,10 @@ import { PROVIDERS, type Provider } from './provider.js';
 
 /** The official images each provider builds on (seeded locally by scripts/seed-images.sh as ca-sbx-base:*). */
 export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
-  node: 'node:22-bookworm-slim',
-  python: 'python:3.12-slim-bookworm',
-  go: 'golang:1.23-bookworm',
+  // Full images (not -slim) where the install compiles: node-gyp addons, C extensions, cgo.
+  node: 'node:22-bookworm',
+  python: 'python:3.11-bookworm',
+  go: 'golang:1.27-bookworm',
   rust: 'rust:1-slim-bookworm',
   plain: 'debian:bookworm-slim',
 };
