@@ -121,6 +121,17 @@ export async function ensureBaseImage(
 const MAX_CA_BYTES = 4 * 1024 * 1024;
 const MAX_CA_CERTS = 500;
 
+/** Names the CA bundle of a TLS-intercepting proxy, for the install and the clone alike. */
+export const CA_CERTS_ENV = 'CA_SANDBOX_CA_CERTS';
+
+/** The bundle to trust: the option, else CA_SANDBOX_CA_CERTS; undefined when neither is set. */
+export function resolveCaCertificates(
+  option?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  return option || env[CA_CERTS_ENV] || undefined;
+}
+
 /**
  * The CERTIFICATE blocks of a PEM bundle named by the user (option or CA_SANDBOX_CA_CERTS), for
  * the install step behind a TLS-intercepting proxy. Only certificates are taken: a private key

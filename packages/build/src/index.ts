@@ -1,9 +1,12 @@
 export {
   type BaseImageChoice,
+  CA_CERTS_ENV,
   DEFAULT_BASE_IMAGES,
   ensureBaseImage,
   readConfigBaseImages,
+  readExtraCa,
   resolveBaseImage,
+  resolveCaCertificates,
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {

@@ -19,6 +19,7 @@ import {
   normaliseImageRef,
   readExtraCa,
   resolveBaseImage,
+  resolveCaCertificates,
 } from './base-image.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
@@ -317,7 +318,7 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     recipe.notes.unshift(...prepared.notes);
     // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
     recipe.installEnv.push(...registryInstallEnv(input.detection.provider, opts.registries));
-    const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
+    const caFile = resolveCaCertificates(opts.caCertificates);
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
     const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile), buildId });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
