@@ -1,4 +1,5 @@
 import type { ErrorKind } from '@ca-sandbox/docker';
+import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
 export class InvalidBuildOptionsError extends Error {
@@ -95,7 +96,7 @@ export class ImageBuildError extends Error {
     report: BuildFailureReport = {},
   ) {
     const details = report.details ?? [];
-    const cause = details[details.length - 1] ?? lastLine(output);
+    const cause = causeLine(details) ?? lastLine(output);
     super(
       `dependency install failed (docker build of ${image} exited ${exitCode}): ${cause || 'no output'}` +
         (memoryLimit && KILLED.test(output)

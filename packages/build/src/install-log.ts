@@ -61,8 +61,19 @@ const CAUSE = [
   /\b(No such file or directory|command not found|Permission denied|ENOENT|EACCES|ERESOLVE|ETIMEDOUT|ECONNREFUSED|EAI_AGAIN|ENOTFOUND|CERT_|certificate)\b/,
 ];
 
-/** Our own and docker's framing lines: never the cause. */
+/** Lines that name the failure most precisely: the one quoted in the error message. */
+const SPECIFIC =
+  /\b(40[0-9]|Not Found|No matching distribution|Could not find|ERR_PNPM_\w+|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|certificate|gyp ERR! stack Error|fatal error|undefined reference|unknown revision|invalid version|checksum mismatch|module lookup disabled|Killed)\b/i;
+
+/** The line of `details` to quote in a one-line message. */
+export function causeLine(details: readonly string[]): string | undefined {
+  return details.find((line) => SPECIFIC.test(line)) ?? details[0];
+}
+
+/** Our own and docker's framing lines, and tools' trailers: never the cause. */
 const NOISE = [
+  /A complete log of this run can be found in|Log files were not written/,
+  /^gyp ERR! (cwd|node -v|node-gyp -v|System|command|not ok)\b/,
   /^Step \d+\/\d+ : /,
   /^ ---> /,
   /^Removing intermediate container /,
