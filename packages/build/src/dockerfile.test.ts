@@ -90,7 +90,9 @@ describe('renderDockerfile (built-in builder)', () => {
     const uv = installScript(
       builtinRecipe([f('pyproject.toml'), f('uv.lock')], { provider: 'python', packageManager: 'uv' }),
     );
-    expect(uv).toContain('uv export --frozen --no-hashes --all-groups');
+    expect(uv).toContain(
+      'uv export --frozen --no-hashes --no-emit-project --no-emit-workspace $(python3 /tmp/ca-sbx-reqs.py uv-args)',
+    );
     expect(uv).not.toContain('--no-dev');
     // Without uv in the image, the lock's pins are installed with pip.
     expect(uv).toContain('python3 /tmp/ca-sbx-reqs.py uv-lock > /tmp/ca-sbx-req.txt');

@@ -40,6 +40,8 @@ heavy = ["torch"]
 [dependency-groups]
 dev = ["pytest>=8", { include-group = "lint" }, "demo[heavy]"]
 lint = ["packaging"]
+docs = ["sphinx"]
+tests = ["freezegun"]
 `;
 
 const LOCK = `version = 1
@@ -57,6 +59,7 @@ heavy = [{ name = "torch" }]
 
 [package.dev-dependencies]
 dev = [{ name = "pytest" }]
+docs = [{ name = "sphinx" }]
 
 [[package]]
 name = "six"
@@ -94,8 +97,8 @@ source = { registry = "https://pypi.org/simple" }
 `;
 
 describe.skipIf(!python)('the python requirements program', { timeout: 30_000 }, () => {
-  it('uv-lock: pins of the project, its groups and test extra; markers evaluated; not other extras', () => {
-    expect(run('uv-lock', { 'uv.lock': LOCK }).split('\n')).toEqual([
+  it('uv-lock: pins of the project, its dev/test groups and test extra; markers evaluated; not docs', () => {
+    expect(run('uv-lock', { 'uv.lock': LOCK, 'pyproject.toml': PYPROJECT }).split('\n')).toEqual([
       'attrs==25.3.0',
       'iniconfig==2.1.0',
       'pytest==8.4.2',
@@ -104,14 +107,18 @@ describe.skipIf(!python)('the python requirements program', { timeout: 30_000 },
   });
 
   it('uv-extras and pyproject: test extras, every group with include-group, not the project itself', () => {
-    expect(run('uv-extras', { 'pyproject.toml': PYPROJECT })).toBe('--extra test');
+    expect(run('uv-args', { 'pyproject.toml': PYPROJECT })).toBe('--group dev --group tests --extra test');
     expect(run('pyproject', { 'pyproject.toml': PYPROJECT }).split('\n')).toEqual([
       'six>=1.16',
       'attrs',
       'pytest>=8',
       'packaging',
-      'packaging',
+      'freezegun',
     ]);
+    const all = `${PYPROJECT}\n[tool.uv]\ndefault-groups = "all"\n`;
+    expect(run('uv-args', { 'pyproject.toml': all })).toBe(
+      '--group dev --group lint --group docs --group tests --extra test',
+    );
     expect(run('pyproject', {})).toBe('');
   });
 });

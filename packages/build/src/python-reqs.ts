@@ -2,10 +2,11 @@
  * A stdlib-only Python program run in the install step (python >= 3.11 for tomllib; pip's vendored
  * `packaging` evaluates markers). It prints what a developer installs to run the tests:
  * - `uv-lock`: the pins of uv.lock reachable from the workspace's own packages through their
- *   dependencies, every dependency group (uv's dev-dependencies) and a test/tests/testing/dev extra,
- *   markers evaluated for this interpreter — uv's `sync` set, installed with pip when uv is absent;
- * - `uv-extras`: `--extra NAME` for those extras (the arguments of `uv export`);
- * - `pyproject`: `[project]` dependencies, those extras and every `[dependency-groups]` group
+ *   dependencies, the developer's groups (uv's default-groups, else `dev`, plus groups named
+ *   test/tests/testing) and a test/tests/testing/dev extra, markers evaluated for this interpreter
+ *   — what `uv sync` plus the test groups install, for pip when uv is absent;
+ * - `uv-args`: `--group NAME` / `--extra NAME` for the same groups and extras (for `uv export`);
+ * - `pyproject`: `[project]` dependencies, those extras and those `[dependency-groups]` groups
  *   (include-group followed), less requirements on the project itself.
  * The files read are the repo's (hostile): nothing is executed, only parsed.
  */
@@ -13,7 +14,7 @@ export const PYTHON_REQS_PROGRAM = String.raw`import sys, tomllib
 from pip._vendor.packaging.markers import Marker
 from pip._vendor.packaging.utils import canonicalize_name as norm
 
-TEST_EXTRAS = {"test", "tests", "testing", "dev"}
+TEST_NAMES = {"test", "tests", "testing", "dev"}
 
 
 def load(name):
@@ -32,7 +33,17 @@ def holds(marker):
 
 
 def test_extras(project):
-    return sorted(e for e in (project.get("optional-dependencies") or {}) if norm(e) in TEST_EXTRAS)
+    return sorted(e for e in (project.get("optional-dependencies") or {}) if norm(e) in TEST_NAMES)
+
+
+def test_groups(pyproject):
+    # The groups a developer's "uv sync" gets (default-groups, else dev) plus the test ones.
+    names = list((pyproject.get("dependency-groups") or {}).keys())
+    default = ((pyproject.get("tool") or {}).get("uv") or {}).get("default-groups", ["dev"])
+    if default == "all":
+        return names
+    wanted = {norm(g) for g in default if isinstance(g, str)} | TEST_NAMES
+    return [g for g in names if norm(g) in wanted]
 
 
 def groups(pyproject):
@@ -49,12 +60,13 @@ def groups(pyproject):
             elif isinstance(item, dict) and "include-group" in item:
                 walk(item["include-group"], seen)
 
-    for name in table:
+    for name in test_groups(pyproject):
         walk(name, set())
     return out
 
 
 def uv_lock():
+    wanted = {norm(g) for g in test_groups(load("pyproject.toml"))}
     by_name = {}
     for pkg in load("uv.lock").get("package", []):
         by_name.setdefault(norm(pkg["name"]), []).append(pkg)
@@ -76,10 +88,11 @@ def uv_lock():
     for pkg in (p for ps in by_name.values() for p in ps if local(p)):
         todo += pkg.get("dependencies", [])
         for extra, deps in (pkg.get("optional-dependencies") or {}).items():
-            if norm(extra) in TEST_EXTRAS:
+            if norm(extra) in TEST_NAMES:
                 todo += deps
-        for deps in (pkg.get("dev-dependencies") or {}).values():
-            todo += deps
+        for group, deps in (pkg.get("dev-dependencies") or {}).items():
+            if norm(group) in wanted:
+                todo += deps
     while todo:
         dep = todo.pop()
         if not holds(dep.get("marker")):
@@ -123,8 +136,11 @@ def pyproject_reqs():
 mode = sys.argv[1]
 if mode == "uv-lock":
     uv_lock()
-elif mode == "uv-extras":
-    print(" ".join("--extra " + e for e in test_extras(load("pyproject.toml").get("project") or {})))
+elif mode == "uv-args":
+    pyproject = load("pyproject.toml")
+    args = ["--group " + g for g in test_groups(pyproject)]
+    args += ["--extra " + e for e in test_extras(pyproject.get("project") or {})]
+    print(" ".join(args))
 elif mode == "pyproject":
     pyproject_reqs()
 `;

@@ -44,10 +44,10 @@ function hasProjectTable(files: readonly ManifestFile[]): boolean {
 
 /**
  * The python install step: what a developer installs to run the tests, into /deps/python.
- * uv: every dependency group and a test extra (uv export when uv is in the image, else the lock's
- * pins read by our program and installed with pip); poetry: all groups; pipenv: --dev;
- * pip: requirements.txt, requirements-dev/-test files, and pyproject's dependencies, test extra
- * and dependency groups.
+ * uv: the default (dev) and test dependency groups and a test extra (uv export when uv is in the
+ * image, else the lock's pins read by our program and installed with pip); poetry: all groups;
+ * pipenv: --dev; pip: requirements.txt, requirements-dev/-test files, and pyproject's
+ * dependencies, test extra and dev/test dependency groups.
  */
 export function pythonInstall(
   files: readonly ManifestFile[],
@@ -60,11 +60,11 @@ export function pythonInstall(
       if (!files.some((file) => file.path === 'uv.lock')) break;
       return {
         installEnv,
-        notes: ['uv: every dependency group and a test extra are installed (uv sync --all-groups)'],
+        notes: ['uv: the default (dev) and test dependency groups and a test extra are installed'],
         install: exported([
           WRITE_PROGRAM,
           'if command -v uv >/dev/null 2>&1; then',
-          `  uv export --frozen --no-hashes --all-groups --no-emit-project --no-emit-workspace $(${PY} ${PROGRAM} uv-extras) -o ${REQ}`,
+          `  uv export --frozen --no-hashes --no-emit-project --no-emit-workspace $(${PY} ${PROGRAM} uv-args) -o ${REQ}`,
           'else',
           `  echo 'ca-sandbox: uv is not in the base image: installing the pins of uv.lock with pip'`,
           `  ${PY} ${PROGRAM} uv-lock > ${REQ}`,
