@@ -118,6 +118,10 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(script).not.toContain('requirements-docs.txt');
     expect(script).not.toContain('sub/requirements-dev.txt');
     expect(script).toContain('python3 /tmp/ca-sbx-reqs.py pyproject >> /tmp/ca-sbx-req.txt');
+    // The project's own src layout imports in the box, as after `pip install -e .`.
+    expect(render([f('pyproject.toml', '[project]\nname = "x"\n')])).toContain(
+      'ENV PYTHONPATH="/deps/python:/work/repo/src"',
+    );
   });
 
   it('go: module cache under /deps/go, -mod=mod, one download per go.mod', () => {

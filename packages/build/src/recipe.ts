@@ -50,8 +50,12 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
     );
   } else if (provider === 'python') {
     const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
+    // The project itself, as `pip install -e .` gives a developer: a src layout's packages import.
+    const project = files.some((f) => ['pyproject.toml', 'setup.py', 'setup.cfg'].includes(f.path))
+      ? [`${REPO_DIR}/src`]
+      : [];
     env.push(
-      { name: 'PYTHONPATH', value: ['/deps/python', ...local].join(':') },
+      { name: 'PYTHONPATH', value: ['/deps/python', ...local, ...project].join(':') },
       { name: 'PATH', value: '/deps/python/bin:$PATH', expand: true },
       { name: 'PIP_DISABLE_PIP_VERSION_CHECK', value: '1' },
     );
