@@ -164,21 +164,17 @@ describe('fixtures run their own tests in the box (real engine)', () => {
 describe('a failing install (real engine)', () => {
   it('says why (npm error lines, the kept log) and leaves no image, container or temp dir behind', async () => {
     const contexts = () => readdirSync(tmpdir()).filter((name) => name.startsWith('ca-sbx-build-'));
-    const buildImages = async () =>
-      (
-        await docker(['image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `label=${LABEL_BUILD_ID}`])
-      ).stdout
-        .split('\n')
-        .filter(Boolean);
     const before = new Set(contexts());
-    const imagesBefore = new Set(await buildImages());
     const fixture = await repo({
       'package.json': JSON.stringify({
         name: 'fails',
         dependencies: { 'ca-sbx-no-such-package-4f1c': '1.0.0' },
       }),
     });
-    const error = await prepare(fixture, 'fails').catch((e: unknown) => e);
+    const lines: string[] = [];
+    const error = await prepare(fixture, 'fails', { onLog: (line) => lines.push(line) }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ImageBuildError);
     const failure = error as ImageBuildError;
     expect(failure.message).toMatch(/^dependency install failed \(docker build of \S+ exited 1\): /);
@@ -190,8 +186,18 @@ describe('a failing install (real engine)', () => {
     expect(log).toContain('ca-sbx-no-such-package-4f1c');
     expect(failure.hint).toBe(`full install log: ${failure.logFile}`);
     rmSync(failure.logFile ?? '', { force: true });
-    // Nothing of the build is left: no image with a build id that was not there before, no context.
-    expect((await buildImages()).filter((id) => !imagesBefore.has(id))).toEqual([]);
+    // Nothing of the build is left: no image of its build id (docker echoes our LABEL step), no context.
+    const buildId = lines.join('\n').match(new RegExp(`LABEL ${LABEL_BUILD_ID}=([0-9a-f]+)`))?.[1];
+    expect(buildId).toMatch(/^[0-9a-f]{24}$/);
+    const left = await docker([
+      'image',
+      'ls',
+      '--all',
+      '--quiet',
+      '--filter',
+      `label=${LABEL_BUILD_ID}=${buildId}`,
+    ]);
+    expect(left.stdout.trim()).toBe('');
     expect(contexts().filter((name) => !before.has(name))).toEqual([]);
     const tag = await docker(['image', 'ls', '--quiet', `ca-sbx:toolchains-fails-${run}-*`]);
     expect(tag.stdout.trim()).toBe('');
