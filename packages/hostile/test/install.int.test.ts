@@ -22,7 +22,9 @@ describe('hostile install output', () => {
   it('a failing install that prints terminal controls: exit 1, its lines shown neutralised (text and --json)', async () => {
     const text = await cli(['create', join(fixtures, 'fails'), '--network', 'clone-then-cut'], env);
     expect(text.exitCode).toBe(1);
-    expect(text.stderr).toMatch(/^error: dependency install failed \(docker build of \S+ exited 1\): npm error/m);
+    expect(text.stderr).toMatch(
+      /^error: dependency install failed \(docker build of \S+ exited 1\): npm error/m,
+    );
     expect(text.stderr).toContain('npm error fake cause');
     expect(text.stderr).not.toMatch(TERMINAL_CONTROL);
     const json = await cli(['create', join(fixtures, 'fails'), '--network', 'clone-then-cut', '--json'], env);

@@ -1,3 +1,4 @@
+import { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from '@ca-sandbox/build';
 import {
   type ContainerInspect,
   LABEL_CREATED,
@@ -6,7 +7,6 @@ import {
   LABEL_REPO,
   LABEL_RUNTIME,
 } from '@ca-sandbox/docker';
-import { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from '@ca-sandbox/build';
 import { BOX_WORKDIR } from './_utils.js';
 import { redactUserinfo } from './source.js';
 
