@@ -1,11 +1,6 @@
 import { posix } from 'node:path';
 import { shellQuote } from './_utils.js';
-import {
-  filterRequirements,
-  hasInstallableRequirement,
-  manifestDirs,
-  pythonLocalPaths,
-} from './local-paths.js';
+import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
 import type { Detection, Provider } from './provider.js';
 import { pythonInstall } from './recipe-python.js';

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import {
-  LABEL_TOOLCHAIN,
   linkDependencies,
   type PreparedImage,
   prepareImage,
