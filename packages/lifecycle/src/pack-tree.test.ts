@@ -66,11 +66,11 @@ describe('packTree', () => {
     expect(output.writableEnded).toBe(false);
     const entries = await entriesOf(output.chunks);
     expect(entries.map((e) => [e.name, e.type])).toEqual([
-      ['repo', 'directory'],
+      ['repo/', 'directory'],
       ['repo/b.txt', 'file'],
       ['repo/hard', 'link'],
       ['repo/soft', 'symlink'],
-      ['repo/sub', 'directory'],
+      ['repo/sub/', 'directory'],
       ['repo/sub/a.txt', 'file'],
     ]);
     expect(entries[1]).toMatchObject({ body: 'bee', mode: 0o755 });

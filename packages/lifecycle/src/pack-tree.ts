@@ -50,7 +50,8 @@ async function packEntry(
   if (info.isSymbolicLink()) {
     await entry(pack, { ...base, type: 'symlink', linkname: await readlink(path) });
   } else if (info.isDirectory()) {
-    await entry(pack, { ...base, type: 'directory' });
+    // A trailing slash, as docker cp and tar write directory names.
+    await entry(pack, { ...base, name: `${name}/`, type: 'directory' });
     for (const child of (await readdir(path)).sort()) await packEntry(pack, root, `${name}/${child}`, seen);
   } else if (info.isFile()) {
     const inode = `${info.dev}:${info.ino}`;
