@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { GIT_MODES } from '@ca-sandbox/lifecycle/git-modes';
 import { Command, Option } from 'commander';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
+import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { type GlobalOptions, Output } from './output.js';
 
 /** The package version, from package.json (dist/ or dist/bundle/ are one or two levels below it). */
