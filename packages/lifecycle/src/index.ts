@@ -18,6 +18,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,
@@ -31,6 +32,7 @@ export {
   execInSandbox,
 } from './exec.js';
 export { GIT_MODES, type GitMode } from './git-modes.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
