@@ -2,6 +2,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { isBuilderFraming } from './build-log.js';
 
 /**
  * Where full install logs are kept: `$XDG_STATE_HOME/ca-sandbox/logs`, else
@@ -70,16 +71,10 @@ export function causeLine(details: readonly string[]): string | undefined {
   return details.find((line) => SPECIFIC.test(line)) ?? details[0];
 }
 
-/** Our own and docker's framing lines, and tools' trailers: never the cause. */
+/** Tools' trailers: never the cause (docker's own framing is isBuilderFraming's). */
 const NOISE = [
   /A complete log of this run can be found in|Log files were not written/,
   /^gyp ERR! (cwd|node -v|node-gyp -v|System|command|not ok)\b/,
-  /^Step \d+\/\d+ : /,
-  /^ ---> /,
-  /^Removing intermediate container /,
-  /^Sending build context /,
-  /^(DEPRECATED|Install the buildx|https:\/\/docs\.docker\.com\/go\/buildx|\s+Install the buildx|\s+https:\/\/docs)/,
-  /^\s*$/,
 ];
 
 /**
@@ -103,7 +98,9 @@ export function meaningfulLines(lines: readonly string[], max = 8, width = 300):
       break;
     }
   }
-  const step = lines.slice(start, end).filter((line) => !NOISE.some((re) => re.test(line)));
+  const step = lines
+    .slice(start, end)
+    .filter((line) => !isBuilderFraming(line) && !NOISE.some((re) => re.test(line)));
   const causes = step.filter((line) => CAUSE.some((re) => re.test(line)));
   const picked = (causes.length > 0 ? causes : step).slice(-max);
   return picked.map((line) => (line.length > width ? `${line.slice(0, width)}…` : line));

@@ -6,9 +6,13 @@ import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
   docker,
   dockerSpawnError,
+  parseSize,
   SANDBOX_LABEL,
+  SIZE_SYNTAX,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
@@ -22,6 +26,7 @@ import {
   resolveCaCertificates,
 } from './base-image.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
+import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
@@ -97,9 +102,12 @@ const PrepareOptionsSchema = z.strictObject({
   /** Memory of each build container (no swap on top), docker syntax: `2g`, `512m`. */
   buildMemory: z
     .string()
-    .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
+    .refine(
+      (text) => (parseSize(text) ?? 0) >= DOCKER_MIN_MEMORY_BYTES,
+      `must be ${SIZE_SYNTAX}, at least 6m (docker's minimum)`,
+    )
     .default(DEFAULT_BUILD_MEMORY),
-  buildCpus: z.number().min(0.01).max(1024).default(DEFAULT_BUILD_CPUS),
+  buildCpus: z.number().min(DOCKER_MIN_CPUS).max(1024).default(DEFAULT_BUILD_CPUS),
   /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
   buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
   /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
@@ -417,8 +425,9 @@ async function runBuild(input: RunBuildInput): Promise<string[]> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
+    // The kept log has everything; the caller sees the install's own output.
     input.installLog.write(clean);
-    log(clean);
+    if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
     let rest = '';
