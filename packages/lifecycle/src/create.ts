@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { linkDependencies, type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import {
+  linkDependencies,
+  type PreparedImage,
+  prepareImage,
+  readExtraCa,
+  resolveCaCertificates,
+} from '@ca-sandbox/build';
 import {
   DockerUnavailableError,
   docker,
@@ -26,6 +32,7 @@ import {
   buildLocalClonePlan,
   buildUrlClonePlan,
   type ClonePlan,
+  installCloneCa,
   runCloneSteps,
   sendLocalTree,
 } from './clone.js';
@@ -218,7 +225,9 @@ class CreateRun {
     this.checkAborted();
     const limit = this.options.cloneTimeoutSeconds;
     if (this.source.kind === 'url') {
-      await this.fetchMeasureCheckout(buildUrlClonePlan(this.source, this.options.ref, limit));
+      const caFile = resolveCaCertificates();
+      const caEnv = caFile ? await installCloneCa(this.names.helper, readExtraCa(caFile)) : {};
+      await this.fetchMeasureCheckout(buildUrlClonePlan(this.source, this.options.ref, limit), caEnv);
       return this.source.display;
     }
     if (!scan) throw new Error('unreachable: local source without a scan');
@@ -235,11 +244,11 @@ class CreateRun {
    * Fetch without a work tree, measure what the checkout would write against the source caps
    * (CheckoutTooLargeError before any file is written), then check out.
    */
-  private async fetchMeasureCheckout(plan: ClonePlan): Promise<void> {
+  private async fetchMeasureCheckout(plan: ClonePlan, caEnv: Record<string, string> = {}): Promise<void> {
     const limit = this.options.cloneTimeoutSeconds;
     const signal = this.hooks.signal;
     const helper = this.names.helper;
-    await runCloneSteps(helper, plan.fetch, limit, signal);
+    await runCloneSteps(helper, plan.fetch, limit, signal, caEnv);
     this.checkAborted();
     const size = await measureCheckout(helper, plan.revision, this.options.sourceLimits, limit, signal);
     this.checkAborted();
@@ -339,6 +348,7 @@ class CreateRun {
             provider: prepared.provider,
             depsInstalled: prepared.depsInstalled,
             imageSource: prepared.imageSource,
+            toolchain: prepared.toolchain,
           }),
         },
       },

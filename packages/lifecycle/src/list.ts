@@ -102,6 +102,8 @@ function partialRecord(row: LabeledRow): SandboxRecord {
     image: '',
     imageCacheHit: false,
     imageSource: '',
+    depsInstalled: false,
+    toolchain: {},
     dephash: '',
     builder: '',
     provider: '',
