@@ -24,7 +24,7 @@ if ! have ca-sbx-base:bookworm-minbase; then
 fi
 
 # Order matters: each layer builds FROM the one before it.
-for name in debian git node python go; do
+for name in debian git node python go gateway; do
   tag="ca-sbx-base:$name"
   if have "$tag"; then
     log "$tag present"

@@ -214,6 +214,13 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .action(action(async () => (await import('./commands/verify.js')).verifyCommand));
 
   program
+    .command('egress')
+    .description('what the clone and the install reached through the egress gateway, and what was refused')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox egress demo', 'ca-sandbox egress demo --json']))
+    .action(action(async () => (await import('./commands/egress.js')).egressCommand));
+
+  program
     .command('mcp')
     .description('stdio MCP server with the same operations, for agents')
     .addHelpText('after', example(['ca-sandbox mcp', 'claude mcp add ca-sandbox -- ca-sandbox mcp']))

@@ -162,8 +162,8 @@ export function buildLocalCloneSteps(
   return steps;
 }
 
-function envArgs(): string[] {
-  return Object.entries(GIT_ENV).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+function envArgs(extra: Record<string, string>): string[] {
+  return Object.entries({ ...GIT_ENV, ...extra }).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
 }
 
 /** Runs clone steps in the helper; CloneFailedError with git's own first error line. */
@@ -172,11 +172,12 @@ export async function runCloneSteps(
   steps: readonly CloneStep[],
   timeoutSeconds: number,
   signal?: AbortSignal,
+  extraEnv: Record<string, string> = {},
 ): Promise<void> {
   let previousFailed = false;
   for (const step of steps) {
     if (step.fallback && !previousFailed) continue;
-    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(), helper, ...step.argv];
+    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(extraEnv), helper, ...step.argv];
     const result = await docker(argv, {
       allowFailure: true,
       timeoutMs: (timeoutSeconds + 30) * 1000,

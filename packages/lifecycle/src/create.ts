@@ -17,11 +17,23 @@ import {
   applyAllowlist,
   assertFirewallUsable,
   createSandboxNetwork,
+  installEgressRules,
   removeFirewallRules,
 } from '@ca-sandbox/network';
 import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
-import { buildLocalCloneSteps, buildUrlCloneSteps, runCloneSteps, sendLocalTree } from './clone.js';
+import { buildLocalCloneSteps, buildUrlCloneSteps, GIT_ENV, runCloneSteps, sendLocalTree } from './clone.js';
+import {
+  CreateEgress,
+  cloneRules,
+  describeSummaryRow,
+  type EgressSummaryRow,
+  LABEL_EGRESS,
+  proxyEnv,
+  relayEnv,
+  relayInstallStep,
+  summariseDecisions,
+} from './egress.js';
 import {
   CreateAbortedError,
   CreateCleanupError,
@@ -129,6 +141,8 @@ class CreateRun {
   private current?: { phase: CreatePhase; started: number };
   /** Set before applyAllowlist runs: only then may a cleanup touch the id's firewall rules. */
   private firewallTouched = false;
+  /** The egress gateway of the clone and the install (started only when one of them needs it). */
+  readonly egress: CreateEgress;
 
   constructor(
     private readonly id: string,
@@ -144,16 +158,19 @@ class CreateRun {
       [LABEL_SOURCE]: source.display,
       [LABEL_INSTANCE]: this.instance,
     });
+    this.egress = new CreateEgress(id, this.labels, hooks.signal);
   }
 
   async execute(): Promise<SandboxRecord> {
     await this.phase('preflight', () => this.preflight());
     await this.phase('clone', () => this.clone());
     const prepared = await this.build();
+    // The helper sits on the gateway's internal network: it goes first, then the gateway.
     await this.removeHelper();
+    const egress = await this.settleEgress();
     const box = await this.phase(
       'run',
-      () => this.startBox(prepared),
+      () => this.startBox(prepared, egress),
       (started) => started.name,
     );
     // runContainer already refused a box failing any check; this phase reports what was checked.
@@ -171,7 +188,8 @@ class CreateRun {
     }
     if (!(await imageExists(this.options.helperImage)))
       throw new HelperImageMissingError(this.options.helperImage);
-    if (this.options.policy === 'allowlist') await assertFirewallUsable();
+    if (this.options.policy === 'allowlist' && this.options.allowVia === 'firewall')
+      await assertFirewallUsable();
     const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
     const [containers, volumes] = await Promise.all([
       listIds('container', filters),
@@ -188,15 +206,24 @@ class CreateRun {
     await docker(buildVolumeCreateArgs(this.names.volume, this.labels));
     await this.assertOwnVolume();
     this.checkAborted();
+    // A URL clone reaches the repo's host through the gateway and nothing else (unless the caller
+    // named a network of its own); a local source needs no network at all.
+    const gateway =
+      this.source.kind === 'url' && this.options.cloneNetwork === undefined
+        ? await this.egress.open('clone', cloneRules(this.source))
+        : undefined;
+    let network = 'none';
+    if (this.source.kind === 'url') network = gateway?.network ?? this.options.cloneNetwork ?? 'none';
     await runContainer({
       sandboxId: this.id,
       name: this.names.helper,
       image: this.options.helperImage,
       role: 'helper',
       volume: this.names.volume,
-      network: this.source.kind === 'local' ? 'none' : this.options.cloneNetwork,
+      network,
       tmpfsSize: '1g',
       labels: this.labels,
+      ...(gateway ? { env: proxyEnv(gateway) } : {}),
     }).catch((error: unknown) => {
       if (error instanceof ContainerNameInUseError) throw new SandboxExistsError(this.id);
       throw error;
@@ -206,7 +233,12 @@ class CreateRun {
     const signal = this.hooks.signal;
     if (this.source.kind === 'url') {
       const steps = buildUrlCloneSteps(this.source, this.options.ref, limit);
-      await runCloneSteps(this.names.helper, steps, limit, signal);
+      // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.
+      const relay = gateway && (this.source.scheme === 'git' || this.source.scheme === 'ssh');
+      if (relay) await runCloneSteps(this.names.helper, [{ argv: relayInstallStep() }], limit, signal);
+      const extraEnv = relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {};
+      await runCloneSteps(this.names.helper, steps, limit, signal, extraEnv);
+      await this.egress.collect();
       return this.source.display;
     }
     if (!scan) throw new Error('unreachable: local source without a scan');
@@ -244,6 +276,11 @@ class CreateRun {
       builder: this.options.builder,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
+      // The install reaches its provider's registries (and configured mirrors) through the gateway.
+      egress: async (provider) => {
+        const gateway = await this.egress.open('install', installEgressRules(provider));
+        return { network: gateway.network, proxyUrl: gateway.proxyUrl };
+      },
       onLog: (line) => this.log(line),
       onEvent: (event) => {
         if (event.type === 'dephash') {
@@ -261,14 +298,38 @@ class CreateRun {
     return prepared;
   }
 
+  /**
+   * Once clone and install are done: says what they reached, and removes the gateway unless the box
+   * itself will use it (an allowlist of domains).
+   */
+  private async settleEgress(): Promise<EgressSummaryRow[]> {
+    if (this.boxUsesGateway()) await this.egress.collect();
+    else await this.egress.close();
+    const summary = summariseDecisions(this.egress.decisions);
+    for (const row of summary) this.log(`egress: ${describeSummaryRow(row)}`);
+    return summary;
+  }
+
   private async removeHelper(): Promise<void> {
     await docker(['rm', '--force', '--', this.names.helper]);
     this.checkAborted();
   }
 
-  private async startBox(prepared: PreparedImage) {
+  private boxUsesGateway(): boolean {
+    return this.options.policy === 'allowlist' && this.options.allowVia === 'gateway';
+  }
+
+  private async startBox(prepared: PreparedImage, egress: EgressSummaryRow[]) {
     let network = 'none';
-    if (this.options.policy === 'allowlist') {
+    let env: Record<string, string> = {};
+    if (this.boxUsesGateway()) {
+      // The box reaches the listed destinations through the gateway and nothing else: its network
+      // is internal (no route out), and names resolve only in the gateway.
+      const gateway = await this.egress.open('box', this.options.allowRules);
+      network = gateway.network;
+      env = proxyEnv(gateway);
+      this.checkAborted();
+    } else if (this.options.policy === 'allowlist') {
       const net = await createSandboxNetwork(this.id, this.labels);
       this.firewallTouched = true;
       // The rules go in before the box starts: it never runs with open egress.
@@ -283,8 +344,9 @@ class CreateRun {
       role: 'box',
       volume: this.names.volume,
       network,
+      env,
       // On its user-defined network Docker's resolver would forward to the host's DNS servers:
-      // an allowlist box resolves nothing (the rules allow addresses, never names).
+      // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
       ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
       runtime: this.options.runtime,
       memory: this.options.memory,
@@ -299,6 +361,7 @@ class CreateRun {
           provider: prepared.provider,
           depsInstalled: prepared.depsInstalled,
         }),
+        ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
       },
     });
     this.checkAborted();

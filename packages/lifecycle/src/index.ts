@@ -6,6 +6,7 @@ export {
   createSandbox,
   type PhaseEvent,
 } from './create.js';
+export { type EgressSummaryRow, LABEL_EGRESS } from './egress.js';
 export {
   CloneFailedError,
   CpOutDestinationError,
@@ -30,7 +31,7 @@ export {
   type ExecResult,
   execInSandbox,
 } from './exec.js';
-export { listSandboxes, verifySandbox } from './list.js';
+export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
 export { openShell } from './shell.js';

@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
+import {
+  type EgressRule,
+  type NetworkPolicy,
+  parseAllowEntries,
+  parseAllowEntry,
+  parseEgressRules,
+  resolveNetworkPolicy,
+} from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
 import { parseRef, validateSandboxName } from './source.js';
@@ -20,7 +27,11 @@ export const CreateOptionsSchema = z.strictObject({
   cpus: z.number().positive().max(256).optional(),
   pids: z.number().int().min(16).max(1_000_000).optional(),
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
-  /** The docker network the clone helper joins (default 'bridge'); never the box's. */
+  /**
+   * A docker network for the clone helper to join directly, bypassing the egress gateway (tests
+   * and special set-ups). Default: the clone goes through the sandbox's gateway, to the repo's
+   * host only.
+   */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
 });
 
@@ -30,7 +41,11 @@ export interface ResolvedCreateOptions {
   source: string;
   id: string;
   policy: NetworkPolicy;
+  /** Normalised CIDRs, for an allowlist enforced by host firewall rules (addresses only). */
   allow: string[];
+  /** Destinations for an allowlist enforced by the egress gateway (any domain among them). */
+  allowRules: EgressRule[];
+  allowVia: 'firewall' | 'gateway';
   builder: 'auto' | 'builtin' | 'nixpacks';
   ref?: { ref: string; commit: boolean };
   runtime: 'runc' | 'runsc';
@@ -38,7 +53,7 @@ export interface ResolvedCreateOptions {
   cpus: number;
   pids: number;
   baseImage?: string;
-  cloneNetwork: string;
+  cloneNetwork?: string;
   helperImage: string;
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
@@ -65,17 +80,24 @@ export function resolveCreateOptions(
   }
   const options = parsed.data;
   const policy = resolveNetworkPolicy(options.network);
-  const allow = options.allow?.length ? parseAllowEntries(options.allow) : [];
-  if (allow.length > 0 && policy !== 'allowlist') {
+  const entries = options.allow ?? [];
+  if (entries.length > 0 && policy !== 'allowlist') {
     throw new InvalidOptionsError('--allow is only for the allowlist network policy');
   }
-  if (policy === 'allowlist' && allow.length === 0) {
-    throw new InvalidOptionsError('the allowlist policy needs at least one --allow <ip|cidr>');
+  if (policy === 'allowlist' && entries.length === 0) {
+    throw new InvalidOptionsError(
+      'the allowlist policy needs at least one --allow <domain|*.domain|ip|cidr>[:port]',
+    );
   }
+  // Addresses only: host firewall rules (any port and protocol; EXPERIMENTAL). Any domain or port:
+  // the egress gateway, which resolves names itself and lets proxy-aware clients through.
+  const allowVia = entries.every(isPlainAddress) ? 'firewall' : 'gateway';
+  const allow = allowVia === 'firewall' ? parseAllowEntries(entries) : [];
+  const allowRules = allowVia === 'gateway' ? parseEgressRules(entries) : [];
   const runtime = options.runtime ?? 'runc';
   if (runtime === 'runsc' && policy === 'allowlist') {
     throw new InvalidOptionsError(
-      'runtime runsc works here only for network-less boxes: use offline or clone-then-cut',
+      'runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs; use runtime runc, or the offline or clone-then-cut policy',
     );
   }
   const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
@@ -86,6 +108,8 @@ export function resolveCreateOptions(
     id: options.name === undefined ? '' : validateSandboxName(options.name),
     policy,
     allow,
+    allowRules,
+    allowVia,
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
     runtime,
@@ -93,7 +117,7 @@ export function resolveCreateOptions(
     cpus: options.cpus ?? 2,
     pids: options.pids ?? 512,
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
-    cloneNetwork: options.cloneNetwork ?? 'bridge',
+    ...(options.cloneNetwork === undefined ? {} : { cloneNetwork: options.cloneNetwork }),
     helperImage,
     cloneTimeoutSeconds: 600,
   };
@@ -102,4 +126,14 @@ export function resolveCreateOptions(
 /** A generated id: the repo name and a random suffix, within the id pattern. */
 export function generateSandboxId(repoName: string): string {
   return validateSandboxName(`${repoName.slice(0, 40)}-${randomBytes(3).toString('hex')}`);
+}
+
+/** An entry the firewall can enforce: an IP address or CIDR without a port. */
+function isPlainAddress(entry: string): boolean {
+  try {
+    parseAllowEntry(entry);
+    return true;
+  } catch {
+    return false;
+  }
 }
