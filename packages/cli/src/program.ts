@@ -53,8 +53,8 @@ function addCreateOptions(command: Command): Command {
         .default('offline'),
     )
     .option(
-      '--allow <ip|cidr>',
-      'with --network allowlist: an address the box may reach (repeatable)',
+      '--allow <dest>',
+      'with --network allowlist: a destination the box may reach through the egress gateway: example.com, *.example.com, an IP or CIDR, each with an optional :port (default 443,80); repeatable. Addresses alone use EXPERIMENTAL host firewall rules',
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))

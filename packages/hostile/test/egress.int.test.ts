@@ -14,7 +14,9 @@ import { cli, createBox, destroyBox, destroyLeftovers, escapes, execBox, parseJs
  */
 const PROBE = `
 const net = require('net'), dns = require('dns'), fs = require('fs');
-const targets = JSON.parse(process.env.npm_package_config_targets || '[]');
+// node -e CODE WHO [TARGETS] (install scripts) or node probe.js WHO TARGETS (the box)
+const args = process.argv.slice(/\.js$/.test(process.argv[1] || '') ? 2 : 1);
+const targets = JSON.parse(process.env.npm_package_config_targets || args[1] || '[]');
 const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy || 'http://0.0.0.0:1');
 const out = [];
 const tcp = (host, port) => new Promise((done) => {
@@ -43,7 +45,8 @@ const connect = (target) => new Promise((done) => {
   out.push((/^[0-9.:a-f]+$/.test(name) ? 'RESOLVED dns ' : 'BLOCKED dns ') + name);
   out.push('off-list ' + (await connect('example.com:443')));
   out.push('registry ' + (await connect('registry.npmjs.org:443')));
-  fs.writeFileSync(process.env.INIT_CWD + '/egress-' + process.argv[1] + '.txt', out.join('\\n') + '\\n');
+  if (process.env.npm_lifecycle_event) fs.writeFileSync('/deps/egress-' + args[0] + '.txt', out.join('\\n') + '\\n');
+  else process.stdout.write(out.join('\\n') + '\\n');
 })();
 `;
 
@@ -92,6 +95,7 @@ beforeAll(async () => {
       scripts: { postinstall: script('root') },
     }),
   );
+  await writeFile(join(fixture, 'probe.js'), PROBE);
   await mkdir(join(fixture, 'packages', 'ws-a'), { recursive: true });
   await writeFile(
     join(fixture, 'packages', 'ws-a', 'package.json'),
@@ -166,5 +170,54 @@ describe('install scripts behind the egress gateway', () => {
       { allowFailure: true },
     );
     expect(probe.stdout).toContain('REACHED');
+  });
+});
+
+describe('an allowlist box behind the egress gateway', () => {
+  it('reaches the allowed name and the allowed address, and nothing else', async () => {
+    const allowed = `${hostAddresses()[0]}:${port}`;
+    const box = await createBox(fixture, {
+      network: 'allowlist',
+      extra: ['--allow', 'registry.npmjs.org', '--allow', allowed],
+    });
+    const before = hits;
+    const probe = await execBox(
+      box.id,
+      ['node', 'probe.js', 'box', JSON.stringify([allowed, ...targets.slice(1)])],
+      ['--timeout', '120'],
+    );
+    expect(probe.exitCode, probe.stderr).toBe(0);
+    // The explicitly allowed address answers through the gateway, never directly.
+    expect(probe.stdout).toContain(`BLOCKED direct ${allowed}`);
+    expect(probe.stdout).toContain(`REACHED proxy ${allowed} 200`);
+    expect(hits).toBeGreaterThan(before);
+    for (const target of targets.slice(1)) {
+      expect(probe.stdout).toContain(`BLOCKED direct ${target}`);
+      expect(probe.stdout).toMatch(new RegExp(`BLOCKED proxy ${target.replace(/\./g, '\\.')} 403`));
+    }
+    expect(probe.stdout).toContain('BLOCKED dns');
+    expect(probe.stdout).toContain('off-list 403');
+    expect(probe.stdout).toContain('registry 200');
+    const verify = await cli(['verify', box.id, '--json']);
+    expect(verify.exitCode, verify.stdout).toBe(0);
+    expect(parseJson<{ checks: { check: string; pass: boolean }[] }>(verify).checks).toContainEqual(
+      expect.objectContaining({ check: 'allowlist-gateway', pass: true }),
+    );
+    const record = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(
+      await cli(['egress', box.id, '--json']),
+    );
+    expect(record).toContainEqual(
+      expect.objectContaining({ phase: 'box', destination: 'example.com:443', allowed: false }),
+    );
+    await destroyBox(box.id);
+    const left = await docker([
+      'ps',
+      '-aq',
+      '--filter',
+      SANDBOX_FILTER,
+      '--filter',
+      `label=${LABEL_ID}=${box.id}`,
+    ]);
+    expect(left.stdout.trim()).toBe('');
   });
 });

@@ -20,7 +20,13 @@ import {
   installEgressRules,
   removeFirewallRules,
 } from '@ca-sandbox/network';
-import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
+import {
+  ContainerNameInUseError,
+  GatewayImageMissingError,
+  gatewayImage,
+  RuntimeUnavailableError,
+  runContainer,
+} from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
 import { buildLocalCloneSteps, buildUrlCloneSteps, GIT_ENV, runCloneSteps, sendLocalTree } from './clone.js';
 import {
@@ -188,6 +194,8 @@ class CreateRun {
     }
     if (!(await imageExists(this.options.helperImage)))
       throw new HelperImageMissingError(this.options.helperImage);
+    if (this.needsGateway() && !(await imageExists(gatewayImage())))
+      throw new GatewayImageMissingError(gatewayImage());
     if (this.options.policy === 'allowlist' && this.options.allowVia === 'firewall')
       await assertFirewallUsable();
     const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
@@ -313,6 +321,12 @@ class CreateRun {
   private async removeHelper(): Promise<void> {
     await docker(['rm', '--force', '--', this.names.helper]);
     this.checkAborted();
+  }
+
+  /** A URL clone, an install or an allowlist of domains goes through the egress gateway. */
+  private needsGateway(): boolean {
+    const urlClone = this.source.kind === 'url' && this.options.cloneNetwork === undefined;
+    return urlClone || this.options.policy !== 'offline';
   }
 
   private boxUsesGateway(): boolean {

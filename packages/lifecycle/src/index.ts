@@ -37,3 +37,4 @@ export type { SandboxRecord } from './record.js';
 export { openShell } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
 export { destroySandbox, prune, type TeardownFailure, type TeardownResult } from './teardown.js';
+export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';

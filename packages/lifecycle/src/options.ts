@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import {
+  allowlistEnforcement,
   type EgressRule,
   type NetworkPolicy,
   parseAllowEntries,
-  parseAllowEntry,
   parseEgressRules,
   resolveNetworkPolicy,
 } from '@ca-sandbox/network';
@@ -91,7 +91,7 @@ export function resolveCreateOptions(
   }
   // Addresses only: host firewall rules (any port and protocol; EXPERIMENTAL). Any domain or port:
   // the egress gateway, which resolves names itself and lets proxy-aware clients through.
-  const allowVia = entries.every(isPlainAddress) ? 'firewall' : 'gateway';
+  const allowVia = allowlistEnforcement(entries);
   const allow = allowVia === 'firewall' ? parseAllowEntries(entries) : [];
   const allowRules = allowVia === 'gateway' ? parseEgressRules(entries) : [];
   const runtime = options.runtime ?? 'runc';
@@ -126,14 +126,4 @@ export function resolveCreateOptions(
 /** A generated id: the repo name and a random suffix, within the id pattern. */
 export function generateSandboxId(repoName: string): string {
   return validateSandboxName(`${repoName.slice(0, 40)}-${randomBytes(3).toString('hex')}`);
-}
-
-/** An entry the firewall can enforce: an IP address or CIDR without a port. */
-function isPlainAddress(entry: string): boolean {
-  try {
-    parseAllowEntry(entry);
-    return true;
-  } catch {
-    return false;
-  }
 }

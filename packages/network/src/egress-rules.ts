@@ -147,3 +147,17 @@ export function hostBlockedRanges(interfaces: InterfaceMap = networkInterfaces()
 export function egressBlockedRanges(interfaces?: InterfaceMap): string[] {
   return [...new Set([...ALWAYS_BLOCKED_RANGES, ...hostBlockedRanges(interfaces)])];
 }
+
+/**
+ * How an allowlist is enforced: addresses and CIDRs alone (no port) by host firewall rules, any
+ * port and protocol (EXPERIMENTAL); anything naming a domain or a port by the egress gateway, which
+ * resolves names itself and lets proxy-aware clients reach exactly the list.
+ */
+export function allowlistEnforcement(entries: readonly string[]): 'firewall' | 'gateway' {
+  return entries.every((entry) => {
+    const cidr = parseCidr(String(entry).trim());
+    return cidr !== undefined;
+  })
+    ? 'firewall'
+    : 'gateway';
+}

@@ -10,6 +10,7 @@ export {
 export { createEgressNetworks, egressNames } from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
+  allowlistEnforcement,
   DEFAULT_EGRESS_PORTS,
   describeEgressRule,
   type EgressRule,

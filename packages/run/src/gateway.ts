@@ -54,6 +54,11 @@ export interface EgressGateway {
  * waited for until squid accepts connections. On any failure what was made is left for the caller's
  * label-based cleanup (the networks and container carry the sandbox's labels).
  */
+/** The gateway image in use: env CA_SANDBOX_GATEWAY_IMAGE, else the seeded local image. */
+export function gatewayImage(): string {
+  return process.env[GATEWAY_IMAGE_ENV] || DEFAULT_GATEWAY_IMAGE;
+}
+
 export async function startGateway(options: GatewayOptions): Promise<EgressGateway> {
   const names = egressNames(options.sandboxId);
   const labels = options.labels ?? {};
@@ -62,7 +67,7 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
   await runContainer({
     sandboxId: options.sandboxId,
     name: names.gateway,
-    image: options.image ?? process.env[GATEWAY_IMAGE_ENV] ?? DEFAULT_GATEWAY_IMAGE,
+    image: options.image ?? gatewayImage(),
     role: 'gateway',
     network: networks.outward,
     extraNetworks: [networks.internal],

@@ -11,6 +11,7 @@ export {
   DEFAULT_GATEWAY_IMAGE,
   type EgressGateway,
   GATEWAY_IMAGE_ENV,
+  gatewayImage,
   type GatewayOptions,
   readGatewayLog,
   startGateway,

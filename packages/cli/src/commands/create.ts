@@ -43,7 +43,8 @@ export async function createWithProgress(
 ): Promise<SandboxRecord> {
   rejectWithClaude(flags);
   const request = resolveCreateOptions(source, flags);
-  if (request.network === 'allowlist') out.warn(await allowlistWarning());
+  const warning = request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
+  if (warning) out.warn(warning);
   const lifecycle = await loadLifecycle();
   const progress = new Progress(out);
   const interrupt = abortOnInterrupt();
