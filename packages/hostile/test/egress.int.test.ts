@@ -15,7 +15,7 @@ import { cli, createBox, destroyBox, destroyLeftovers, escapes, execBox, parseJs
 const PROBE = `
 const net = require('net'), dns = require('dns'), fs = require('fs');
 // node -e CODE WHO [TARGETS] (install scripts) or node probe.js WHO TARGETS (the box)
-const args = process.argv.slice(/\.js$/.test(process.argv[1] || '') ? 2 : 1);
+const args = process.argv.slice(/.js$/.test(process.argv[1] || '') ? 2 : 1);
 const targets = JSON.parse(process.env.npm_package_config_targets || args[1] || '[]');
 const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy || 'http://0.0.0.0:1');
 const out = [];

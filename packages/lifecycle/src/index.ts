@@ -1,3 +1,4 @@
+export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';
 export { type CpOutOptions, type CpOutResult, cpOut, resolveBoxPath } from './cp-out.js';
 export {
   type CreateHooks,
@@ -37,4 +38,3 @@ export type { SandboxRecord } from './record.js';
 export { openShell } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
 export { destroySandbox, prune, type TeardownFailure, type TeardownResult } from './teardown.js';
-export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';

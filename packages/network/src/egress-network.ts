@@ -1,4 +1,4 @@
-import { docker, labelArgs, sandboxLabels } from '@ca-sandbox/docker';
+import { DockerResponseError, docker, labelArgs, sandboxLabels } from '@ca-sandbox/docker';
 import { assertSandboxId } from './names.js';
 
 /**
@@ -15,9 +15,11 @@ export function egressNames(sandboxId: string): { gateway: string; internal: str
   };
 }
 
+const INHIBIT_IPV4 = 'com.docker.network.bridge.inhibit_ipv4';
+
 /**
- * Creates the two networks of an egress gateway: `internal` (docker `--internal`: no route out, no
- * gateway address; the build or box and the proxy meet there) and `outward` (a bridge with
+ * Creates the two networks of an egress gateway: `internal` (docker `--internal`: no route out, and
+ * no host address on its bridge; the build or box and the proxy meet there) and `outward` (a bridge with
  * inter-container traffic off, on which only the proxy sits). Both are labeled for the sandbox.
  */
 export async function createEgressNetworks(
@@ -27,7 +29,21 @@ export async function createEgressNetworks(
   const names = egressNames(sandboxId);
   const flags = labelArgs({ ...labels, ...sandboxLabels(sandboxId) });
   await Promise.all([
-    docker(['network', 'create', '--driver', 'bridge', '--internal', ...flags, '--', names.internal]),
+    docker([
+      'network',
+      'create',
+      '--driver',
+      'bridge',
+      '--internal',
+      // No address of the host on this bridge: a client's packets to the host's own addresses
+      // would otherwise go up the host's INPUT chain, which --internal does not close (seen: a
+      // build reached a listener on the host's LAN address and on docker0's).
+      '--opt',
+      `${INHIBIT_IPV4}=true`,
+      ...flags,
+      '--',
+      names.internal,
+    ]),
     docker([
       'network',
       'create',
@@ -40,5 +56,25 @@ export async function createEgressNetworks(
       names.outward,
     ]),
   ]);
+  await assertInternalNetwork(names.internal);
   return { internal: names.internal, outward: names.outward };
+}
+
+/**
+ * The internal network as docker has it: it must be internal with no host address on its bridge,
+ * or a client on it could reach the host. DockerResponseError otherwise.
+ */
+export async function assertInternalNetwork(name: string): Promise<void> {
+  const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', name]);
+  let parsed: { Internal?: boolean; Options?: Record<string, string> | null } = {};
+  try {
+    parsed = JSON.parse(stdout) as typeof parsed;
+  } catch {
+    // reported below
+  }
+  if (parsed.Internal !== true || parsed.Options?.[INHIBIT_IPV4] !== 'true') {
+    throw new DockerResponseError(
+      `docker network ${name} is not internal with no host address (Internal=${String(parsed.Internal)}, ${INHIBIT_IPV4}=${parsed.Options?.[INHIBIT_IPV4] ?? 'unset'})`,
+    );
+  }
 }

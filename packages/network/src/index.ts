@@ -7,7 +7,7 @@ export {
   installEgressRules,
   MIRROR_ENV_NAMES,
 } from './egress-defaults.js';
-export { createEgressNetworks, egressNames } from './egress-network.js';
+export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
