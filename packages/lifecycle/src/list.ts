@@ -9,7 +9,7 @@ import {
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
-import { egressNames, listFirewallRules } from '@ca-sandbox/network';
+import { assertInternalNetwork, egressNames, listFirewallRules } from '@ca-sandbox/network';
 import { type IsolationCheck, type IsolationReport, readGatewayLog, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
@@ -103,23 +103,24 @@ export async function egressLog(id: string): Promise<EgressSummaryRow[]> {
  * or the box has no way out at all (fail closed) but is not what its record says.
  */
 async function gatewayCheck(id: string): Promise<IsolationCheck> {
-  const { gateway } = egressNames(id);
+  const { gateway, internal } = egressNames(id);
   const report = await verifyContainer(gateway).catch(() => undefined);
   const running = report ? (await inspectContainer(gateway)).State.Running : false;
   const failed = report?.checks.filter((check) => !check.pass).map((check) => check.id) ?? [];
+  const networkOk = await assertInternalNetwork(internal).then(
+    () => true,
+    () => false,
+  );
+  if (!networkOk) failed.push('internal-network');
   let seen = 'missing';
-  if (report)
-    seen = running
-      ? failed.length
-        ? `failing: ${failed.join(',')}`
-        : 'running, all checks pass'
-      : 'stopped';
+  if (report && !running) seen = 'stopped';
+  else if (report) seen = failed.length ? `failing: ${failed.join(',')}` : 'running, all checks pass';
   return {
     id: 'allowlist-gateway',
     cis: '-',
-    title: 'the egress gateway of the allowlist runs and passes its own isolation checks',
-    expected: `${gateway} running, all checks pass`,
+    title: 'the allowlist gateway runs and passes its own checks; the box network is internal',
+    expected: `${gateway} running, all checks pass; ${internal} internal, no host address`,
     seen,
-    pass: Boolean(report?.ok) && running,
+    pass: Boolean(report?.ok) && running && networkOk,
   };
 }
