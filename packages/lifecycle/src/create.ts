@@ -92,6 +92,7 @@ export async function createSandbox(
     return await run.execute();
   } catch (error) {
     run.failCurrent(error);
+    await run.egress.settled();
     const leftovers = await run.cleanup();
     const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
     if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
@@ -174,9 +175,11 @@ class CreateRun {
     // The helper sits on the gateway's internal network: it goes first, then the gateway.
     await this.removeHelper();
     const egress = await this.settleEgress();
+    // The gateway goes while the box starts: nothing of the box depends on it.
+    const closing = this.boxUsesGateway() ? Promise.resolve() : this.egress.close();
     const box = await this.phase(
       'run',
-      () => this.startBox(prepared, egress),
+      async () => (await Promise.all([this.startBox(prepared, egress), closing]))[0],
       (started) => started.name,
     );
     // runContainer already refused a box failing any check; this phase reports what was checked.
@@ -211,6 +214,9 @@ class CreateRun {
     const scan =
       this.source.kind === 'local' ? await scanDirectory(this.source.path, DEFAULT_PACK_LIMITS) : undefined;
     this.checkAborted();
+    // An install will need the gateway: start it while the local tree is copied (a URL clone
+    // starts it anyway, for itself).
+    if (this.source.kind === 'local' && this.options.policy !== 'offline') this.egress.prestart();
     await docker(buildVolumeCreateArgs(this.names.volume, this.labels));
     await this.assertOwnVolume();
     this.checkAborted();
@@ -307,12 +313,11 @@ class CreateRun {
   }
 
   /**
-   * Once clone and install are done: says what they reached, and removes the gateway unless the box
-   * itself will use it (an allowlist of domains).
+   * Once clone and install are done: says what they reached (execute then removes the gateway,
+   * unless the box itself uses it: an allowlist of domains).
    */
   private async settleEgress(): Promise<EgressSummaryRow[]> {
-    if (this.boxUsesGateway()) await this.egress.collect();
-    else await this.egress.close();
+    await this.egress.collect();
     const summary = summariseDecisions(this.egress.decisions);
     for (const row of summary) this.log(`egress: ${describeSummaryRow(row)}`);
     return summary;

@@ -1,12 +1,11 @@
-import { docker } from '@ca-sandbox/docker';
+import { cloneEgressRule, type EgressRule, GATEWAY_PORT, type GatewayLogEntry } from '@ca-sandbox/network';
 import {
-  cloneEgressRule,
-  type EgressRule,
-  GATEWAY_PORT,
-  type GatewayLogEntry,
-  renderSquidConfig,
-} from '@ca-sandbox/network';
-import { type EgressGateway, readGatewayLog, startGateway, stopGateway } from '@ca-sandbox/run';
+  type EgressGateway,
+  readGatewayLog,
+  reconfigureGateway,
+  startGateway,
+  stopGateway,
+} from '@ca-sandbox/run';
 import type { ParsedSource } from './source.js';
 
 /**
@@ -77,12 +76,13 @@ export function proxyEnv(gateway: EgressGateway): Record<string, string> {
 }
 
 /**
- * One create's egress: started on first need (the clone of a URL, or an install that really runs),
- * re-pointed between phases (the clone reaches the repo's host only, the install its registries),
- * and what it decided collected per phase before it goes.
+ * One create's egress: started on first need (the clone of a URL, or an install that really runs)
+ * or ahead of it (`prestart`, while a local tree is copied), re-pointed between phases (the clone
+ * reaches the repo's host only, the install its registries), and what it decided collected per
+ * phase before it goes.
  */
 export class CreateEgress {
-  private gateway?: EgressGateway;
+  private starting?: Promise<EgressGateway>;
   private phase = '';
   private seen = 0;
   readonly decisions: (GatewayLogEntry & { phase: string })[] = [];
@@ -93,58 +93,58 @@ export class CreateEgress {
     private readonly signal?: AbortSignal,
   ) {}
 
-  /** The gateway for `phase`, allowing `rules` only; started or reconfigured. */
+  private start(rules: readonly EgressRule[]): Promise<EgressGateway> {
+    const starting = startGateway({
+      sandboxId: this.sandboxId,
+      rules,
+      labels: this.labels,
+      ...(this.signal ? { signal: this.signal } : {}),
+    });
+    // A failure is reported by whoever opens it; an unused start must not crash the process.
+    starting.catch(() => undefined);
+    this.starting = starting;
+    return starting;
+  }
+
+  /** Starts the gateway with nothing allowed, so that a later open only re-points it. */
+  prestart(): void {
+    if (!this.starting) this.start([]);
+  }
+
+  /** The gateway for `phase`, allowing `rules` only; started, or re-pointed and waited for. */
   async open(phase: string, rules: EgressRule[]): Promise<EgressGateway> {
+    if (!this.starting) {
+      this.phase = phase;
+      return this.start(rules);
+    }
+    const gateway = await this.starting;
     await this.collect();
     this.phase = phase;
-    if (!this.gateway) {
-      this.gateway = await startGateway({
-        sandboxId: this.sandboxId,
-        rules,
-        labels: this.labels,
-        ...(this.signal ? { signal: this.signal } : {}),
-      });
-      return this.gateway;
-    }
-    await reconfigure(this.gateway, rules);
-    return this.gateway;
+    await reconfigureGateway(gateway, rules, this.signal);
+    return gateway;
   }
 
   /** Reads what the gateway logged since the last call into `decisions`. */
   async collect(): Promise<void> {
-    if (!this.gateway) return;
+    if (!this.starting) return;
+    await this.starting;
     const entries = await readGatewayLog(this.sandboxId);
     for (const entry of entries.slice(this.seen)) this.decisions.push({ ...entry, phase: this.phase });
     this.seen = entries.length;
   }
 
+  /** Resolves once a start in flight has finished either way (a cleanup must see what it made). */
+  async settled(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+  }
+
   /** Collects the last decisions and removes the gateway and its networks. */
   async close(): Promise<void> {
-    if (!this.gateway) return;
+    if (!this.starting) return;
     await this.collect().catch(() => undefined);
     await stopGateway(this.sandboxId);
-    this.gateway = undefined;
+    this.starting = undefined;
   }
-}
-
-/** Rewrites squid's configuration in place and has it re-read (`squid -k reconfigure`). */
-async function reconfigure(gateway: EgressGateway, rules: EgressRule[]): Promise<void> {
-  const config = renderSquidConfig({ rules, blocked: gateway.blocked });
-  await docker(
-    [
-      'exec',
-      '--user',
-      '1000:1000',
-      '--env',
-      `CA_SANDBOX_SQUID_CONF=${config}`,
-      '--',
-      gateway.container,
-      '/bin/sh',
-      '-c',
-      `printf '%s\\n' "$CA_SANDBOX_SQUID_CONF" > /tmp/squid.conf && /usr/sbin/squid -k reconfigure -f /tmp/squid.conf`,
-    ],
-    { timeoutMs: 15_000 },
-  );
 }
 
 /** The clone's only destination: the repo's host. */

@@ -87,7 +87,7 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
       report.checks.filter((check) => !check.pass),
     );
   }
-  await waitUntilReady(names.gateway, options.signal);
+  await waitUntilReady(names.gateway, 0, options.signal);
   const inspect = await inspectContainer(names.gateway);
   const address = inspect?.NetworkSettings.Networks[networks.internal]?.IPAddress;
   if (!address) throw new GatewayStartError(names.gateway, 'it has no address on the internal network');
@@ -99,14 +99,24 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
   };
 }
 
-async function waitUntilReady(container: string, signal?: AbortSignal): Promise<void> {
+/** How many times squid has opened its port so far (once at start, again after each reconfigure). */
+async function readyCount(container: string): Promise<{ count: number; last: string }> {
+  const logs = await docker(['logs', '--', container], { allowFailure: true });
+  const lines = logs.stderr.split('\n');
+  return {
+    count: lines.filter((line) => READY.test(line)).length,
+    last: lines.filter(Boolean).slice(-1)[0] ?? '',
+  };
+}
+
+async function waitUntilReady(container: string, after: number, signal?: AbortSignal): Promise<void> {
   const deadline = performance.now() + READY_TIMEOUT_MS;
   let last = '';
   while (performance.now() < deadline) {
     if (signal?.aborted) throw new GatewayStartError(container, 'the create was aborted');
-    const logs = await docker(['logs', '--', container], { allowFailure: true });
-    if (READY.test(logs.stderr)) return;
-    last = logs.stderr.trim().split('\n').slice(-1)[0] ?? '';
+    const seen = await readyCount(container);
+    if (seen.count > after) return;
+    last = seen.last;
     const state = await inspectContainer(container);
     if (!state?.State.Running) throw new GatewayStartError(container, `squid exited: ${last.slice(0, 200)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -115,6 +125,35 @@ async function waitUntilReady(container: string, signal?: AbortSignal): Promise<
     container,
     `squid did not accept connections within 15 s: ${last.slice(0, 200)}`,
   );
+}
+
+/**
+ * Points a running gateway at other destinations: rewrites squid's configuration in place and has
+ * it re-read (`squid -k reconfigure`), then waits until squid listens again, so the next phase's
+ * first connection is never refused by a reload in progress.
+ */
+export async function reconfigureGateway(
+  gateway: EgressGateway,
+  rules: readonly EgressRule[],
+  signal?: AbortSignal,
+): Promise<void> {
+  const before = (await readyCount(gateway.container)).count;
+  await docker(
+    [
+      'exec',
+      '--user',
+      '1000:1000',
+      '--env',
+      `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
+      '--',
+      gateway.container,
+      '/bin/sh',
+      '-c',
+      `printf '%s\\n' "$${CONFIG_ENV}" > /tmp/squid.conf && /usr/sbin/squid -k reconfigure -f /tmp/squid.conf`,
+    ],
+    { timeoutMs: 15_000 },
+  );
+  await waitUntilReady(gateway.container, before, signal);
 }
 
 /** What the gateway decided so far (its access log), oldest first. */

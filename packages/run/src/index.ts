@@ -14,6 +14,7 @@ export {
   type GatewayOptions,
   gatewayImage,
   readGatewayLog,
+  reconfigureGateway,
   startGateway,
   stopGateway,
 } from './gateway.js';
