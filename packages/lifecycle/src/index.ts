@@ -1,5 +1,5 @@
 export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';
-export { type CpOutOptions, type CpOutResult, cpOut, resolveBoxPath } from './cp-out.js';
+export { type CpOutOptions, type CpOutResult, cpOut, cpOutToStream, resolveBoxPath } from './cp-out.js';
 export {
   type CreateHooks,
   type CreateOptions,
@@ -20,6 +20,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,
@@ -32,6 +33,8 @@ export {
   type ExecResult,
   execInSandbox,
 } from './exec.js';
+export { GIT_MODES, type GitMode } from './git-modes.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';

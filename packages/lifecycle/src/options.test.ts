@@ -12,6 +12,7 @@ describe('resolveCreateOptions', () => {
       memory: '2g',
       cpus: 2,
       pids: 512,
+      chosen: { memory: false, cpus: false },
       helperImage: 'ca-sbx-base:git',
     });
     // No clone network: a URL clone goes through the egress gateway.
@@ -37,7 +38,9 @@ describe('resolveCreateOptions', () => {
     [{ source: '.', network: 'allowlist', allow: ['example.com'], runtime: 'runsc' }, /--network=none/],
     [{ source: '.', network: 'allowlist', allow: ['exa mple.com'] }, /invalid egress destination/],
     [{ source: '.', ref: '--upload-pack=x' }, /invalid ref/],
-    [{ source: '.', memory: '1 g' }, /memory/],
+    [{ source: '.', memory: '1 gig' }, /^memory '1 gig' is not a number/],
+    [{ source: '.', memory: '1k' }, /^memory 1k is below docker's minimum of 6 MiB$/],
+    [{ source: '.', cpus: 0.001 }, /^cpus 0.001 is below docker's minimum of 0.01$/],
     [{ source: '.', pids: 1 }, /pids/],
     [{ source: '.', cloneNetwork: 'host;x' }, /cloneNetwork/],
   ])('refuses %j', (input, message) => {

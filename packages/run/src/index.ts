@@ -30,7 +30,6 @@ export {
   type RunOptionsInput,
   RunOptionsSchema,
   resolveRunOptions,
-  sizeToBytes,
 } from './options.js';
 export {
   BLACKHOLE_DNS,
@@ -42,4 +41,4 @@ export {
   REPO_DIR,
   SANDBOX_USER,
 } from './run-args.js';
-export { type RunningContainer, runContainer, verifyContainer } from './run-container.js';
+export { type RunHooks, type RunningContainer, runContainer, verifyContainer } from './run-container.js';
