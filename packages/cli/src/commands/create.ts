@@ -61,6 +61,15 @@ function summary(out: Output, record: SandboxRecord, elapsedMs: number, showNext
     `  image    ${image}`,
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
   ];
+  const egress = record.egress ?? [];
+  if (egress.length > 0) {
+    const count = (allowed: boolean) =>
+      egress.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
+    const refused = egress.filter((row) => !row.allowed).map((row) => sanitizeName(row.destination));
+    lines.push(
+      `  egress   ${count(true)} allowed, ${count(false)} refused${refused.length ? ` (${refused.slice(0, 3).join(', ')}${refused.length > 3 ? ', ...' : ''})` : ''}   ca-sandbox egress ${sanitizeName(record.id)}`,
+    );
+  }
   // `run` goes on to the shell and the teardown itself: telling its user to do both is noise.
   if (showNext) {
     lines.push(
