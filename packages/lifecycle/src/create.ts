@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { linkDependencies, type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import {
+  linkDependencies,
+  type PreparedImage,
+  prepareImage,
+  readExtraCa,
+  resolveCaCertificates,
+} from '@ca-sandbox/build';
 import {
   DockerUnavailableError,
   docker,
@@ -28,7 +34,14 @@ import {
   runContainer,
 } from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
-import { buildLocalCloneSteps, buildUrlCloneSteps, GIT_ENV, runCloneSteps, sendLocalTree } from './clone.js';
+import {
+  buildLocalCloneSteps,
+  buildUrlCloneSteps,
+  GIT_ENV,
+  installCloneCa,
+  runCloneSteps,
+  sendLocalTree,
+} from './clone.js';
 import {
   CreateEgress,
   cloneRules,
@@ -251,7 +264,9 @@ class CreateRun {
       // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.
       const relay = gateway && (this.source.scheme === 'git' || this.source.scheme === 'ssh');
       if (relay) await runCloneSteps(this.names.helper, [{ argv: relayInstallStep() }], limit, signal);
-      const extraEnv = relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {};
+      const caFile = resolveCaCertificates();
+      const caEnv = caFile ? await installCloneCa(this.names.helper, readExtraCa(caFile)) : {};
+      const extraEnv = { ...caEnv, ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}) };
       await runCloneSteps(this.names.helper, steps, limit, signal, extraEnv);
       await this.egress.collect();
       return this.source.display;
@@ -381,6 +396,7 @@ class CreateRun {
             builder: prepared.builder,
             provider: prepared.provider,
             depsInstalled: prepared.depsInstalled,
+            toolchain: prepared.toolchain,
           }),
           ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
         },

@@ -47,7 +47,13 @@ export function installEgressRules(provider: string, env: NodeJS.ProcessEnv = pr
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean);
-  return parseEgressRules([...(INSTALL_REGISTRIES[provider] ?? []), ...mirrorDestinations(env), ...extra]);
+  const registries = parseEgressRules(INSTALL_REGISTRIES[provider] ?? []);
+  // Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
+  // allowed wherever they resolve, like the repo's host.
+  const configured = parseEgressRules([...mirrorDestinations(env), ...extra]).map((rule) =>
+    rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule,
+  );
+  return [...registries, ...configured];
 }
 
 const SCHEME_PORTS: Readonly<Record<string, number>> = { https: 443, http: 80, git: 9418, ssh: 22 };

@@ -114,6 +114,14 @@ describe('defaults', () => {
         CA_SANDBOX_INSTALL_ALLOW: 'git.corp.example',
       }),
     ).toEqual(['proxy.golang.org', 'sum.golang.org', 'goproxy.corp.example', 'git.corp.example']);
+    // The user's own mirrors may live on the LAN: allowed wherever they resolve; defaults never.
+    const rules = installEgressRules('node', { CA_SANDBOX_NPM_REGISTRY: 'https://npm.corp.example/' });
+    expect(rules.find((rule) => rule.kind === 'domain' && rule.domain === 'npm.corp.example')).toMatchObject({
+      resolvesAnywhere: true,
+    });
+    expect(
+      rules.find((rule) => rule.kind === 'domain' && rule.domain === 'registry.npmjs.org'),
+    ).not.toHaveProperty('resolvesAnywhere');
   });
 });
 
