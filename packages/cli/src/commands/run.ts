@@ -1,9 +1,11 @@
+import { isatty } from 'node:tty';
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import type { Output } from '../output.js';
 import { sanitizeName } from '../sanitize.js';
 import { type CreateCommandFlags, createWithProgress } from './create.js';
 import { reportTeardown } from './destroy.js';
+import { openShellWithBanner } from './shell.js';
 
 /** `ca-sandbox run <repo>`: create, shell, destroy (unless --keep). Exits with the shell's code. */
 export async function runCommand(
@@ -12,11 +14,13 @@ export async function runCommand(
   options: Record<string, unknown>,
 ): Promise<number> {
   const flags = options as CreateCommandFlags & { keep?: boolean };
-  const record = await createWithProgress(out, String(args[0] ?? ''), flags);
+  // The shell needs a terminal: refused before anything is created.
   const lifecycle = await loadLifecycle();
+  if (!isatty(0)) throw new lifecycle.ShellNeedsTerminalError();
+  const record = await createWithProgress(out, String(args[0] ?? ''), flags);
   let shellCode = 0;
   try {
-    shellCode = await lifecycle.openShell(record.id);
+    shellCode = await openShellWithBanner(out, record.id);
   } catch (error) {
     out.error(describeError(error), error);
     shellCode = 1;
