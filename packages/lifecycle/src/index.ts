@@ -14,25 +14,34 @@ export {
   CpOutStreamError,
   CreateAbortedError,
   CreateCleanupError,
+  ExecInterruptedError,
   HelperImageMissingError,
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
   SandboxExistsError,
   SandboxNotFoundError,
+  ShellNeedsTerminalError,
   SourceTooLargeError,
   UnsupportedHostError,
 } from './errors.js';
 export {
+  checkExecEnv,
   DEFAULT_EXEC_MAX_BYTES,
   EXEC_TIMEOUT_EXIT_CODE,
   type ExecOptions,
   type ExecResult,
+  type ExecSink,
   execInSandbox,
+  resolveExecWorkdir,
+  type StreamExecOptions,
+  type StreamExecResult,
+  streamExecInSandbox,
 } from './exec.js';
 export { listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
-export { openShell } from './shell.js';
+export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
 export { destroySandbox, prune, type TeardownFailure, type TeardownResult } from './teardown.js';
+export { TerminalFilter, type TerminalPolicy, terminalFilterStream } from './terminal-filter.js';
