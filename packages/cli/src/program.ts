@@ -193,6 +193,20 @@ failed before the command ran.
     .action(action(async () => (await import('./commands/shell.js')).shellCommand));
 
   program
+    .command('start')
+    .description('start a stopped sandbox again; re-runs the isolation gate before anything runs in it')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox start demo', 'ca-sandbox start demo --json']))
+    .action(action(async () => (await import('./commands/start.js')).startCommand));
+
+  program
+    .command('stop')
+    .description('stop a sandbox (its processes end; the repo volume stays until destroy)')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox stop demo']))
+    .action(action(async () => (await import('./commands/start.js')).stopCommand));
+
+  program
     .command('cp')
     .description('copy a file or directory OUT of a sandbox (copying in is refused)')
     .argument('<id:path>', 'source inside the box, e.g. demo:/work/repo/dist')

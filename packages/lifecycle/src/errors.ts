@@ -75,6 +75,20 @@ export class ShellNeedsTerminalError extends Error {
   }
 }
 
+/** `start` of an allowlist box whose host egress rules are gone: it stays stopped. */
+export class SandboxStartRefusedError extends Error {
+  override name = 'SandboxStartRefusedError';
+  readonly code = 'SANDBOX_START_REFUSED';
+  readonly kind = 'failure' as const;
+  readonly hint: string;
+  constructor(id: string, seen: string) {
+    super(
+      `sandbox '${printable(id)}' was not started: its allowlist egress rules are not in place on the host (${printable(seen, 80)}); a reboot or a firewall flush removes them`,
+    );
+    this.hint = `destroy it and create it again with the same --allow list`;
+  }
+}
+
 /** The local directory is over the packing caps (bytes or entries). */
 export class SourceTooLargeError extends Error {
   override name = 'SourceTooLargeError';

@@ -21,6 +21,7 @@ export {
   InvalidSourceError,
   SandboxExistsError,
   SandboxNotFoundError,
+  SandboxStartRefusedError,
   ShellNeedsTerminalError,
   SourceTooLargeError,
   UnsupportedHostError,
@@ -38,10 +39,11 @@ export {
   type StreamExecResult,
   streamExecInSandbox,
 } from './exec.js';
-export { listSandboxes, verifySandbox } from './list.js';
+export { allowlistFirewallCheck, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
 export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
+export { type StartResult, type StopResult, startSandbox, stopSandbox } from './start-stop.js';
 export { destroySandbox, prune, type TeardownFailure, type TeardownResult } from './teardown.js';
 export { TerminalFilter, type TerminalPolicy, terminalFilterStream } from './terminal-filter.js';

@@ -1,9 +1,10 @@
 import { isatty } from 'node:tty';
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
+import { resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
 import { sanitizeName } from '../sanitize.js';
-import { type CreateCommandFlags, createWithProgress } from './create.js';
+import { type CreateCommandFlags, createWithProgress, rejectWithClaude } from './create.js';
 import { reportTeardown } from './destroy.js';
 import { openShellWithBanner } from './shell.js';
 
@@ -14,10 +15,14 @@ export async function runCommand(
   options: Record<string, unknown>,
 ): Promise<number> {
   const flags = options as CreateCommandFlags & { keep?: boolean };
-  // The shell needs a terminal: refused before anything is created.
-  const lifecycle = await loadLifecycle();
-  if (!isatty(0)) throw new lifecycle.ShellNeedsTerminalError();
+  if (!isatty(0)) {
+    // The shell needs a terminal: refused before anything is created (bad flags are said first).
+    rejectWithClaude(flags);
+    resolveCreateOptions(String(args[0] ?? ''), flags);
+    throw new (await loadLifecycle()).ShellNeedsTerminalError();
+  }
   const record = await createWithProgress(out, String(args[0] ?? ''), flags);
+  const lifecycle = await loadLifecycle();
   let shellCode = 0;
   try {
     shellCode = await openShellWithBanner(out, record.id);
