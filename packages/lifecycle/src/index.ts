@@ -19,6 +19,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
   SandboxStartRefusedError,
@@ -39,6 +40,7 @@ export {
   type StreamExecResult,
   streamExecInSandbox,
 } from './exec.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { allowlistFirewallCheck, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';

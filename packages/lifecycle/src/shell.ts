@@ -63,6 +63,8 @@ export interface ShellSession {
 export interface OpenShellOptions {
   /** Called once the box is found running, before the shell starts. */
   onStart?: (session: ShellSession) => void;
+  /** Aborting ends the session (the CLI's `run` on SIGINT/SIGTERM, then destroys the box). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -191,6 +193,9 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
   process.on('SIGWINCH', resize);
   for (const signal of signals) process.on(signal, stop);
+  const onAbort = () => stop('SIGTERM');
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await child;
     const tail = screen.end();
@@ -202,5 +207,6 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   } finally {
     process.off('SIGWINCH', resize);
     for (const signal of signals) process.off(signal, stop);
+    options.signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -3,6 +3,7 @@ import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
+import type { ActionContext } from '../program.js';
 import { sanitizeName } from '../sanitize.js';
 import { type CreateCommandFlags, createWithProgress, rejectWithClaude } from './create.js';
 import { reportTeardown } from './destroy.js';
@@ -13,6 +14,7 @@ export async function runCommand(
   out: Output,
   args: unknown[],
   options: Record<string, unknown>,
+  { signal }: ActionContext,
 ): Promise<number> {
   const flags = options as CreateCommandFlags & { keep?: boolean };
   if (!isatty(0)) {
@@ -21,11 +23,12 @@ export async function runCommand(
     resolveCreateOptions(String(args[0] ?? ''), flags);
     throw new (await loadLifecycle()).ShellNeedsTerminalError();
   }
-  const record = await createWithProgress(out, String(args[0] ?? ''), flags);
+  const record = await createWithProgress(out, String(args[0] ?? ''), flags, { signal, showNext: false });
   const lifecycle = await loadLifecycle();
   let shellCode = 0;
   try {
-    shellCode = await openShellWithBanner(out, record.id);
+    // SIGINT/SIGTERM end the shell; the box is then destroyed as after any shell (unless --keep).
+    shellCode = await openShellWithBanner(out, record.id, signal);
   } catch (error) {
     out.error(describeError(error), error);
     shellCode = 1;

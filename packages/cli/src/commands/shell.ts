@@ -8,10 +8,11 @@ import { sanitizeName } from '../sanitize.js';
  * how to leave) and a line after, both written by us on stderr, where the box cannot forge them
  * in advance. The box's output in between is filtered by the lifecycle.
  */
-export async function openShellWithBanner(out: Output, id: string): Promise<number> {
+export async function openShellWithBanner(out: Output, id: string, signal?: AbortSignal): Promise<number> {
   const lifecycle = await loadLifecycle();
   const stderr = out.streams.stderr;
   const code = await lifecycle.openShell(id, {
+    ...(signal ? { signal } : {}),
     onStart: (session) => {
       const name = sanitizeName(session.id);
       stderr.write(
