@@ -1,4 +1,4 @@
-import { DockerCommandError, docker, internalExecArgs } from '@ca-sandbox/docker';
+import { DockerCommandError, docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_WORKDIR } from './_utils.js';
 import { CloneFailedError, printable } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
@@ -204,7 +204,7 @@ export const CLONE_CA_PATH = '/tmp/ca-sbx-ca.pem';
  */
 export async function installCloneCa(helper: string, certificates: Buffer): Promise<Record<string, string>> {
   const script = `umask 022; { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null; cat; } > ${CLONE_CA_PATH}`;
-  await docker(['exec', '-i', '-u', '1000:1000', helper, 'sh', '-c', script], {
+  await docker(internalExecArgs(helper, [SH_BIN, '-c', script], { user: '1000:1000', stdin: true }), {
     input: certificates,
     timeoutMs: 30_000,
   });
