@@ -62,10 +62,18 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
     const check = await gatewayCheck(id);
     return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
   }
-  // An allowlist box is only as closed as its host firewall rules: they must still be there
-  // (a host reboot or `iptables -F` removes them and leaves the network open).
+  const check = await allowlistFirewallCheck(id);
+  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+}
+
+/**
+ * An allowlist box is only as closed as its host firewall rules: they must still be there (a host
+ * reboot or `iptables -F` removes them and leaves the network open). `verify` reports this row;
+ * `start` refuses to start an allowlist box without it.
+ */
+export async function allowlistFirewallCheck(id: string): Promise<IsolationCheck> {
   const rules = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
-  const check = {
+  return {
     id: 'allowlist-firewall',
     cis: '-',
     title: 'the egress rules of the allowlist are in place on the host',
@@ -73,7 +81,6 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
     seen: `${rules.length} tagged rule(s)`,
     pass: rules.some((rule) => rule.chain === 'DOCKER-USER') && rules.some((rule) => rule.chain === 'INPUT'),
   };
-  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }
 
 /**
