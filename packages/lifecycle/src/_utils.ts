@@ -1,4 +1,5 @@
 import {
+  type ContainerInspect,
   DockerCommandError,
   docker,
   inspectContainer,
@@ -20,10 +21,10 @@ export {
 } from './names.js';
 
 /**
- * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
- * inspect, because the text could also be the command's own stderr.
+ * The box of sandbox `id` (any state): SandboxNotFoundError when nothing has its name,
+ * NotABoxError when the container is not ours, not of this id, or not role box (a helper).
  */
-export async function assertBoxRunning(id: string): Promise<void> {
+export async function inspectBox(id: string): Promise<ContainerInspect> {
   // Only docker's own "no such container" answer means missing; an unreachable daemon is not.
   const inspect = await inspectContainer(boxName(id)).catch((error: unknown) => {
     if (error instanceof DockerCommandError) return undefined;
@@ -35,8 +36,22 @@ export async function assertBoxRunning(id: string): Promise<void> {
   const ours = labels[SANDBOX_LABEL] === SANDBOX_LABEL_VALUE;
   if (!ours || labels[LABEL_ID] !== id || role !== 'box')
     throw new NotABoxError(id, boxName(id), ours ? role : '');
-  if (!inspect.State.Running)
-    throw new SandboxNotFoundError(id, `the sandbox is ${inspect.State.Status}, not running`);
+  return inspect;
+}
+
+/**
+ * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
+ * inspect, because the text could also be the command's own stderr. Returns the inspect.
+ */
+export async function assertBoxRunning(id: string): Promise<ContainerInspect> {
+  const inspect = await inspectBox(id);
+  if (!inspect.State.Running) {
+    throw new SandboxNotFoundError(
+      id,
+      `the sandbox is ${inspect.State.Status}, not running (start it again with start, which re-checks its isolation)`,
+    );
+  }
+  return inspect;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

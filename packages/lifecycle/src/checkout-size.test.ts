@@ -58,11 +58,12 @@ describe('measureArgs', () => {
     const argv = measureArgs('ca-sbx-x', 'HEAD', limits, 600);
     expect(argv.slice(0, 5)).toEqual(['exec', '-u', '1000:1000', '-w', '/work/repo']);
     const script = argv[argv.indexOf('-c') + 1] ?? '';
+    expect(argv[argv.indexOf('-c') - 1]).toBe('/bin/sh');
     expect(script).toContain(CHECKOUT_ATTRIBUTES);
     expect(script).toContain('ls-tree -r -t -l');
     const rest = argv.slice(argv.indexOf('-c') + 2);
     expect(rest.slice(0, 4)).toEqual(['ca-sbx-measure', '200000', String(512 * 1024 * 1024), 'HEAD']);
-    expect(rest.slice(4, 9)).toEqual(['timeout', '-s', 'KILL', '600', 'git']);
+    expect(rest.slice(4, 9)).toEqual(['/usr/bin/timeout', '-s', 'KILL', '600', '/usr/bin/git']);
     expect(rest).toContain('protocol.allow=never');
   });
 });

@@ -1,6 +1,6 @@
-import { docker } from '@ca-sandbox/docker';
-import { BOX_WORKDIR } from './_utils.js';
-import { envArgs, firstLine, gitCommand } from './clone.js';
+import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
+import { BOX_USER, BOX_WORKDIR } from './_utils.js';
+import { firstLine, GIT_ENV, gitCommand } from './clone.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
 
@@ -38,30 +38,27 @@ export interface CheckoutSize {
   empty: boolean;
 }
 
-/** The argv of the measure (`docker exec ... sh -c`), for tests and --verbose. */
+/** The argv of the measure (`docker exec ... /bin/sh -c`, fixed PATH), for tests and --verbose. */
 export function measureArgs(
   helper: string,
   revision: string,
   limits: PackLimits,
   timeoutSeconds: number,
 ): string[] {
-  return [
-    'exec',
-    '-u',
-    '1000:1000',
-    '-w',
-    BOX_WORKDIR,
-    ...envArgs(),
+  return internalExecArgs(
     helper,
-    'sh',
-    '-c',
-    MEASURE_SCRIPT,
-    'ca-sbx-measure',
-    String(limits.maxEntries),
-    String(limits.maxBytes),
-    revision,
-    ...gitCommand('file', timeoutSeconds),
-  ];
+    [
+      SH_BIN,
+      '-c',
+      MEASURE_SCRIPT,
+      'ca-sbx-measure',
+      String(limits.maxEntries),
+      String(limits.maxBytes),
+      revision,
+      ...gitCommand('file', timeoutSeconds),
+    ],
+    { user: BOX_USER, workdir: BOX_WORKDIR, env: GIT_ENV },
+  );
 }
 
 /**

@@ -1,8 +1,9 @@
-import { docker } from '@ca-sandbox/docker';
+import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_USER } from './names.js';
 
 /** The helper's heartbeat file, on its tmpfs. */
 export const HEARTBEAT_FILE = '/tmp/.ca-sbx-alive';
+const TOUCH_BIN = '/usr/bin/touch';
 /** How often the create touches it. */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** A helper whose heartbeat is older than this stops, and every process in it dies with it. */
@@ -15,7 +16,7 @@ export const HEARTBEAT_STALE_SECONDS = 90;
  * an orphaned helper no longer keeps fetching for ten minutes.
  */
 export const HELPER_COMMAND = [
-  'sh',
+  SH_BIN,
   '-c',
   [
     `touch ${HEARTBEAT_FILE}`,
@@ -34,7 +35,7 @@ export function keepHelperAlive(helper: string): () => void {
   const timer = setInterval(() => {
     if (inFlight) return;
     inFlight = true;
-    void docker(['exec', '-u', BOX_USER, helper, 'touch', HEARTBEAT_FILE], {
+    void docker(internalExecArgs(helper, [TOUCH_BIN, HEARTBEAT_FILE], { user: BOX_USER }), {
       allowFailure: true,
       timeoutMs: HEARTBEAT_INTERVAL_MS * 3,
     })

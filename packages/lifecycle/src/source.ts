@@ -10,7 +10,17 @@ export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
  * directory's realpath. It is never shown (`display` is).
  */
 export type ParsedSource =
-  | { kind: 'url'; url: string; scheme: CloneScheme; display: string; repoName: string; identity: string }
+  | {
+      kind: 'url';
+      url: string;
+      scheme: CloneScheme;
+      display: string;
+      repoName: string;
+      /** The server's host (no brackets) and explicit port: the clone's only egress destination. */
+      host: string;
+      port?: number;
+      identity: string;
+    }
   | { kind: 'local'; path: string; display: string; repoName: string; identity: string };
 
 const SANDBOX_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
@@ -118,6 +128,8 @@ function parseUrl(source: string, scheme: string): ParsedSource {
     display: redactUserinfo(source),
     repoName: repoNameOf(parsed.pathname),
     identity: urlIdentity({ url: source, scheme: scheme as CloneScheme }),
+    host: parsed.hostname.replace(/^\[|\]$/g, ''),
+    ...(parsed.port ? { port: Number(parsed.port) } : {}),
   };
 }
 
@@ -153,6 +165,7 @@ function parseScpLike(source: string, user: string | undefined, host: string, pa
     display: redactUserinfo(source),
     repoName: repoNameOf(path),
     identity: urlIdentity({ url: source, scheme: 'ssh' }),
+    host: host.replace(/^\[|\]$/g, ''),
   };
 }
 
