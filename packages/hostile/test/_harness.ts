@@ -157,3 +157,17 @@ export async function labeledLeft(id: string): Promise<string[]> {
 export function uniqueName(prefix = 'hostile'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
+
+/**
+ * This host's first non-loopback IPv4 address (not a docker bridge): where a test server published
+ * with a mapped port is reached the way a real git host is, through the sandbox's egress gateway.
+ */
+export async function hostAddress(): Promise<string> {
+  const { networkInterfaces } = await import('node:os');
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    if (name === 'docker0' || name.startsWith('br-') || name.startsWith('veth')) continue;
+    const v4 = addresses?.find((info) => info.family === 'IPv4' && !info.internal);
+    if (v4) return v4.address;
+  }
+  throw new Error('no non-loopback IPv4 address on this host');
+}

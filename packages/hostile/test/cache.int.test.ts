@@ -66,5 +66,5 @@ describe('deps images are keyed by the source, not only its name and manifests',
     expect(again.box).toMatchObject({ imageCacheHit: true, image: first.box.image });
     expect(again.box.imageSource).toBe(await realpath(attacker));
     expect(again.marker).toBe(first.marker);
-  });
+  }, 900_000);
 });

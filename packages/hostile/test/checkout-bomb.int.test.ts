@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, labeledLeft, RUNTIMES, uniqueName } from './_harness.js';
+import { cli, hostAddress, labeledLeft, RUNTIMES, uniqueName } from './_harness.js';
 
 // A checkout bomb: a few KB of git objects whose trees name one blob thousands of times. The
 // sandbox caps (--max-source-bytes 512m, --max-source-entries 200000 by default) must hold for
@@ -93,15 +93,17 @@ describe('a checkout bomb from a git URL (a git daemon on this machine)', () => 
       .withUser('1000:1000')
       .withLabels({ 'ca.hostile.test': 'git-server' })
       .withCommand(['sh', '-c', script])
+      .withExposedPorts(9418)
       .withWaitStrategy(Wait.forLogMessage(/Ready to rumble/))
       .start();
-    host = server.getIpAddress('bridge');
+    // Published on this host's address: reached like a real git host, through the egress gateway.
+    host = `${await hostAddress()}:${server.getMappedPort(9418)}`;
   });
   afterAll(async () => {
     await server?.stop();
   });
 
   it('is refused with exit 2 and nothing left', async () => {
-    await expectRefused(`git://${host}:9418/bomb.git`, /--max-source-bytes 512 MiB/);
+    await expectRefused(`git://${host}/bomb.git`, /--max-source-bytes 512 MiB/);
   });
 });

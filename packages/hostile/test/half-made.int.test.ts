@@ -14,6 +14,7 @@ import {
   destroyBox,
   destroyLeftovers,
   execBox,
+  hostAddress,
   labeledLeft,
   uniqueName,
 } from './_harness.js';
@@ -75,9 +76,11 @@ describe('a create killed with SIGKILL in the middle of its clone', () => {
       .withUser('1000:1000')
       .withLabels({ 'ca.hostile.test': 'tarpit' })
       .withCommand(['python3', '-c', hold])
+      .withExposedPorts(9418)
       .withWaitStrategy(Wait.forLogMessage(/holding/))
       .start();
-    host = tarpit.getIpAddress('bridge');
+    // Published on this host's address: the clone reaches it through the egress gateway.
+    host = `${await hostAddress()}:${tarpit.getMappedPort(9418)}`;
   });
   afterAll(async () => {
     await tarpit?.stop();
@@ -86,7 +89,7 @@ describe('a create killed with SIGKILL in the middle of its clone', () => {
   it('shows in ls as creating then incomplete, its helper stops by itself, one scoped prune leaves nothing', async () => {
     const id = uniqueName('killed');
     killed.add(id);
-    const child = execa(process.execPath, [BIN, 'create', `git://${host}:9418/r.git`, '--name', id], {
+    const child = execa(process.execPath, [BIN, 'create', `git://${host}/r.git`, '--name', id], {
       reject: false,
       stdin: 'ignore',
       env: { NO_COLOR: '1' },
@@ -142,7 +145,7 @@ describe('names and roles', () => {
     expect(await labeledLeft(base)).toEqual([]);
   });
 
-  it('exec, cp and shell refuse a container that carries a box name but is not a box', async () => {
+  it('exec and cp refuse a container that carries a box name but is not a box', async () => {
     // What a sandbox called `<x>-helper` pointed at under the old names: the helper of `<x>`.
     const x = uniqueName('role');
     const name = `ca-sbx-${x}-helper`;
@@ -172,9 +175,6 @@ describe('names and roles', () => {
     const cp = await cli(['cp', `${target}:/etc/hostname`, join(work, 'copied'), '--json']);
     expect(cp.exitCode, cp.stderr).toBe(2);
     expect(JSON.parse(cp.stderr).error.code).toBe('NOT_A_BOX');
-    const shell = await cli(['shell', target]);
-    expect(shell.exitCode).toBe(2);
-    expect(shell.stderr).toMatch(/not a box/);
     const reached = await docker(['exec', name, 'test', '-e', '/tmp/reached'], { allowFailure: true });
     expect(reached.exitCode).toBe(1);
     // And an ordinary box still works.
