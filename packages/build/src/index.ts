@@ -2,7 +2,6 @@ export {
   type BaseImageChoice,
   DEFAULT_BASE_IMAGES,
   ensureBaseImage,
-  readConfigBaseImages,
   resolveBaseImage,
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';

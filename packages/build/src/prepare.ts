@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
+import { BUILD_DEFAULTS, currentSettings, DEFINITIONS } from '@ca-sandbox/config';
 import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
@@ -50,15 +51,16 @@ export type PrepareEvent =
   | { type: 'built'; image: string }
   | { type: 'no-install'; image: string };
 
-export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
-export const DEFAULT_BUILD_MEMORY = '2g';
-export const DEFAULT_BUILD_CPUS = 2;
-export const DEFAULT_BUILD_PROCESSES = 4096;
-export const DEFAULT_BUILD_FILE_SIZE = 4 * 1024 ** 3;
+// Defaults and their overrides (file, env) live with the settings: @ca-sandbox/config.
+export const DEFAULT_BUILD_TIMEOUT_MS = BUILD_DEFAULTS.timeoutSeconds * 1000;
+export const DEFAULT_BUILD_MEMORY = BUILD_DEFAULTS.memory;
+export const DEFAULT_BUILD_CPUS = BUILD_DEFAULTS.cpus;
+export const DEFAULT_BUILD_PROCESSES = BUILD_DEFAULTS.processes;
+export const DEFAULT_BUILD_FILE_SIZE = BUILD_DEFAULTS.fileSizeBytes;
 /** Env override of the build time limit, in whole seconds. */
-export const BUILD_TIMEOUT_ENV = 'CA_SANDBOX_BUILD_TIMEOUT';
+export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0];
 
-const providerEnum = z.enum(PROVIDERS as [Provider, ...Provider[]]);
+const providerEnum = z.enum(PROVIDERS);
 
 const PrepareOptionsSchema = z.strictObject({
   containerId: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, 'must be a container name or id'),
@@ -67,8 +69,7 @@ const PrepareOptionsSchema = z.strictObject({
   builder: z.enum(['auto', 'builtin', 'nixpacks']).default('auto'),
   baseImage: z.string().max(255).optional(),
   baseImages: z.partialRecord(providerEnum, z.string().max(255)).optional(),
-  configFile: z.string().max(4096).optional(),
-  /** PEM bundle the install step trusts (TLS-intercepting proxy); default env CA_SANDBOX_CA_CERTS. */
+  /** PEM bundle the install step trusts (TLS-intercepting proxy); default: setting caCertificates. */
   caCertificates: z.string().max(4096).optional(),
   maxFiles: z.number().int().min(1).optional(),
   maxFileBytes: z.number().int().min(1).optional(),
@@ -77,18 +78,18 @@ const PrepareOptionsSchema = z.strictObject({
   buildMemory: z
     .string()
     .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
-    .default(DEFAULT_BUILD_MEMORY),
-  buildCpus: z.number().min(0.01).max(1024).default(DEFAULT_BUILD_CPUS),
+    .optional(),
+  buildCpus: z.number().min(0.01).max(1024).optional(),
   /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
-  buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
+  buildProcesses: z.number().int().min(16).max(4_194_304).optional(),
   /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
   buildFileSize: z
     .number()
     .int()
     .min(1024 ** 2)
     .max(2 ** 53 - 1)
-    .default(DEFAULT_BUILD_FILE_SIZE),
-  /** Wall-clock limit of `docker build`; default env CA_SANDBOX_BUILD_TIMEOUT (seconds), else 15 min. */
+    .optional(),
+  /** Wall-clock limit of `docker build`; default: setting build.timeoutSeconds, else 15 min. */
   buildTimeoutMs: z
     .number()
     .int()
@@ -100,7 +101,14 @@ const PrepareOptionsSchema = z.strictObject({
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
-export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & { buildTimeoutMs: number };
+/** What the options leave out comes from the settings (file, env), then the built-in defaults. */
+export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
+  buildMemory: string;
+  buildCpus: number;
+  buildProcesses: number;
+  buildFileSize: number;
+  buildTimeoutMs: number;
+};
 
 export interface PreparedImage {
   image: string;
@@ -116,18 +124,19 @@ export interface PreparedImage {
 /** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
 export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
   const opts = parseOptions(PrepareOptionsSchema, input, 'prepareImage');
-  return { ...opts, buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs() };
-}
-
-function envBuildTimeoutMs(): number {
-  const raw = process.env[BUILD_TIMEOUT_ENV]?.trim();
-  if (!raw) return DEFAULT_BUILD_TIMEOUT_MS;
-  const seconds = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!(seconds >= 1 && seconds <= 86_400))
-    throw new InvalidBuildOptionsError(
-      `invalid ${BUILD_TIMEOUT_ENV}: must be whole seconds between 1 and 86400`,
-    );
-  return seconds * 1000;
+  const settings = currentSettings();
+  const caCertificates = opts.caCertificates ?? settings.value('caCertificates');
+  return {
+    ...opts,
+    ...(caCertificates === undefined ? {} : { caCertificates }),
+    buildMemory: opts.buildMemory ?? settings.value('build.memory') ?? DEFAULT_BUILD_MEMORY,
+    buildCpus: opts.buildCpus ?? settings.value('build.cpus') ?? DEFAULT_BUILD_CPUS,
+    buildProcesses: opts.buildProcesses ?? settings.value('build.processes') ?? DEFAULT_BUILD_PROCESSES,
+    buildFileSize: opts.buildFileSize ?? settings.value('build.fileSizeBytes') ?? DEFAULT_BUILD_FILE_SIZE,
+    buildTimeoutMs:
+      opts.buildTimeoutMs ??
+      (settings.value('build.timeoutSeconds') ?? BUILD_DEFAULTS.timeoutSeconds) * 1000,
+  };
 }
 
 /**
@@ -266,7 +275,7 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     await writeManifests(manifestsDir, prepared.files);
     const recipe = await builder.recipe({ files: input.files, detection: input.detection, manifestsDir });
     recipe.notes.unshift(...prepared.notes);
-    const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
+    const caFile = opts.caCertificates;
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
     const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile) });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
