@@ -44,7 +44,18 @@ export function runBin(args: string[], env: Record<string, string> = {}, input?:
  * of the CA_SANDBOX_* settings the test runner exports.
  */
 export function freshShellEnv(extra: Record<string, string>): Record<string, string> {
-  const keep = ['PATH', 'DOCKER_HOST', 'LANG', 'TMPDIR'];
+  const keep = [
+    'PATH',
+    'DOCKER_HOST',
+    'LANG',
+    'TMPDIR',
+    'HTTP_PROXY',
+    'HTTPS_PROXY',
+    'NO_PROXY',
+    'http_proxy',
+    'https_proxy',
+    'no_proxy',
+  ];
   const env: Record<string, string> = { NO_COLOR: '1' };
   for (const name of keep) if (process.env[name]) env[name] = process.env[name] as string;
   return { ...env, ...extra };
