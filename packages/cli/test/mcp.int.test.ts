@@ -185,7 +185,9 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     const messages = notes.map((n) => n.message ?? '');
     expect(messages).toEqual(
       expect.arrayContaining(
-        ['clone', 'dephash', 'build', 'run', 'verify'].map((phase) => expect.stringMatching(new RegExp(`^${phase} done`))),
+        ['clone', 'dephash', 'build', 'run', 'verify'].map((phase) =>
+          expect.stringMatching(new RegExp(`^${phase} done`)),
+        ),
       ),
     );
     // Log lines of the install itself, not only the phases.
