@@ -11,7 +11,9 @@ const check = args.includes('--check');
 const root = resolve(args.find((arg) => !arg.startsWith('--')) ?? new URL('..', import.meta.url).pathname);
 const { version } = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8'));
 if (!/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(version ?? '')) {
-  process.stderr.write(`error: packages/cli/package.json has no usable version: ${JSON.stringify(version)}\n`);
+  process.stderr.write(
+    `error: packages/cli/package.json has no usable version: ${JSON.stringify(version)}\n`,
+  );
   process.exit(1);
 }
 // Text replacement keeps each file's formatting; each holds exactly one version key (the plugin's).
@@ -32,7 +34,11 @@ for (const path of targets) {
   if (!check) writeFileSync(join(root, path), updated);
 }
 if (check && stale.length > 0) {
-  process.stderr.write(`error: plugin version differs from the cli's ${version} in ${stale.join(', ')} (run node scripts/sync-plugin-version.mjs)\n`);
+  process.stderr.write(
+    `error: plugin version differs from the cli's ${version} in ${stale.join(', ')} (run node scripts/sync-plugin-version.mjs)\n`,
+  );
   process.exit(1);
 }
-process.stdout.write(`plugin version ${version}${stale.length > 0 ? ` (updated ${stale.join(', ')})` : ''}\n`);
+process.stdout.write(
+  `plugin version ${version}${stale.length > 0 ? ` (updated ${stale.join(', ')})` : ''}\n`,
+);

@@ -32,7 +32,11 @@ for (const [provider, image] of Object.entries(LOCAL_BASE_IMAGES)) {
   if (next.baseImages[provider] === undefined && imageExists(image)) next.baseImages[provider] = image;
 }
 if (next.caCertificates === undefined) {
-  const bundle = [process.env.NODE_EXTRA_CA_CERTS, process.env.SSL_CERT_FILE, '/etc/ssl/certs/ca-certificates.crt']
+  const bundle = [
+    process.env.NODE_EXTRA_CA_CERTS,
+    process.env.SSL_CERT_FILE,
+    '/etc/ssl/certs/ca-certificates.crt',
+  ]
     .filter(Boolean)
     .find((file) => file.startsWith('/') && existsSync(file));
   if (bundle) next.caCertificates = bundle;

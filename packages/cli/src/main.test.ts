@@ -20,6 +20,7 @@ const COMMANDS = [
   'destroy',
   'prune',
   'verify',
+  'config',
   'mcp',
 ];
 
