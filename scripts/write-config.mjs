@@ -5,7 +5,7 @@
 //   - caCertificates: the host's CA bundle, for dependency installs behind a TLS-intercepting proxy.
 // Keys already in the file are kept (the user's choice wins). Needs `pnpm build` first.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const config = await import(new URL('../packages/config/dist/index.js', import.meta.url).href);

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '@ca-sandbox/config';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BASE_IMAGES, readExtraCa, resolveBaseImage } from './base-image.js';
-import { ConfigError } from '@ca-sandbox/config';
 import { BaseImageMissingError, BuildConfigError } from './errors.js';
 import { resolvePrepareOptions } from './prepare.js';
 
@@ -59,9 +59,7 @@ describe('resolveBaseImage', () => {
     writeFileSync(bad, JSON.stringify({ baseImages: { node: 'x y' } }));
     const env = (file: string) => ({ env: { CA_SANDBOX_CONFIG: file } });
     expect(() => resolveBaseImage('node', env(bad))).toThrow(/config file .*: baseImages\.node: /);
-    expect(() => resolveBaseImage('node', env(join(dir, 'missing.json')))).toThrow(
-      /cannot read config file/,
-    );
+    expect(() => resolveBaseImage('node', env(join(dir, 'missing.json')))).toThrow(/cannot read config file/);
     writeFileSync(bad, '{nope');
     expect(() => resolveBaseImage('node', env(bad))).toThrow(/not valid json/);
   });

@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from 'node:fs';
 import {
+  currentSettings,
   DEFAULT_BASE_IMAGES,
   ImageRefSchema,
   loadSettings,
-  currentSettings,
   type SettingSource,
 } from '@ca-sandbox/config';
 import { docker, inspectImage } from '@ca-sandbox/docker';

@@ -1,7 +1,7 @@
+import { ConfigError } from '@ca-sandbox/config';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanLine } from './_utils.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
-import { ConfigError } from '@ca-sandbox/config';
 import { InvalidBuildOptionsError } from './errors.js';
 import { BUILD_TIMEOUT_ENV, resolvePrepareOptions } from './prepare.js';
 

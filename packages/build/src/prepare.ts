@@ -24,12 +24,7 @@ import { buildArgv } from './build-argv.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
-import {
-  ImageBuildError,
-  ImageBuildTimeoutError,
-  InvalidBuildOptionsError,
-  ManifestReadError,
-} from './errors.js';
+import { ImageBuildError, ImageBuildTimeoutError, ManifestReadError } from './errors.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
@@ -58,7 +53,7 @@ export const DEFAULT_BUILD_CPUS = BUILD_DEFAULTS.cpus;
 export const DEFAULT_BUILD_PROCESSES = BUILD_DEFAULTS.processes;
 export const DEFAULT_BUILD_FILE_SIZE = BUILD_DEFAULTS.fileSizeBytes;
 /** Env override of the build time limit, in whole seconds. */
-export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0];
+export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0] as string;
 
 const providerEnum = z.enum(PROVIDERS);
 
@@ -134,8 +129,7 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
     buildProcesses: opts.buildProcesses ?? settings.value('build.processes') ?? DEFAULT_BUILD_PROCESSES,
     buildFileSize: opts.buildFileSize ?? settings.value('build.fileSizeBytes') ?? DEFAULT_BUILD_FILE_SIZE,
     buildTimeoutMs:
-      opts.buildTimeoutMs ??
-      (settings.value('build.timeoutSeconds') ?? BUILD_DEFAULTS.timeoutSeconds) * 1000,
+      opts.buildTimeoutMs ?? (settings.value('build.timeoutSeconds') ?? BUILD_DEFAULTS.timeoutSeconds) * 1000,
   };
 }
 

@@ -49,7 +49,11 @@ const lazyOutside = {
 };
 await build({
   absWorkingDir: root,
-  stdin: { contents: "export * from '@ca-sandbox/docker';", resolveDir: root, sourcefile: 'docker-barrel.js' },
+  stdin: {
+    contents: "export * from '@ca-sandbox/docker';",
+    resolveDir: root,
+    sourcefile: 'docker-barrel.js',
+  },
   outfile: `dist/bundle/${DOCKER_BARREL}`,
   bundle: true,
   format: 'esm',

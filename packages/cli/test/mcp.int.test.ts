@@ -226,7 +226,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     expect(readFileSync(join(outputRoot, 'out.md'), 'utf8')).toBe('mcp fixture\n');
 
     const listed = (await client.callTool({ name: 'sandbox_list', arguments: {} })) as ToolResult;
-    expect((listed.structuredContent?.sandboxes as { id: string }[]).map((r) => r.id)).toContain(id);
+    expect(((listed.structuredContent?.sandboxes ?? []) as { id: string }[]).map((r) => r.id)).toContain(id);
 
     const verify = await client.callTool({ name: 'sandbox_verify', arguments: { id } });
     expect(verify.isError ?? false).toBe(false);
