@@ -6,9 +6,13 @@ import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
   docker,
   dockerSpawnError,
+  parseSize,
   SANDBOX_LABEL,
+  SIZE_SYNTAX,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
@@ -21,10 +25,15 @@ import {
   resolveBaseImage,
 } from './base-image.js';
 import { buildArgv } from './build-argv.js';
+import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError, ManifestReadError } from './errors.js';
+import {
+  ImageBuildError,
+  ImageBuildTimeoutError,
+  ManifestReadError,
+} from './errors.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
@@ -72,18 +81,21 @@ const PrepareOptionsSchema = z.strictObject({
   /** Memory of each build container (no swap on top), docker syntax: `2g`, `512m`. */
   buildMemory: z
     .string()
-    .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
-    .optional(),
-  buildCpus: z.number().min(0.01).max(1024).optional(),
+    .refine(
+      (text) => (parseSize(text) ?? 0) >= DOCKER_MIN_MEMORY_BYTES,
+      `must be ${SIZE_SYNTAX}, at least 6m (docker's minimum)`,
+    )
+    .default(DEFAULT_BUILD_MEMORY),
+  buildCpus: z.number().min(DOCKER_MIN_CPUS).max(1024).default(DEFAULT_BUILD_CPUS),
   /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
-  buildProcesses: z.number().int().min(16).max(4_194_304).optional(),
+  buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
   /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
   buildFileSize: z
     .number()
     .int()
     .min(1024 ** 2)
     .max(2 ** 53 - 1)
-    .optional(),
+    .default(DEFAULT_BUILD_FILE_SIZE),
   /** Wall-clock limit of `docker build`; default: setting build.timeoutSeconds, else 15 min. */
   buildTimeoutMs: z
     .number()
@@ -96,14 +108,7 @@ const PrepareOptionsSchema = z.strictObject({
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
-/** What the options leave out comes from the settings (file, env), then the built-in defaults. */
-export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
-  buildMemory: string;
-  buildCpus: number;
-  buildProcesses: number;
-  buildFileSize: number;
-  buildTimeoutMs: number;
-};
+export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & { buildTimeoutMs: number };
 
 export interface PreparedImage {
   image: string;
@@ -116,21 +121,28 @@ export interface PreparedImage {
   linkNodeModules: boolean;
 }
 
-/** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
+/**
+ * Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. What the
+ * options leave out comes from the settings (file, env: @ca-sandbox/config), checked by the same
+ * schema as an option.
+ */
 export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
-  const opts = parseOptions(PrepareOptionsSchema, input, 'prepareImage');
   const settings = currentSettings();
-  const caCertificates = opts.caCertificates ?? settings.value('caCertificates');
-  return {
-    ...opts,
-    ...(caCertificates === undefined ? {} : { caCertificates }),
-    buildMemory: opts.buildMemory ?? settings.value('build.memory') ?? DEFAULT_BUILD_MEMORY,
-    buildCpus: opts.buildCpus ?? settings.value('build.cpus') ?? DEFAULT_BUILD_CPUS,
-    buildProcesses: opts.buildProcesses ?? settings.value('build.processes') ?? DEFAULT_BUILD_PROCESSES,
-    buildFileSize: opts.buildFileSize ?? settings.value('build.fileSizeBytes') ?? DEFAULT_BUILD_FILE_SIZE,
-    buildTimeoutMs:
-      opts.buildTimeoutMs ?? (settings.value('build.timeoutSeconds') ?? BUILD_DEFAULTS.timeoutSeconds) * 1000,
-  };
+  const timeoutSeconds = settings.value('build.timeoutSeconds');
+  const fromSettings = Object.fromEntries(
+    Object.entries({
+      caCertificates: settings.value('caCertificates'),
+      buildMemory: settings.value('build.memory'),
+      buildCpus: settings.value('build.cpus'),
+      buildProcesses: settings.value('build.processes'),
+      buildFileSize: settings.value('build.fileSizeBytes'),
+      buildTimeoutMs: timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000,
+    }).filter(([, value]) => value !== undefined),
+  );
+  const merged =
+    input !== null && typeof input === 'object' && !Array.isArray(input) ? { ...fromSettings, ...input } : input;
+  const opts = parseOptions(PrepareOptionsSchema, merged, 'prepareImage');
+  return { ...opts, buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS };
 }
 
 /**
@@ -339,7 +351,8 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
-    log(clean);
+    // The caller sees the install's own output; the error keeps the whole tail.
+    if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
     let rest = '';

@@ -28,9 +28,11 @@ const GoProxyList = z
   .string()
   .max(2048)
   .regex(/^[A-Za-z0-9:/._~%@+=?&-]+([,|][A-Za-z0-9:/._~%@+=?&-]+)*$/, 'expected a GOPROXY list');
+// Shape only: the build checks the value by docker's own rules (@ca-sandbox/docker parseSize).
 const DockerSize = z
   .string()
-  .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'expected a docker size such as 2g or 512m');
+  .max(32)
+  .regex(/^[0-9]+(\.[0-9]+)?\s?[a-zA-Z]{0,3}$/, 'expected a docker size such as 2g or 512m');
 
 /** Official images each provider builds on (stood in for locally by ca-sbx-base:*, see setup). */
 export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
