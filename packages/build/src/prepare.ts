@@ -29,11 +29,7 @@ import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
-import {
-  ImageBuildError,
-  ImageBuildTimeoutError,
-  ManifestReadError,
-} from './errors.js';
+import { ImageBuildError, ImageBuildTimeoutError, ManifestReadError } from './errors.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
@@ -140,7 +136,9 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
     }).filter(([, value]) => value !== undefined),
   );
   const merged =
-    input !== null && typeof input === 'object' && !Array.isArray(input) ? { ...fromSettings, ...input } : input;
+    input !== null && typeof input === 'object' && !Array.isArray(input)
+      ? { ...fromSettings, ...input }
+      : input;
   const opts = parseOptions(PrepareOptionsSchema, merged, 'prepareImage');
   return { ...opts, buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS };
 }
