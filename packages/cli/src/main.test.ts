@@ -96,6 +96,16 @@ describe('usage errors', () => {
     expect(result.stderr).toMatch(/^error: copying into a sandbox is refused: egress is out-only/);
   });
 
+  it('cp to - refuses a terminal, --json and --force before anything runs (exit 2)', async () => {
+    const streams = captureStreams({ tty: true, env: { NO_COLOR: '1' } });
+    expect(await main(['cp', 'demo:/work/repo', '-'], streams)).toBe(2);
+    expect(streams.stderr.text).toMatch(/^error: refusing to write a tar stream to a terminal/);
+    expect(streams.stdout.text).toBe('');
+    expect((await run(['cp', 'demo:/work/repo', '-', '--json'])).stderr).toMatch(/stdout carries the tar/);
+    expect((await run(['cp', 'demo:/work/repo', '-', '--force'])).code).toBe(2);
+    expect((await run(['cp', 'demo:/work/repo', './x', '--git', 'all'])).code).toBe(2);
+  });
+
   it('explains --with-claude and exits 2', async () => {
     for (const command of ['create', 'run']) {
       const result = await run([command, './repo', '--with-claude']);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
+import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
 
@@ -220,13 +220,24 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .command('cp')
     .description('copy a file or directory OUT of a sandbox (copying in is refused)')
     .argument('<id:path>', 'source inside the box, e.g. demo:/work/repo/dist')
-    .argument('<dest>', 'destination on the host')
-    .option('--force', 'overwrite existing files at the destination')
+    .argument(
+      '<dest>',
+      'host path; an existing directory receives the entry inside it; - writes a tar stream to stdout',
+    )
+    .option('--force', 'replace an existing FILE of the same name (a directory is never replaced)')
+    .addOption(
+      new Option(
+        '--git <mode>',
+        'git directories: withhold (default; left out and reported) or sanitized (history kept; our own minimal config, no hooks, no exec bits)',
+      ).choices([...GIT_MODES]),
+    )
     .addHelpText(
       'after',
       example([
-        'ca-sandbox cp demo:/work/repo/report.txt ./report.txt',
-        'ca-sandbox cp demo:dist ./out --force',
+        'ca-sandbox cp demo:/work/repo/report.txt .',
+        'ca-sandbox cp demo:dist ./out',
+        'ca-sandbox cp demo:/work/repo ./vetted --git sanitized',
+        'ca-sandbox cp demo:dist - | tar -t',
       ]),
     )
     .action(action(async () => (await import('./commands/cp.js')).cpCommand));

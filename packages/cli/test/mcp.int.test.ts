@@ -120,6 +120,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
   it('marks the tools that delete host or docker state as destructive', async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    // cp_out with force replaces an existing host file (never a directory).
     for (const name of ['sandbox_cp_out', 'sandbox_destroy', 'sandbox_prune']) {
       expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     }
@@ -127,6 +128,14 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       expect(byName.get(name)?.annotations?.readOnlyHint).toBe(true);
     }
     expect(byName.get('sandbox_destroy')?.annotations?.idempotentHint).toBe(true);
+    const properties = (byName.get('sandbox_cp_out')?.inputSchema.properties ?? {}) as Record<
+      string,
+      { description?: string }
+    >;
+    const force = properties.force;
+    expect(force?.description).toMatch(/replace an existing regular FILE/i);
+    expect(force?.description).toMatch(/never deletes a directory/i);
+    expect(properties.git?.description).toMatch(/sanitized/);
   });
 
   it('returns errors as isError results in the tools’ words (no CLI flags) and keeps serving', async () => {
@@ -227,6 +236,23 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
 
     const listed = (await client.callTool({ name: 'sandbox_list', arguments: {} })) as ToolResult;
     expect(((listed.structuredContent?.sandboxes ?? []) as { id: string }[]).map((r) => r.id)).toContain(id);
+
+    // force into an existing directory (the output root itself): the entry lands inside it,
+    // nothing else is touched; a directory in the way is an error, never deleted.
+    const into = await client.callTool({
+      name: 'sandbox_cp_out',
+      arguments: { id, path: '/work/repo', destination: '.', force: true },
+    });
+    expect(into.isError ?? false).toBe(false);
+    expect(payload(into)).toMatchObject({ destination: join(outputRoot, 'repo') });
+    expect(readFileSync(join(outputRoot, 'out.md'), 'utf8')).toBe('mcp fixture\n');
+    const again = await client.callTool({
+      name: 'sandbox_cp_out',
+      arguments: { id, path: '/work/repo', destination: outputRoot, force: true },
+    });
+    expect(again.isError).toBe(true);
+    expect(payload(again)).toMatchObject({ error: { code: 'CP_DESTINATION' } });
+    expect(readFileSync(join(outputRoot, 'repo', 'README.md'), 'utf8')).toBe('mcp fixture\n');
 
     const verify = await client.callTool({ name: 'sandbox_verify', arguments: { id } });
     expect(verify.isError ?? false).toBe(false);
