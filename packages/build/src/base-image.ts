@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import {
   currentSettings,
   DEFAULT_BASE_IMAGES,
+  DEFINITIONS,
   ImageRefSchema,
   loadSettings,
   type SettingSource,
@@ -73,6 +74,21 @@ export async function ensureBaseImage(
 
 const MAX_CA_BYTES = 4 * 1024 * 1024;
 const MAX_CA_CERTS = 500;
+
+/** Names the CA bundle of a TLS-intercepting proxy, for the install and the clone alike. */
+export const CA_CERTS_ENV = DEFINITIONS.caCertificates.env[0] as string;
+
+/**
+ * The bundle to trust: the option, else the caCertificates setting (env CA_SANDBOX_CA_CERTS, then
+ * the configuration file); undefined when none is set.
+ */
+export function resolveCaCertificates(
+  option?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  if (option) return option;
+  return (env === process.env ? currentSettings() : loadSettings({ env })).value('caCertificates');
+}
 
 /**
  * The CERTIFICATE blocks of a PEM bundle named by the user (option or CA_SANDBOX_CA_CERTS), for

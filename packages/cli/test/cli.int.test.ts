@@ -38,6 +38,8 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(result.code).toBe(0);
     const record = JSON.parse(result.stdout);
     expect(record).toMatchObject({ id, network: 'offline', runtime: 'runc', status: 'running' });
+    // A plain tree under offline: the bare toolchain image, and the record says so.
+    expect(record.depsInstalled).toBe(false);
     for (const key of [
       'container',
       'volume',
@@ -46,6 +48,8 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
       'dephash',
       'builder',
       'provider',
+      'depsInstalled',
+      'toolchain',
       'repo',
       'source',
       'createdAt',

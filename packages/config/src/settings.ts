@@ -36,9 +36,10 @@ const DockerSize = z
 
 /** Official images each provider builds on (stood in for locally by ca-sbx-base:*, see setup). */
 export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
-  node: 'node:22-bookworm-slim',
-  python: 'python:3.12-slim-bookworm',
-  go: 'golang:1.23-bookworm',
+  // Full images (not -slim) where the install compiles: node-gyp addons, C extensions, cgo.
+  node: 'node:22-bookworm',
+  python: 'python:3.11-bookworm',
+  go: 'golang:1.27-bookworm',
   rust: 'rust:1-slim-bookworm',
   plain: 'debian:bookworm-slim',
 };
@@ -104,7 +105,7 @@ export const DEFINITIONS = {
   }),
   'mirrors.pypiIndex': define({
     schema: HttpUrl,
-    env: ['CA_SANDBOX_PYPI_INDEX'],
+    env: ['CA_SANDBOX_PIP_INDEX_URL'],
     describe: 'PyPI index url the install uses instead of pypi.org',
   }),
   'mirrors.goProxy': define({

@@ -162,8 +162,8 @@ export function buildLocalCloneSteps(
   return steps;
 }
 
-function envArgs(): string[] {
-  return Object.entries(GIT_ENV).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+function envArgs(extra: Record<string, string>): string[] {
+  return Object.entries({ ...GIT_ENV, ...extra }).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
 }
 
 /** Runs clone steps in the helper; CloneFailedError with git's own first error line. */
@@ -172,11 +172,12 @@ export async function runCloneSteps(
   steps: readonly CloneStep[],
   timeoutSeconds: number,
   signal?: AbortSignal,
+  extraEnv: Record<string, string> = {},
 ): Promise<void> {
   let previousFailed = false;
   for (const step of steps) {
     if (step.fallback && !previousFailed) continue;
-    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(), helper, ...step.argv];
+    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(extraEnv), helper, ...step.argv];
     const result = await docker(argv, {
       allowFailure: true,
       timeoutMs: (timeoutSeconds + 30) * 1000,
@@ -185,6 +186,23 @@ export async function runCloneSteps(
     previousFailed = result.exitCode !== 0;
     if (previousFailed && !step.optional) throw cloneError(step, result.exitCode, result.stderr);
   }
+}
+
+/** Where the clone's CA bundle lives in the helper (its tmpfs): never in the box or an image. */
+export const CLONE_CA_PATH = '/tmp/ca-sbx-ca.pem';
+
+/**
+ * Behind a TLS-intercepting proxy the clone must trust the same CA bundle as the install: the
+ * helper gets the system bundle plus the given certificates at CLONE_CA_PATH (on its tmpfs, gone
+ * with the helper), and the environment that points git's http.sslCAInfo at it.
+ */
+export async function installCloneCa(helper: string, certificates: Buffer): Promise<Record<string, string>> {
+  const script = `umask 022; { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null; cat; } > ${CLONE_CA_PATH}`;
+  await docker(['exec', '-i', '-u', '1000:1000', helper, 'sh', '-c', script], {
+    input: certificates,
+    timeoutMs: 30_000,
+  });
+  return { GIT_SSL_CAINFO: CLONE_CA_PATH };
 }
 
 /**

@@ -35,8 +35,14 @@ export function jsonResult(
 /** An error as a tool result (the server never crashes on a failed call), in the tools' words. */
 export function errorResult(error: unknown): CallToolResult {
   const report = toolErrorReport(describeError(error));
-  const body: Record<string, string> = { code: report.code, kind: report.kind, message: report.message };
+  const body: Record<string, string | string[]> = {
+    code: report.code,
+    kind: report.kind,
+    message: report.message,
+  };
   if (report.hint) body.hint = report.hint;
+  if (report.details) body.details = report.details;
+  if (report.logFile) body.logFile = report.logFile;
   // Text only: structuredContent is for results, and the client checks it against outputSchema.
   return { content: [{ type: 'text', text: safeJsonStringify({ error: body }, 2) }], isError: true };
 }
