@@ -23,6 +23,7 @@ const COMMANDS = [
   'prune',
   'verify',
   'config',
+  'egress',
   'mcp',
 ];
 

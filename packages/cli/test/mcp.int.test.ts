@@ -114,7 +114,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       { description?: string }
     >;
     expect(properties.runtime?.description).toMatch(/runsc .*offline or clone-then-cut, not allowlist/);
-    expect(properties.network?.description).toMatch(/allowlist \(EXPERIMENTAL/);
+    expect(properties.network?.description).toMatch(/allowlist \(the box reaches only the allow list/);
   });
 
   it('marks the tools that delete host or docker state as destructive', async () => {

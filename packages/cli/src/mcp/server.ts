@@ -78,9 +78,14 @@ const createShape = {
     .enum(NETWORK_POLICIES)
     .optional()
     .describe(
-      'offline (default: no network at all, dependencies are not installed); clone-then-cut (the clone and the dependency build have network, the box never does); allowlist (EXPERIMENTAL: the box may reach only the addresses in allow, enforced by host iptables rules)',
+      'offline (default: no network at all, dependencies are not installed); clone-then-cut (the clone and the dependency build have network, the box never does); allowlist (the box reaches only the allow list, through the egress gateway)',
     ),
-  allow: z.array(z.string()).optional().describe('with network allowlist: IPs/CIDRs the box may reach'),
+  allow: z
+    .array(z.string())
+    .optional()
+    .describe(
+      'with network allowlist: destinations the box may reach through the egress gateway: domains (*.example.com for subdomains), IPs or CIDRs, each with an optional :port (default 443 and 80); addresses only, without a port, use EXPERIMENTAL host firewall rules instead',
+    ),
   builder: z.enum(BUILDERS).optional(),
   ref: z.string().optional().describe('branch, tag or commit'),
   runtime: z
@@ -148,8 +153,9 @@ export function createMcpServer(version: string): McpServer {
         request.source = await checkReadPath(parsed.path, roots, whence);
       }
       const notes: string[] = [];
-      if (request.network === 'allowlist') {
-        const warning = await allowlistWarning();
+      const warning =
+        request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
+      if (warning) {
         notes.push(`warning: ${warning}`);
         process.stderr.write(`warning: ${warning}\n`);
       }
