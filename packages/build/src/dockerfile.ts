@@ -39,6 +39,11 @@ const EXTRA_CA_SETUP = [
 export interface RenderOptions {
   /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
   extraCa?: boolean;
+  /**
+   * The image being built: named in the install step, so that its RUN line (by which a stopped
+   * build's containers are found and removed) differs from other repos' concurrent builds.
+   */
+  image?: string;
 }
 
 /** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
@@ -55,8 +60,11 @@ function shellEnv(entries: readonly EnvEntry[]): string[] {
 
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
+  if (options.image !== undefined && !/^[a-z0-9][a-z0-9._:-]{0,200}$/.test(options.image))
+    throw new Error(`invalid image name ${JSON.stringify(options.image.slice(0, 100))}`);
   return [
     'set -eu',
+    ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,

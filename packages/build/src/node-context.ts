@@ -125,7 +125,7 @@ export function filterRcFile(text: string, style: 'npmrc' | 'yarnrc'): { text: s
     const key = match?.[1] ?? '';
     const value = match?.[2] ?? '';
     if (!match || trimmed.startsWith('[') || npmrcKeyDenied(key) || value.includes('${')) {
-      dropped.push(printable(key.trim() || trimmed.slice(0, 40)));
+      dropped.push(printable(key.trim().replace(/^["']|["']$/g, '') || trimmed.slice(0, 40)));
       continue;
     }
     // yarn-path survives in .yarnrc only through the yarnPath check of the recipe (never here).
@@ -187,7 +187,19 @@ export function filterYarnrcYml(
     return { text: '', dropped: ['(the whole file: not valid YAML)'] };
   }
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { text: '', dropped: [] };
-  const settings = doc as Record<string, unknown>;
+  try {
+    return filterSettings(doc as Record<string, unknown>, dir, paths);
+  } catch {
+    // A self-referencing document (anchors) has no JSON form: nothing of it is used.
+    return { text: '', dropped: ['(the whole file: not plain settings)'] };
+  }
+}
+
+function filterSettings(
+  settings: Record<string, unknown>,
+  dir: string,
+  paths: ReadonlySet<string>,
+): { text: string; dropped: string[]; yarnPath?: string } {
   const dropped: string[] = [];
   let yarnPath: string | undefined;
   for (const [key, value] of Object.entries(settings)) {

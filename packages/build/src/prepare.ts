@@ -268,7 +268,7 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     recipe.notes.unshift(...prepared.notes);
     const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
-    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile) });
+    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile), image });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const network = recipe.install.length > 0 ? 'bridge' : 'none';
     const labels = {
