@@ -229,6 +229,9 @@ describe('which package manager, which version', () => {
     expect(
       pnpmMajor([lock('9.0'), f('pnpm-workspace.yaml', 'packages: [a]\nonlyBuiltDependencies: [esbuild]\n')]),
     ).toEqual({ spec: '10', source: 'pnpm-workspace.yaml settings (onlyBuiltDependencies)' });
+    expect(
+      pnpmMajor([lock('9.0'), f('pnpm-workspace.yaml', 'packages: [a]\nallowBuilds: { esbuild: true }\n')]),
+    ).toEqual({ spec: '11', source: 'pnpm-workspace.yaml settings (allowBuilds)' });
     expect(pnpmMajor([]).spec).toBe('10');
   });
 });

@@ -37,17 +37,22 @@ function yamlOf(file: ManifestFile | undefined): Record<string, unknown> | undef
 
 /** pnpm-workspace.yaml keys pnpm 9 knows; any other top-level key is a pnpm 10+ setting. */
 const PNPM9_WORKSPACE_KEYS = new Set(['packages', 'catalog', 'catalogs']);
+/** Settings pnpm 11 introduced (allowBuilds replaces onlyBuiltDependencies there). */
+const PNPM11_WORKSPACE_KEYS = new Set(['allowBuilds']);
 
 /**
  * The pnpm major the lockfile and the workspace settings need, when nothing pins pnpm: lockfile
  * 5.3 → 6, 5.4 → 7, 6.x → 8, 9.0 → 9, or 10 when pnpm-workspace.yaml carries settings (pnpm 10
- * reads them there: onlyBuiltDependencies, overrides, patchedDependencies, ...). No lockfile → 10.
+ * reads them there: onlyBuiltDependencies, overrides, patchedDependencies, ...), 11 when one of
+ * them is pnpm 11's (allowBuilds). No lockfile → 10.
  */
 export function pnpmMajor(files: readonly ManifestFile[]): { spec: string; source: string } {
   const workspace = yamlOf(root(files, 'pnpm-workspace.yaml'));
   const settings = Object.keys(workspace ?? {}).filter((key) => !PNPM9_WORKSPACE_KEYS.has(key));
   const head = root(files, 'pnpm-lock.yaml')?.content.subarray(0, 512).toString('utf8') ?? '';
   const lock = /^lockfileVersion:\s*['"]?([0-9]+(?:\.[0-9]+)?)/m.exec(head)?.[1];
+  const newest = settings.filter((key) => PNPM11_WORKSPACE_KEYS.has(key));
+  if (newest.length > 0) return { spec: '11', source: `pnpm-workspace.yaml settings (${newest.join(', ')})` };
   if (settings.length > 0)
     return { spec: '10', source: `pnpm-workspace.yaml settings (${settings.slice(0, 3).join(', ')})` };
   if (!lock) return { spec: '10', source: 'no pnpm lockfile' };

@@ -37,9 +37,13 @@ async function oursOnce() {
   const name = `bench-dc-${randomUUID().slice(0, 8)}`;
   let image;
   const ms = await timed(async () => {
-    const { stdout } = await run(process.execPath, [bin, 'create', repo, '--name', name, '--network', 'clone-then-cut', '--json'], {
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [bin, 'create', repo, '--name', name, '--network', 'clone-then-cut', '--json'],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     image = JSON.parse(stdout).image;
   });
   await run(process.execPath, [bin, 'destroy', name]);
@@ -58,14 +62,25 @@ async function devcontainerOnce() {
   }
   writeFileSync(
     join(dir, '.devcontainer', 'devcontainer.json'),
-    JSON.stringify({ image: baseImage, remoteEnv: env, containerEnv: env, postCreateCommand: 'npm install --no-audit --no-fund' }),
+    JSON.stringify({
+      image: baseImage,
+      remoteEnv: env,
+      containerEnv: env,
+      postCreateCommand: 'npm install --no-audit --no-fund',
+    }),
   );
   try {
-    return await timed(() => run(devcontainer, ['up', '--workspace-folder', dir], { maxBuffer: 64 * 1024 * 1024 }));
+    return await timed(() =>
+      run(devcontainer, ['up', '--workspace-folder', dir], { maxBuffer: 64 * 1024 * 1024 }),
+    );
   } finally {
-    const ids = (await raw('ps', '-aq', '--filter', `label=devcontainer.local_folder=${dir}`)).split('\n').filter(Boolean);
+    const ids = (await raw('ps', '-aq', '--filter', `label=devcontainer.local_folder=${dir}`))
+      .split('\n')
+      .filter(Boolean);
     const images = ids.length
-      ? (await raw('inspect', '--format', '{{.Config.Image}}', ...ids)).split('\n').filter((i) => i.startsWith('vsc-'))
+      ? (await raw('inspect', '--format', '{{.Config.Image}}', ...ids))
+          .split('\n')
+          .filter((i) => i.startsWith('vsc-'))
       : [];
     if (ids.length) await raw('rm', '-f', ...ids);
     if (images.length) await raw('image', 'rm', '--force', ...images);
@@ -84,7 +99,9 @@ for (let round = 0; round < rounds; round += 1) {
     theirs.push(await devcontainerOnce());
     ours.push(await oursOnce());
   }
-  console.log(`round ${round + 1}: ours ${ours.at(-1).toFixed(0)} ms, devcontainer up ${theirs.at(-1).toFixed(0)} ms`);
+  console.log(
+    `round ${round + 1}: ours ${ours.at(-1).toFixed(0)} ms, devcontainer up ${theirs.at(-1).toFixed(0)} ms`,
+  );
 }
 const ratio = median(ours) / median(theirs);
 console.log(
