@@ -5,9 +5,13 @@ import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
   docker,
   dockerSpawnError,
+  parseSize,
   SANDBOX_LABEL,
+  SIZE_SYNTAX,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
@@ -20,6 +24,7 @@ import {
   resolveBaseImage,
 } from './base-image.js';
 import { buildArgv } from './build-argv.js';
+import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
@@ -76,9 +81,12 @@ const PrepareOptionsSchema = z.strictObject({
   /** Memory of each build container (no swap on top), docker syntax: `2g`, `512m`. */
   buildMemory: z
     .string()
-    .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
+    .refine(
+      (text) => (parseSize(text) ?? 0) >= DOCKER_MIN_MEMORY_BYTES,
+      `must be ${SIZE_SYNTAX}, at least 6m (docker's minimum)`,
+    )
     .default(DEFAULT_BUILD_MEMORY),
-  buildCpus: z.number().min(0.01).max(1024).default(DEFAULT_BUILD_CPUS),
+  buildCpus: z.number().min(DOCKER_MIN_CPUS).max(1024).default(DEFAULT_BUILD_CPUS),
   /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
   buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
   /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
@@ -336,7 +344,8 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
-    log(clean);
+    // The caller sees the install's own output; the error keeps the whole tail.
+    if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
     let rest = '';

@@ -18,6 +18,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,
@@ -30,6 +31,7 @@ export {
   type ExecResult,
   execInSandbox,
 } from './exec.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';

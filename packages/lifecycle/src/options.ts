@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
+import { BOX_LIMITS, checkLimits } from './limits.js';
 import { parseRef, validateSandboxName } from './source.js';
 
-const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
 
@@ -16,9 +16,10 @@ export const CreateOptionsSchema = z.strictObject({
   builder: z.enum(['auto', 'builtin', 'nixpacks']).optional(),
   ref: z.string().optional(),
   runtime: z.enum(['runc', 'runsc']).optional(),
-  memory: z.string().regex(SIZE, 'must be like 2g or 512m').optional(),
-  cpus: z.number().positive().max(256).optional(),
-  pids: z.number().int().min(16).max(1_000_000).optional(),
+  // Bounds: checkLimits (limits.ts), so that every caller gets the same one-line message.
+  memory: z.string().optional(),
+  cpus: z.number().optional(),
+  pids: z.number().optional(),
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
   /** The docker network the clone helper joins (default 'bridge'); never the box's. */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
@@ -37,6 +38,8 @@ export interface ResolvedCreateOptions {
   memory: string;
   cpus: number;
   pids: number;
+  /** Whether the caller chose memory/cpus (a chosen value over the engine is refused, a default is lowered). */
+  chosen: { memory: boolean; cpus: boolean };
   baseImage?: string;
   cloneNetwork: string;
   helperImage: string;
@@ -64,6 +67,7 @@ export function resolveCreateOptions(
     throw new InvalidOptionsError(`invalid create options: ${detail}`);
   }
   const options = parsed.data;
+  checkLimits(options);
   const policy = resolveNetworkPolicy(options.network);
   const allow = options.allow?.length ? parseAllowEntries(options.allow) : [];
   if (allow.length > 0 && policy !== 'allowlist') {
@@ -89,9 +93,10 @@ export function resolveCreateOptions(
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
     runtime,
-    memory: options.memory ?? '2g',
-    cpus: options.cpus ?? 2,
-    pids: options.pids ?? 512,
+    memory: options.memory ?? BOX_LIMITS.memory.default,
+    cpus: options.cpus ?? BOX_LIMITS.cpus.default,
+    pids: options.pids ?? BOX_LIMITS.pids.default,
+    chosen: { memory: options.memory !== undefined, cpus: options.cpus !== undefined },
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
     cloneNetwork: options.cloneNetwork ?? 'bridge',
     helperImage,
