@@ -18,6 +18,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('ENV NODE_PATH="/deps/node_modules"');
     expect(text).toContain('ENV PATH="/deps/pm/bin:/deps/node_modules/.bin:$PATH"');
     expect(text).toContain('ENV COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
+    expect(text).toContain('ENV pnpm_config_verify_deps_before_run="false"');
     expect(text).toContain('ENV HOME="/tmp"');
     expect(text).toContain('npm ci --no-audit');
     // node_modules stay in /deps/src (workspace links rewritten into /work/repo); /deps/node_modules links there.

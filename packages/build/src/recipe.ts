@@ -52,6 +52,10 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
       // A corepack shim never prompts or pins: the pinned package manager is in PM_PREFIX already.
       { name: 'COREPACK_ENABLE_DOWNLOAD_PROMPT', value: '0' },
       { name: 'COREPACK_ENABLE_AUTO_PIN', value: '0' },
+      // pnpm 10+ may check the install before `pnpm run` and re-install (offline: it hangs) because
+      // its state names /deps/src; the deps were installed for exactly these manifests.
+      { name: 'npm_config_verify_deps_before_run', value: 'false' },
+      { name: 'pnpm_config_verify_deps_before_run', value: 'false' },
     );
   } else if (provider === 'python') {
     const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
