@@ -88,6 +88,7 @@ describe('rc files from the repo (hostile)', () => {
         'script-shell=/work/repo/sh',
         'store-dir=/work/repo/.store',
         'use-node-version=16.0.0',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
         'email=${EMAIL}',
         '[section]',
         '; a comment',
@@ -132,6 +133,7 @@ describe('rc files from the repo (hostile)', () => {
         'npmRegistryServer: "http://169.254.169.254/"',
         'npmScopes:',
         '  corp:',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
         '    npmAuthToken: "${TOKEN}"',
         'enableStrictSsl: false',
         'httpsProxy: "http://evil:3128"',

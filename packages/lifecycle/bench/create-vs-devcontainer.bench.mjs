@@ -58,6 +58,7 @@ async function devcontainerOnce() {
   const env = {};
   if (caBundle) {
     writeFileSync(join(dir, '.devcontainer', 'ca.pem'), readFileSync(caBundle));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
     env.NODE_EXTRA_CA_CERTS = '${containerWorkspaceFolder}/.devcontainer/ca.pem';
   }
   writeFileSync(
