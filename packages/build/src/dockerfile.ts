@@ -1,6 +1,7 @@
 import { hasControlChar } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
 import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
+import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 /** The build context folder that holds the manifests (nothing else is copied). */
 export const CONTEXT_MANIFESTS = 'manifests';
@@ -40,11 +41,19 @@ export interface RenderOptions {
   /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
   extraCa?: boolean;
   /**
+   * A fresh id of this build, as the label LABEL_BUILD_ID on every image the build makes: after a
+   * failed build, exactly its intermediate images are found by it and removed.
+   */
+  buildId?: string;
+  /**
    * The image being built: named in the install step, so that its RUN line (by which a stopped
    * build's containers are found and removed) differs from other repos' concurrent builds.
    */
   image?: string;
 }
+
+/** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
+export const LABEL_BUILD_ID = 'ca.sandbox.cache.build';
 
 /** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
 export function runLine(script: string): string {
@@ -58,6 +67,9 @@ function shellEnv(entries: readonly EnvEntry[]): string[] {
   });
 }
 
+/** The image keeps nothing a step left in /tmp (the box mounts a tmpfs there anyway). */
+const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true';
+
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
   if (options.image !== undefined && !/^[a-z0-9][a-z0-9._:-]{0,200}$/.test(options.image))
@@ -68,7 +80,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,
-    'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true',
+    CLEAN_TMP,
   ].join('\n');
 }
 
@@ -84,8 +96,11 @@ export function renderDockerfile(
 ): string {
   if (!ImageRefSchema.safeParse(baseImage).success)
     throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+  if (options.buildId !== undefined && !/^[0-9a-f]{8,64}$/.test(options.buildId))
+    throw new Error('invalid build id');
   const lines = [
     `FROM ${baseImage}`,
+    ...(options.buildId ? [`LABEL ${LABEL_BUILD_ID}=${options.buildId}`] : []),
     'USER 0:0',
     runLine(`mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}`),
     `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
@@ -95,6 +110,7 @@ export function renderDockerfile(
     `WORKDIR ${DEPS_SRC}`,
   ];
   if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options)));
-  lines.push(`WORKDIR ${REPO_DIR}`, '');
+  // Its own step after the install: no install script's output can follow its line.
+  lines.push(runLine(`${TOOLCHAIN_PROBE}\n${CLEAN_TMP}`), `WORKDIR ${REPO_DIR}`, '');
   return lines.join('\n');
 }

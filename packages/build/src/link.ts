@@ -1,4 +1,4 @@
-import { docker } from '@ca-sandbox/docker';
+import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { ManifestReadError } from './errors.js';
 
@@ -69,9 +69,6 @@ const LinkOutput = z.object({
   entries: z.number().int().min(0),
 });
 
-/** PATH of the link step: the image's node, never /deps/pm or /deps/node_modules/.bin. */
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
 /**
  * Makes /work/repo/node_modules (and each workspace package's) real, writable directories in the
  * volume whose entries link to the deps baked at /deps/src: vite's node_modules/.vite,
@@ -90,8 +87,10 @@ export async function linkDependencies(
   if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
-  const argv = ['exec', '--env', `PATH=${SYSTEM_PATH}`, '--env', 'NODE_OPTIONS=', '--env', 'NODE_PATH='];
-  argv.push(containerId, 'node', '-e', LINK_JS, root);
+  // env -i and the system PATH (internalExecArgs): the image's node, no NODE_OPTIONS or NODE_PATH.
+  const argv = internalExecArgs(containerId, [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root], {
+    user: '1000:1000',
+  });
   const { stdout } = await docker(argv, { timeoutMs: options.timeoutMs ?? 120_000 });
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');

@@ -16,6 +16,8 @@ const COMMANDS = [
   'list',
   'exec',
   'shell',
+  'start',
+  'stop',
   'cp',
   'destroy',
   'prune',
@@ -95,6 +97,16 @@ describe('usage errors', () => {
     expect(result.stderr).toMatch(/^error: copying into a sandbox is refused: egress is out-only/);
   });
 
+  it('cp to - refuses a terminal, --json and --force before anything runs (exit 2)', async () => {
+    const streams = captureStreams({ tty: true, env: { NO_COLOR: '1' } });
+    expect(await main(['cp', 'demo:/work/repo', '-'], streams)).toBe(2);
+    expect(streams.stderr.text).toMatch(/^error: refusing to write a tar stream to a terminal/);
+    expect(streams.stdout.text).toBe('');
+    expect((await run(['cp', 'demo:/work/repo', '-', '--json'])).stderr).toMatch(/stdout carries the tar/);
+    expect((await run(['cp', 'demo:/work/repo', '-', '--force'])).code).toBe(2);
+    expect((await run(['cp', 'demo:/work/repo', './x', '--git', 'all'])).code).toBe(2);
+  });
+
   it('explains --with-claude and exits 2', async () => {
     for (const command of ['create', 'run']) {
       const result = await run([command, './repo', '--with-claude']);
@@ -109,6 +121,21 @@ describe('usage errors', () => {
     expect(bad.stderr).toMatch(/hint: put the command after --/);
     expect((await run(['exec', 'Not An Id', '--', 'true'])).code).toBe(125);
     expect((await run(['exec', 'demo', '--timeout', 'soon', '--', 'true'])).stderr).toMatch(/--timeout/);
+  });
+
+  it('exec -it / -i / -t point to shell; -e needs a value; --max-bytes needs --json (all 125)', async () => {
+    for (const flags of [['-it'], ['-i'], ['-t'], ['--tty'], ['--interactive']]) {
+      const result = await run(['exec', ...flags, 'demo', '--', 'bash']);
+      expect(result.code).toBe(125);
+      expect(result.stderr).toMatch(/exec is not interactive/);
+      expect(result.stderr).toMatch(/hint: .*ca-sandbox shell <id>/);
+    }
+    const noValue = await run(['exec', 'demo', '-e', 'HOME', '--', 'true']);
+    expect(noValue.code).toBe(125);
+    expect(noValue.stderr).toMatch(/expected KEY=VALUE/);
+    const cap = await run(['exec', 'demo', '--max-bytes', '10', '--', 'true']);
+    expect(cap.code).toBe(125);
+    expect(cap.stderr).toMatch(/--max-bytes caps what --json captures/);
   });
 
   it('sanitises hostile text inside error messages', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
+import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
 
@@ -196,15 +196,34 @@ Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Cre
 
   program
     .command('exec')
-    .description("run a command in a sandbox; prints the exec JSON and exits with the command's code")
+    .description(
+      "run a command in a sandbox; streams its output (--json: the exec JSON) and exits with the command's code",
+    )
     .argument('<id>', 'sandbox id')
     .argument('<cmd...>', 'the command and its arguments, after --')
     .option('--timeout <seconds>', 'kill the command inside the box after this many seconds')
-    .option('--max-bytes <n>', 'cap on each of stdout and stderr (default 1 MiB)')
+    .option('--max-bytes <n>', 'with --json: cap on each of stdout and stderr (default 1 MiB)')
+    .option(
+      '-e, --env <KEY=VALUE>',
+      'set a variable for the command (repeatable; not for secrets: the value is on the docker command line)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('-w, --workdir <dir>', 'working directory in the box (relative to /work/repo)')
+    .addOption(new Option('-i, --interactive').hideHelp())
+    .addOption(new Option('-t, --tty').hideHelp())
     .addHelpText(
       'after',
-      `${example(['ca-sandbox exec demo -- ls -la', 'ca-sandbox exec demo --timeout 30 -- npm test'])}
-Exit code: the command's own, or 125 when ca-sandbox failed before the command ran.
+      `${example([
+        'ca-sandbox exec demo -- ls -la',
+        'ca-sandbox exec demo --timeout 30 -e CI=1 -- npm test',
+        'ca-sandbox exec demo --json -w src -- cat index.js',
+      ])}
+Output streams as it comes (on a terminal through a filter that keeps colours and drops control
+strings; into a pipe or file as raw bytes). stdin is never read: data on it is refused (there is
+no copy-in); for a terminal in the box use \`ca-sandbox shell <id>\`. Ctrl-C stops the command
+inside the box.
+Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 125 when ca-sandbox
+failed before the command ran.
 `,
     )
     .action(action(async () => (await import('./commands/exec.js')).execCommand, 'none'));
@@ -217,16 +236,41 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .action(action(async () => (await import('./commands/shell.js')).shellCommand, 'none'));
 
   program
+    .command('start')
+    .description('start a stopped sandbox again; re-runs the isolation gate before anything runs in it')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox start demo', 'ca-sandbox start demo --json']))
+    .action(action(async () => (await import('./commands/start.js')).startCommand));
+
+  program
+    .command('stop')
+    .description('stop a sandbox (its processes end; the repo volume stays until destroy)')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox stop demo']))
+    .action(action(async () => (await import('./commands/start.js')).stopCommand));
+
+  program
     .command('cp')
     .description('copy a file or directory OUT of a sandbox (copying in is refused)')
     .argument('<id:path>', 'source inside the box, e.g. demo:/work/repo/dist')
-    .argument('<dest>', 'destination on the host')
-    .option('--force', 'overwrite existing files at the destination')
+    .argument(
+      '<dest>',
+      'host path; an existing directory receives the entry inside it; - writes a tar stream to stdout',
+    )
+    .option('--force', 'replace an existing FILE of the same name (a directory is never replaced)')
+    .addOption(
+      new Option(
+        '--git <mode>',
+        'git directories: withhold (default; left out and reported) or sanitized (history kept; our own minimal config, no hooks, no exec bits)',
+      ).choices([...GIT_MODES]),
+    )
     .addHelpText(
       'after',
       example([
-        'ca-sandbox cp demo:/work/repo/report.txt ./report.txt',
-        'ca-sandbox cp demo:dist ./out --force',
+        'ca-sandbox cp demo:/work/repo/report.txt .',
+        'ca-sandbox cp demo:dist ./out',
+        'ca-sandbox cp demo:/work/repo ./vetted --git sanitized',
+        'ca-sandbox cp demo:dist - | tar -t',
       ]),
     )
     .action(action(async () => (await import('./commands/cp.js')).cpCommand));

@@ -10,7 +10,7 @@ import {
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
 import { listFirewallRules } from '@ca-sandbox/network';
-import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
+import { type IsolationCheck, type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { SandboxNotFoundError } from './errors.js';
@@ -57,10 +57,18 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const report = await verifyContainer(name);
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
-  // An allowlist box is only as closed as its host firewall rules: they must still be there
-  // (a host reboot or `iptables -F` removes them and leaves the network open).
+  const check = await allowlistFirewallCheck(id);
+  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+}
+
+/**
+ * An allowlist box is only as closed as its host firewall rules: they must still be there (a host
+ * reboot or `iptables -F` removes them and leaves the network open). `verify` reports this row;
+ * `start` refuses to start an allowlist box without it.
+ */
+export async function allowlistFirewallCheck(id: string): Promise<IsolationCheck> {
   const rules = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
-  const check = {
+  return {
     id: 'allowlist-firewall',
     cis: '-',
     title: 'the egress rules of the allowlist are in place on the host',
@@ -68,5 +76,4 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
     seen: `${rules.length} tagged rule(s)`,
     pass: rules.some((rule) => rule.chain === 'DOCKER-USER') && rules.some((rule) => rule.chain === 'INPUT'),
   };
-  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }
