@@ -14,6 +14,8 @@ export const LABEL_NETWORK = 'ca.sandbox.network';
  * which proxy variables were asked for rather than injected by the docker client.
  */
 export const LABEL_ALLOWED_ENV = 'ca.sandbox.allowed-env';
+/** Networks a container may join besides its `--network` (a gateway's internal network). */
+export const LABEL_EXTRA_NETWORKS = 'ca.sandbox.extra-networks';
 
 /** `--filter` value that selects everything we own. */
 export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;

@@ -5,6 +5,7 @@ import {
   dockerInfo,
   inspectContainer,
   LABEL_ALLOWED_ENV,
+  LABEL_EXTRA_NETWORKS,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -89,6 +90,9 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       sandboxId: options.sandboxId,
       allowedEnv: Object.keys(options.env),
       daemonSecurityOptions,
+      requireRepoVolume: options.role !== 'gateway',
+      forbidVolumes: options.role === 'gateway',
+      extraNetworks: options.extraNetworks,
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -115,7 +119,9 @@ export async function verifyContainer(ref: string): Promise<IsolationReport> {
   return verifyIsolation(inspect, {
     network: labels[LABEL_NETWORK] ?? '(missing label)',
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
-    requireRepoVolume: labels[LABEL_ROLE] !== 'helper',
+    requireRepoVolume: labels[LABEL_ROLE] !== 'helper' && labels[LABEL_ROLE] !== 'gateway',
+    forbidVolumes: labels[LABEL_ROLE] === 'gateway',
+    extraNetworks: (labels[LABEL_EXTRA_NETWORKS] ?? '').split(',').filter(Boolean),
     allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
     daemonSecurityOptions: securityOptions,
   });
