@@ -340,7 +340,11 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     recipe.installEnv.push(...registryInstallEnv(input.detection.provider, opts.registries));
     const caFile = resolveCaCertificates(opts.caCertificates);
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
-    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile), buildId });
+    const dockerfile = renderDockerfile(input.baseImage, recipe, {
+      extraCa: Boolean(caFile),
+      buildId,
+      image,
+    });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const egress =
       recipe.install.length > 0 && opts.egress ? await opts.egress(input.detection.provider) : undefined;
