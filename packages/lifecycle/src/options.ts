@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
 import {
   allowlistEnforcement,
   type EgressRule,
@@ -62,7 +63,8 @@ export interface ResolvedCreateOptions {
   cloneTimeoutSeconds: number;
 }
 
-export const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
+// The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
+export { DEFAULT_HELPER_IMAGE };
 
 /**
  * Validates createSandbox options (InvalidOptionsError and friends, all usage errors) and fills
@@ -104,9 +106,9 @@ export function resolveCreateOptions(
       'runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs; use runtime runc, or the offline or clone-then-cut policy',
     );
   }
-  const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
-  if (!IMAGE.test(helperImage))
-    throw new InvalidOptionsError('CA_SANDBOX_HELPER_IMAGE is not an image reference');
+  const helperImage =
+    (env === process.env ? currentSettings() : loadSettings({ env })).value('helperImage') ??
+    DEFAULT_HELPER_IMAGE;
   return {
     source: options.source,
     id: options.name === undefined ? '' : validateSandboxName(options.name),
