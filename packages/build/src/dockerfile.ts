@@ -77,6 +77,13 @@ function shellEnv(entries: readonly EnvEntry[]): string[] {
 const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true';
 
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
+/**
+ * yarn 2+ reads no proxy variable: it gets the egress gateway the build was given (the predefined
+ * HTTP(S)_PROXY build args, empty when the install runs without a gateway).
+ */
+const YARN_PROXY =
+  'if [ -n "${HTTPS_PROXY:-}" ]; then export YARN_HTTPS_PROXY="$HTTPS_PROXY" YARN_HTTP_PROXY="${HTTP_PROXY:-$HTTPS_PROXY}"; fi';
+
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
   if (options.sourceKey !== undefined && !/^[0-9a-f]{1,64}$/.test(options.sourceKey))
     throw new Error('invalid source key');
@@ -86,6 +93,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
     ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
+    YARN_PROXY,
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,
