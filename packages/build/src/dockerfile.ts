@@ -39,11 +39,41 @@ const EXTRA_CA_SETUP = [
 export interface RenderOptions {
   /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
   extraCa?: boolean;
+  /**
+   * Labels set by the Dockerfile's first instruction, so that every intermediate image and build
+   * container carries them (docker build's own `--label`s land on the final image only).
+   */
+  buildLabels?: Record<string, string>;
 }
 
-/** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
-export function runLine(script: string): string {
-  return `RUN ${JSON.stringify(['/bin/sh', '-c', script])}`;
+/** The install step runs under this, so no setuid or file-capability binary can raise its privileges. */
+export const NO_NEW_PRIVS = ['/usr/bin/setpriv', '--no-new-privs', '--'] as const;
+
+/**
+ * Root step before the install: setuid/setgid bits go (a setuid helper in the base could otherwise
+ * give the install root, and the box gets no use of them either), and setpriv must be there.
+ */
+const STRIP_SETUID =
+  'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -exec chmod ug-s {} + && ' +
+  `{ [ -x ${NO_NEW_PRIVS[0]} ] || { echo 'ca-sandbox: the base image has no ${NO_NEW_PRIVS[0]} (util-linux): the install step cannot be run without new privileges' >&2; exit 1; }; }`;
+
+const LABEL_PART = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+
+/**
+ * Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction.
+ * `prefix` goes before the shell (the install step's no-new-privileges wrapper).
+ */
+export function runLine(script: string, prefix: readonly string[] = []): string {
+  return `RUN ${JSON.stringify([...prefix, '/bin/sh', '-c', script])}`;
+}
+
+function labelLine(labels: Record<string, string>): string[] {
+  const entries = Object.entries(labels);
+  if (entries.length === 0) return [];
+  for (const [key, value] of entries)
+    if (!LABEL_PART.test(key) || !LABEL_PART.test(value))
+      throw new Error(`invalid build label ${JSON.stringify(`${key}=${value}`.slice(0, 100))}`);
+  return [`LABEL ${entries.map(([key, value]) => `${key}=${value}`).join(' ')}`];
 }
 
 function shellEnv(entries: readonly EnvEntry[]): string[] {
@@ -76,17 +106,22 @@ export function renderDockerfile(
 ): string {
   if (!ImageRefSchema.safeParse(baseImage).success)
     throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+  const install = recipe.install.length > 0;
   const lines = [
     `FROM ${baseImage}`,
+    ...labelLine(options.buildLabels ?? {}),
     'USER 0:0',
-    runLine(`mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}`),
+    runLine(
+      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}` +
+        (install ? ` && ${STRIP_SETUID}` : ''),
+    ),
     `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
     ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
     'USER 1000:1000',
     ...envLines(recipe.env),
     `WORKDIR ${DEPS_SRC}`,
   ];
-  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options)));
+  if (install) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
   lines.push(`WORKDIR ${REPO_DIR}`, '');
   return lines.join('\n');
 }

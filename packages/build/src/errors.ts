@@ -108,6 +108,41 @@ export class ImageBuildTimeoutError extends Error {
   }
 }
 
+/**
+ * The install wrote more than the deps image cap: the build was stopped (or its image removed)
+ * and nothing it left stays behind.
+ */
+export class DepsImageTooLargeError extends Error {
+  override name = 'DepsImageTooLargeError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'DEPS_IMAGE_TOO_LARGE';
+  constructor(
+    readonly image: string,
+    readonly limitBytes: number,
+    readonly seenBytes: number,
+    readonly during: 'install' | 'image',
+  ) {
+    super(
+      `the dependency install of ${image} wrote ${formatBytes(seenBytes)}${during === 'install' ? ' and counting' : ''}, ` +
+        `over the deps image cap of ${formatBytes(limitBytes)}: the build was ${during === 'install' ? 'stopped' : 'refused'} and its image removed ` +
+        `(raise the cap with --max-deps-size, option maxDepsSize or env CA_SANDBOX_MAX_DEPS_SIZE)`,
+    );
+  }
+}
+
+/** 1536 → `1.5 KiB`; whole units without decimals. */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  const text = Number.isInteger(value) ? String(value) : value.toFixed(1);
+  return `${text} ${units[unit]}`;
+}
+
 function formatDuration(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   if (ms % 1000 === 0) return `${ms / 1000} s`;

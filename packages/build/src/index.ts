@@ -7,6 +7,16 @@ export {
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
+  BUILD_DIR_PREFIX,
+  type BuildLeftoverRemoval,
+  type BuildLeftoverScope,
+  type BuildLeftovers,
+  findBuildLeftovers,
+  isOwnBuildCommand,
+  removeBuildLeftovers,
+  staleBuildDirectories,
+} from './build-leftovers.js';
+export {
   BUILTIN_VERSION,
   type Builder,
   type BuilderChoice,
@@ -15,10 +25,12 @@ export {
   selectBuilder,
 } from './builders.js';
 export { computeDepHash, DEPHASH_LENGTH, type DepHashKey } from './dephash.js';
-export { renderDockerfile } from './dockerfile.js';
+export { NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
 export {
   BaseImageMissingError,
   BuildConfigError,
+  DepsImageTooLargeError,
+  formatBytes,
   ImageBuildError,
   ImageBuildTimeoutError,
   InvalidBuildOptionsError,
@@ -44,10 +56,13 @@ export {
   DEFAULT_BUILD_MEMORY,
   DEFAULT_BUILD_PROCESSES,
   DEFAULT_BUILD_TIMEOUT_MS,
+  DEFAULT_MAX_DEPS_SIZE,
+  MAX_DEPS_SIZE_ENV,
   type NetworkPolicy,
   type PreparedImage,
   type PrepareEvent,
   type PrepareImageOptions,
+  parseByteSize,
   prepareImage,
   type ResolvedPrepareOptions,
   removeImage,

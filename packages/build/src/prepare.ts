@@ -2,6 +2,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
+  BUILD_LABEL,
+  BUILD_LABEL_DEPHASH,
+  BUILD_LABEL_REPO,
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
@@ -20,10 +23,14 @@ import {
   resolveBaseImage,
 } from './base-image.js';
 import { buildArgv } from './build-argv.js';
+import { buildDirPrefix, findBuildLeftovers, removeBuildLeftovers } from './build-leftovers.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
+import { DEPS_SIZE_POLL_MS, depsImageBytes, largestBuildLayer } from './deps-size.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
 import {
+  DepsImageTooLargeError,
+  formatBytes,
   ImageBuildError,
   ImageBuildTimeoutError,
   InvalidBuildOptionsError,
@@ -57,6 +64,11 @@ export const DEFAULT_BUILD_PROCESSES = 4096;
 export const DEFAULT_BUILD_FILE_SIZE = 4 * 1024 ** 3;
 /** Env override of the build time limit, in whole seconds. */
 export const BUILD_TIMEOUT_ENV = 'CA_SANDBOX_BUILD_TIMEOUT';
+/** What the install may add to the base image, in bytes. */
+export const DEFAULT_MAX_DEPS_SIZE = 4 * 1024 ** 3;
+/** Env override of the deps image cap, a docker size (`4g`, `512m`) or bytes. */
+export const MAX_DEPS_SIZE_ENV = 'CA_SANDBOX_MAX_DEPS_SIZE';
+const MIN_MAX_DEPS_SIZE = 1024 ** 2;
 
 const providerEnum = z.enum(PROVIDERS as [Provider, ...Provider[]]);
 
@@ -88,6 +100,16 @@ const PrepareOptionsSchema = z.strictObject({
     .min(1024 ** 2)
     .max(2 ** 53 - 1)
     .default(DEFAULT_BUILD_FILE_SIZE),
+  /**
+   * Bytes the install may add to the base image (the deps image's own layers), watched while it
+   * runs and checked on the image; default env CA_SANDBOX_MAX_DEPS_SIZE, else 4 GiB.
+   */
+  maxDepsSize: z
+    .number()
+    .int()
+    .min(MIN_MAX_DEPS_SIZE)
+    .max(2 ** 53 - 1)
+    .optional(),
   /** Wall-clock limit of `docker build`; default env CA_SANDBOX_BUILD_TIMEOUT (seconds), else 15 min. */
   buildTimeoutMs: z
     .number()
@@ -100,7 +122,10 @@ const PrepareOptionsSchema = z.strictObject({
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
-export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & { buildTimeoutMs: number };
+export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
+  buildTimeoutMs: number;
+  maxDepsSize: number;
+};
 
 export interface PreparedImage {
   image: string;
@@ -116,7 +141,33 @@ export interface PreparedImage {
 /** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
 export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
   const opts = parseOptions(PrepareOptionsSchema, input, 'prepareImage');
-  return { ...opts, buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs() };
+  return {
+    ...opts,
+    buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs(),
+    maxDepsSize: opts.maxDepsSize ?? envMaxDepsSize(),
+  };
+}
+
+/** `4g`, `512m`, `100k` or plain bytes (binary units, as docker's sizes). */
+export function parseByteSize(text: string): number | undefined {
+  const match = /^([1-9][0-9]{0,15})([kmgt]?)$/i.exec(text.trim());
+  if (!match) return undefined;
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[
+    (match[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g' | 't'
+  ];
+  const bytes = Number(match[1]) * unit;
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+function envMaxDepsSize(): number {
+  const raw = process.env[MAX_DEPS_SIZE_ENV]?.trim();
+  if (!raw) return DEFAULT_MAX_DEPS_SIZE;
+  const bytes = parseByteSize(raw);
+  if (bytes === undefined || bytes < MIN_MAX_DEPS_SIZE)
+    throw new InvalidBuildOptionsError(
+      `invalid ${MAX_DEPS_SIZE_ENV}: must be a size of at least 1m such as 4g or 512m`,
+    );
+  return bytes;
 }
 
 function envBuildTimeoutMs(): number {
@@ -258,7 +309,8 @@ export async function writeManifests(dir: string, files: readonly ManifestFile[]
 
 async function buildImage(input: BuildInput): Promise<InstallRecipe> {
   const { opts, builder, image, emit, log } = input;
-  const context = await mkdtemp(join(tmpdir(), 'ca-sbx-build-'));
+  // The pid in the name lets `prune --images` tell a killed build's directory from a live one.
+  const context = await mkdtemp(buildDirPrefix());
   try {
     const manifestsDir = join(context, CONTEXT_MANIFESTS);
     await mkdir(manifestsDir);
@@ -268,13 +320,19 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     recipe.notes.unshift(...prepared.notes);
     const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
-    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile) });
+    const repoLabel = sanitiseRepoName(opts.repoName);
+    const buildLabels = {
+      [BUILD_LABEL]: '1',
+      [BUILD_LABEL_REPO]: repoLabel,
+      [BUILD_LABEL_DEPHASH]: input.dephash,
+    };
+    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile), buildLabels });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const network = recipe.install.length > 0 ? 'bridge' : 'none';
     const labels = {
       [CACHE_LABEL]: '1',
       [CACHE_LABEL_DEPHASH]: input.dephash,
-      [CACHE_LABEL_REPO]: sanitiseRepoName(opts.repoName),
+      [CACHE_LABEL_REPO]: repoLabel,
       [LABEL_CACHE_PROVIDER]: input.detection.provider,
       [LABEL_CACHE_BUILDER]: builder.name,
     };
@@ -293,18 +351,34 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     });
     emit({ type: 'build', image, network });
     log(
-      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s)`,
+      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatBytes(opts.maxDepsSize)})`,
     );
-    await runBuild({
-      argv,
-      image,
-      log,
-      timeoutMs: opts.buildTimeoutMs,
-      memory: opts.buildMemory,
-      baseImage: input.baseImage,
-      dockerfile,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    try {
+      await runBuild({
+        argv,
+        image,
+        log,
+        timeoutMs: opts.buildTimeoutMs,
+        memory: opts.buildMemory,
+        baseImage: input.baseImage,
+        dockerfile,
+        maxDepsSize: opts.maxDepsSize,
+        buildLabels,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+      const added = await depsImageBytes(image, input.baseImage);
+      if (added > opts.maxDepsSize) {
+        await removeImage(image);
+        throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+      }
+    } catch (error) {
+      // Whatever the failure, the untagged steps of this build (they hold the manifests) go too.
+      const left = await findBuildLeftovers({ repo: repoLabel, dephash: input.dephash }).catch(
+        () => undefined,
+      );
+      if (left) await removeBuildLeftovers(left).catch(() => undefined);
+      throw error;
+    }
     emit({ type: 'built', image });
     return recipe;
   } finally {
@@ -320,6 +394,8 @@ interface RunBuildInput {
   memory: string;
   baseImage: string;
   dockerfile: string;
+  maxDepsSize: number;
+  buildLabels: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -353,9 +429,9 @@ async function runBuild(input: RunBuildInput): Promise<void> {
   };
   pump(child.stdout);
   pump(child.stderr);
-  let stopped: 'timeout' | 'abort' | undefined;
+  let stopped: 'timeout' | 'abort' | 'disk' | undefined;
   let killTimer: NodeJS.Timeout | undefined;
-  const stop = (why: 'timeout' | 'abort') => {
+  const stop = (why: 'timeout' | 'abort' | 'disk') => {
     stopped ??= why;
     child.kill('SIGTERM');
     killTimer ??= setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
@@ -363,19 +439,38 @@ async function runBuild(input: RunBuildInput): Promise<void> {
   const onAbort = () => stop('abort');
   const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
   signal?.addEventListener('abort', onAbort, { once: true });
+  // The install's writes land in its RUN container's layer: watched from the host, so a disk fill
+  // is stopped near the cap instead of running until the time limit.
+  let written = 0;
+  let watching = true;
+  const watch = (async () => {
+    while (watching && !stopped) {
+      await new Promise((resolve) => setTimeout(resolve, DEPS_SIZE_POLL_MS));
+      if (!watching || stopped) return;
+      const seen = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
+      if (seen > input.maxDepsSize) {
+        written = seen;
+        stop('disk');
+      }
+    }
+  })();
   try {
     const result = await child;
+    watching = false;
+    await watch;
     if (stopped) {
       // The daemon cancels a legacy build whose client went away, but removes the RUN container
       // asynchronously: make sure it is gone before the caller hears about the failure.
       await removeBuildContainers(input.baseImage, input.dockerfile, startedAt);
       if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeoutMs, tail.join('\n'));
+      if (stopped === 'disk') throw new DepsImageTooLargeError(image, input.maxDepsSize, written, 'install');
     }
     if (result.exitCode === 0) return;
     const output = tail.join('\n');
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, output, result);
     throw new ImageBuildError(image, result.exitCode, output, input.memory);
   } finally {
+    watching = false;
     clearTimeout(timer);
     clearTimeout(killTimer);
     signal?.removeEventListener('abort', onAbort);

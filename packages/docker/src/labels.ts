@@ -23,6 +23,14 @@ export const CACHE_LABEL = 'ca.sandbox.cache';
 export const CACHE_LABEL_DEPHASH = 'ca.sandbox.cache.dephash';
 export const CACHE_LABEL_REPO = 'ca.sandbox.cache.repo';
 export const CACHE_IMAGE_REPOSITORY = 'ca-sbx';
+/**
+ * Set by the first instruction of every deps Dockerfile, so each intermediate image and build
+ * container carries it: what a failed or killed build leaves is recognisable as ours (boxes run
+ * from a cache image inherit it too; they also carry `ca.sandbox=1`).
+ */
+export const BUILD_LABEL = 'ca.sandbox.build';
+export const BUILD_LABEL_REPO = 'ca.sandbox.build.repo';
+export const BUILD_LABEL_DEPHASH = 'ca.sandbox.build.dephash';
 
 /** The filter for one sandbox's objects. */
 export function sandboxIdFilter(id: string): string {
