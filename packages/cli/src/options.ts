@@ -54,6 +54,11 @@ const CreateFlagsSchema = z.object({
     .string()
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'expected an image reference such as debian:bookworm')
     .optional(),
+  maxDepsSize: z
+    .string()
+    .trim()
+    .regex(/^[1-9][0-9]{0,12}[kmg]?$/i, 'expected a size such as 4g or 512m')
+    .optional(),
 });
 
 export type CreateFlags = z.input<typeof CreateFlagsSchema>;
@@ -71,6 +76,7 @@ export interface CreateRequest {
   cpus?: number;
   pids?: number;
   baseImage?: string;
+  maxDepsSize?: string;
 }
 
 function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
@@ -93,7 +99,17 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
     throw new UsageError('--network allowlist needs at least one --allow <ip|cidr>', 'INVALID_OPTIONS');
   }
   const request: CreateRequest = { source, network: parsed.network };
-  for (const key of ['name', 'builder', 'ref', 'runtime', 'memory', 'cpus', 'pids', 'baseImage'] as const) {
+  for (const key of [
+    'name',
+    'builder',
+    'ref',
+    'runtime',
+    'memory',
+    'cpus',
+    'pids',
+    'baseImage',
+    'maxDepsSize',
+  ] as const) {
     if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });
   }
   if (parsed.allow.length > 0) request.allow = parsed.allow;

@@ -64,6 +64,10 @@ function addCreateOptions(command: Command): Command {
     .option('--cpus <n>', 'cpu limit, e.g. 2 or 0.5')
     .option('--pids <n>', 'process limit')
     .option('--base-image <image>', 'base image instead of the provider default')
+    .option(
+      '--max-deps-size <size>',
+      'cap on what the dependency install adds to the image, e.g. 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g)',
+    )
     .option('--with-claude', 'not on the default path: see the sandbox-claude-inside skill');
 }
 

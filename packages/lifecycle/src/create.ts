@@ -243,6 +243,7 @@ class CreateRun {
       policy: this.options.policy,
       builder: this.options.builder,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
+      ...(this.options.maxDepsSize ? { maxDepsSize: this.options.maxDepsSize } : {}),
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
       onLog: (line) => this.log(line),
       onEvent: (event) => {

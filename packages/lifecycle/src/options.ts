@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { parseByteSize } from '@ca-sandbox/build';
 import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
@@ -20,6 +21,8 @@ export const CreateOptionsSchema = z.strictObject({
   cpus: z.number().positive().max(256).optional(),
   pids: z.number().int().min(16).max(1_000_000).optional(),
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
+  /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
+  maxDepsSize: z.string().regex(SIZE, 'must be like 4g or 512m').optional(),
   /** The docker network the clone helper joins (default 'bridge'); never the box's. */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
 });
@@ -38,6 +41,8 @@ export interface ResolvedCreateOptions {
   cpus: number;
   pids: number;
   baseImage?: string;
+  /** Bytes; undefined: the build package's default (env, else 4 GiB). */
+  maxDepsSize?: number;
   cloneNetwork: string;
   helperImage: string;
   /** Seconds the clone may take inside the helper. */
@@ -78,6 +83,9 @@ export function resolveCreateOptions(
       'runtime runsc works here only for network-less boxes: use offline or clone-then-cut',
     );
   }
+  const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseByteSize(options.maxDepsSize);
+  if (maxDepsSize !== undefined && !(maxDepsSize >= 1024 ** 2))
+    throw new InvalidOptionsError('invalid create options: maxDepsSize must be at least 1m');
   const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
   if (!IMAGE.test(helperImage))
     throw new InvalidOptionsError('CA_SANDBOX_HELPER_IMAGE is not an image reference');
@@ -93,6 +101,7 @@ export function resolveCreateOptions(
     cpus: options.cpus ?? 2,
     pids: options.pids ?? 512,
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
+    ...(maxDepsSize === undefined ? {} : { maxDepsSize }),
     cloneNetwork: options.cloneNetwork ?? 'bridge',
     helperImage,
     cloneTimeoutSeconds: 600,
