@@ -14,6 +14,8 @@ export const LABEL_NETWORK = 'ca.sandbox.network';
  * which proxy variables were asked for rather than injected by the docker client.
  */
 export const LABEL_ALLOWED_ENV = 'ca.sandbox.allowed-env';
+/** The resolver choice a container was started with (`default` or `blackhole`), for the gate. */
+export const LABEL_DNS = 'ca.sandbox.dns';
 
 /** `--filter` value that selects everything we own. */
 export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;

@@ -31,6 +31,7 @@ import {
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
 import {
+  LABEL_ALLOW,
   LABEL_INSTANCE,
   LABEL_SOURCE,
   recordFromInspect,
@@ -143,6 +144,7 @@ class CreateRun {
       [LABEL_CREATED]: new Date().toISOString(),
       [LABEL_SOURCE]: source.display,
       [LABEL_INSTANCE]: this.instance,
+      ...(options.policy === 'allowlist' ? { [LABEL_ALLOW]: options.allow.join(',') } : {}),
     });
   }
 

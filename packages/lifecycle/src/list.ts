@@ -9,12 +9,12 @@ import {
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
-import { listFirewallRules } from '@ca-sandbox/network';
+import { describeComparison, verifyFirewallRules } from '@ca-sandbox/network';
 import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { SandboxNotFoundError } from './errors.js';
-import { recordFromInspect, type SandboxRecord } from './record.js';
+import { LABEL_ALLOW, recordFromInspect, type SandboxRecord } from './record.js';
 
 /**
  * Every sandbox (box container labeled `ca.sandbox=1`, role box), its record read from labels
@@ -57,16 +57,23 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const report = await verifyContainer(name);
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
-  // An allowlist box is only as closed as its host firewall rules: they must still be there
-  // (a host reboot or `iptables -F` removes them and leaves the network open).
-  const rules = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
+  // An allowlist box is only as closed as its host firewall rules: the exact set must be there
+  // (a host reboot or `iptables -F` removes them, one mistaken `-D` removes one; a count would
+  // not see a missing DROP beside a stray rule).
+  const allow = inspect.Config.Labels[LABEL_ALLOW];
+  const rules =
+    allow === undefined ? undefined : await verifyFirewallRules(id, allow.split(',').filter(Boolean));
   const check = {
     id: 'allowlist-firewall',
     cis: '-',
-    title: 'the egress rules of the allowlist are in place on the host',
-    expected: 'tagged DOCKER-USER and INPUT rules',
-    seen: `${rules.length} tagged rule(s)`,
-    pass: rules.some((rule) => rule.chain === 'DOCKER-USER') && rules.some((rule) => rule.chain === 'INPUT'),
+    title: 'the exact egress rule set of the allowlist is in place on the host (IPv4 and IPv6)',
+    expected: rules ? `${rules.expected} rule(s), in order` : 'the allow list in label ca.sandbox.allow',
+    seen: !rules
+      ? 'no ca.sandbox.allow label (box made by an older ca-sandbox): recreate it'
+      : rules.ok
+        ? `${rules.seen} rule(s), as expected`
+        : `${rules.seen} rule(s): ${describeComparison(rules)}`,
+    pass: rules?.ok === true,
   };
   return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }

@@ -37,6 +37,8 @@ export const LABEL_BUILDER = 'ca.sandbox.builder';
 export const LABEL_PROVIDER = 'ca.sandbox.provider';
 export const LABEL_IMAGE_CACHE_HIT = 'ca.sandbox.image-cache-hit';
 export const LABEL_DEPS_INSTALLED = 'ca.sandbox.deps-installed';
+/** Allowlist boxes: the normalised CIDRs, comma-joined, so `verify` can rebuild the exact rule set. */
+export const LABEL_ALLOW = 'ca.sandbox.allow';
 
 /** The box labels that carry the build's part of the record. */
 export function sandboxRecordLabels(build: {

@@ -5,6 +5,7 @@ import {
   dockerInfo,
   inspectContainer,
   LABEL_ALLOWED_ENV,
+  LABEL_DNS,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -83,6 +84,7 @@ export async function runContainer(input: unknown): Promise<RunningContainer> {
       sandboxId: options.sandboxId,
       allowedEnv: Object.keys(options.env),
       daemonSecurityOptions,
+      dns: options.dns,
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -112,5 +114,7 @@ export async function verifyContainer(ref: string): Promise<IsolationReport> {
     requireRepoVolume: labels[LABEL_ROLE] !== 'helper',
     allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
     daemonSecurityOptions: securityOptions,
+    // A box labeled blackhole must still have it; an unlabeled box (older) is not held to it.
+    dns: labels[LABEL_DNS] === 'blackhole' ? 'blackhole' : 'default',
   });
 }
