@@ -32,6 +32,7 @@ import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } f
 import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
 import {
   LABEL_ALLOW,
+  LABEL_BLOCKED,
   LABEL_INSTANCE,
   LABEL_SOURCE,
   recordFromInspect,
@@ -271,11 +272,14 @@ class CreateRun {
 
   private async startBox(prepared: PreparedImage) {
     let network = 'none';
+    const boxLabels: Record<string, string> = {};
     if (this.options.policy === 'allowlist') {
       const net = await createSandboxNetwork(this.id, this.labels);
       this.firewallTouched = true;
       // The rules go in before the box starts: it never runs with open egress.
-      await applyAllowlist(this.id, net, this.options.allow);
+      const applied = await applyAllowlist(this.id, net, this.options.allow);
+      // verify rebuilds the exact rule set from these, whatever the host's routes become.
+      boxLabels[LABEL_BLOCKED] = applied.blocked.join(',');
       network = net.name;
       this.checkAborted();
     }
@@ -295,6 +299,7 @@ class CreateRun {
       pidsLimit: this.options.pids,
       labels: {
         ...this.labels,
+        ...boxLabels,
         ...sandboxRecordLabels({
           imageCacheHit: prepared.cacheHit,
           dephash: prepared.dephash,

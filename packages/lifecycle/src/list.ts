@@ -14,7 +14,7 @@ import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { SandboxNotFoundError } from './errors.js';
-import { LABEL_ALLOW, recordFromInspect, type SandboxRecord } from './record.js';
+import { LABEL_ALLOW, LABEL_BLOCKED, recordFromInspect, type SandboxRecord } from './record.js';
 
 /**
  * Every sandbox (box container labeled `ca.sandbox=1`, role box), its record read from labels
@@ -61,8 +61,12 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   // (a host reboot or `iptables -F` removes them, one mistaken `-D` removes one; a count would
   // not see a missing DROP beside a stray rule).
   const allow = inspect.Config.Labels[LABEL_ALLOW];
+  const blocked = inspect.Config.Labels[LABEL_BLOCKED];
+  const list = (text: string) => text.split(',').filter(Boolean);
   const rules =
-    allow === undefined ? undefined : await verifyFirewallRules(id, allow.split(',').filter(Boolean));
+    allow === undefined
+      ? undefined
+      : await verifyFirewallRules(id, list(allow), blocked === undefined ? undefined : list(blocked));
   const check = {
     id: 'allowlist-firewall',
     cis: '-',

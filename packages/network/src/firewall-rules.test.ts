@@ -333,5 +333,12 @@ describe('compareRuleSets (verify compares the exact rule set)', () => {
     expect(canonicalRule(6, 'X', ['-d', '::/1', '-j', 'DROP'])).not.toBe(
       canonicalRule(6, 'X', ['-j', 'DROP']),
     );
+    // iptables prints no -d for an allow of everything.
+    expect(canonicalRule(4, 'X', ['-i', 'b', '-d', '0.0.0.0/0', '-j', 'ACCEPT'])).toBe(
+      canonicalRule(4, 'X', ['-i', 'b', '-j', 'ACCEPT']),
+    );
+    expect(canonicalRule(6, 'X', ['-d', '::/0', '-j', 'ACCEPT'])).toBe(
+      canonicalRule(6, 'X', ['-j', 'ACCEPT']),
+    );
   });
 });

@@ -147,7 +147,8 @@ const SINGLE_OPTIONS = new Set(['-s', '-d', '-i', '-o', '-p', '-j']);
 /**
  * A rule in a canonical form, so that a spec (`-i br -d 10.0.0.0/8 -m comment ...`) and the line
  * `iptables -S` prints for it (`-A CHAIN -d 10.0.0.0/8 -i br -m comment ...`) compare equal:
- * addresses normalised (`1.2.3.4` → `1.2.3.4/32`), single options sorted, match modules in order.
+ * addresses normalised (`1.2.3.4` → `1.2.3.4/32`, a /0 dropped), single options sorted, match
+ * modules in order.
  */
 export function canonicalRule(family: Family, chain: string, words: readonly string[]): string {
   const single: string[] = [];
@@ -157,7 +158,8 @@ export function canonicalRule(family: Family, chain: string, words: readonly str
     const value = words[i + 1];
     if (SINGLE_OPTIONS.has(word) && value !== undefined) {
       const cidr = word === '-s' || word === '-d' ? parseCidr(value) : undefined;
-      single.push(`${word} ${cidr ? formatCidr(cidr) : value}`);
+      // `-d 0.0.0.0/0` / `-d ::/0` match everything: iptables does not print them.
+      if (cidr?.prefix !== 0) single.push(`${word} ${cidr ? formatCidr(cidr) : value}`);
       i += 1;
     } else rest.push(word);
   }

@@ -2,7 +2,8 @@ import { docker } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { parseJson } from './_utils.js';
 import { parseAllowEntries } from './allow-entries.js';
-import { FirewallCommandError, SandboxNetworkMismatchError } from './errors.js';
+import { formatCidr, parseCidr } from './cidr.js';
+import { FirewallCommandError, InvalidAllowEntryError, SandboxNetworkMismatchError } from './errors.js';
 import {
   buildAllowlistRules,
   buildGuardRules,
@@ -142,7 +143,7 @@ export async function applyAllowlist(
   sandboxId: string,
   net: SandboxNetwork,
   cidrs: readonly string[],
-): Promise<void> {
+): Promise<AppliedAllowlist> {
   assertSandboxId(sandboxId);
   const allowed = parseAllowEntries(cidrs);
   await assertFirewallUsable();
@@ -166,6 +167,26 @@ export async function applyAllowlist(
       `the allowlist rules of ${sandboxId} are not the expected set after applying them: ${describeComparison(check)}`,
     );
   }
+  return { allowed, blocked: [...blocked[4], ...blocked[6]], rules: rules.length };
+}
+
+/** What applyAllowlist put in place: keep `allowed` and `blocked` to verify the exact set later. */
+export interface AppliedAllowlist {
+  allowed: string[];
+  /** The blocked ranges of both families (fixed plus the host's prefixes at apply time). */
+  blocked: string[];
+  rules: number;
+}
+
+/** Splits a list of CIDRs of both families (as AppliedAllowlist.blocked) by family. */
+export function rangesByFamily(cidrs: readonly string[]): HostRanges {
+  const out: HostRanges = { 4: [], 6: [] };
+  for (const text of cidrs) {
+    const cidr = parseCidr(text);
+    if (!cidr) throw new InvalidAllowEntryError(text, `not a blocked range cidr: ${text.slice(0, 60)}`);
+    out[cidr.family].push(formatCidr(cidr));
+  }
+  return out;
 }
 
 export interface FirewallVerification extends RuleSetComparison {
@@ -175,17 +196,19 @@ export interface FirewallVerification extends RuleSetComparison {
 }
 
 /**
- * Compares the tagged rules of `sandboxId` with the exact rule set its allowlist `cidrs` give on
- * this host now (its derived bridge, the families the kernel has, the fixed ranges plus the
- * host's prefixes). A host that gained a prefix since the rules went in fails here (the new LAN
- * is not blocked for that box), as does any deleted, added or reordered rule.
+ * Compares the tagged rules of `sandboxId` with the exact rule set of its allowlist: the `cidrs`
+ * it allows and the `blocked` ranges applyAllowlist used (AppliedAllowlist.blocked; without them,
+ * the ranges this host gives now), its derived bridge, the families the kernel has. Any deleted,
+ * added, changed or reordered rule fails, IPv4 and IPv6 alike.
  */
 export async function verifyFirewallRules(
   sandboxId: string,
   cidrs: readonly string[],
+  blocked?: readonly string[],
 ): Promise<FirewallVerification> {
   assertSandboxId(sandboxId);
-  return compareWithExpected(sandboxId, parseAllowEntries(cidrs), await hostBlockedRanges());
+  const ranges = blocked === undefined ? await hostBlockedRanges() : rangesByFamily(blocked);
+  return compareWithExpected(sandboxId, parseAllowEntries(cidrs), ranges);
 }
 
 async function compareWithExpected(

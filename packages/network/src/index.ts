@@ -11,10 +11,12 @@ export {
   SandboxNetworkMismatchError,
 } from './errors.js';
 export {
+  type AppliedAllowlist,
   applyAllowlist,
   describeComparison,
   type FirewallVerification,
   listFirewallRules,
+  rangesByFamily,
   removeFirewallRules,
   verifyFirewallRules,
 } from './firewall.js';
