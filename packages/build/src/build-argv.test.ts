@@ -90,7 +90,8 @@ describe('resolvePrepareOptions: build limits', () => {
   });
 
   it.each([
-    [{ buildMemory: '2 g' }, /buildMemory/],
+    [{ buildMemory: '1k' }, /buildMemory/],
+    [{ buildMemory: '2g,x' }, /buildMemory/],
     [{ buildMemory: '--privileged' }, /buildMemory/],
     [{ buildMemory: '0' }, /buildMemory/],
     [{ buildCpus: 0 }, /buildCpus/],

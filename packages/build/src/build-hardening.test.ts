@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
 import { NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
-import { formatBytes } from './errors.js';
 import type { ManifestFile } from './manifests.js';
-import { parseByteSize } from './prepare.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe } from './recipe.js';
 
@@ -69,23 +67,6 @@ describe('deps Dockerfile hardening', () => {
     expect(isOwnBuildCommand(['sleep', 'infinity'])).toBe(false);
     expect(isOwnBuildCommand('mkdir -p /deps/src /work/repo && chown 1000:1000')).toBe(false);
     expect(isOwnBuildCommand(null)).toBe(false);
-  });
-});
-
-describe('sizes', () => {
-  it('parseByteSize: binary units, bytes, nothing else', () => {
-    expect(parseByteSize('4g')).toBe(4 * 1024 ** 3);
-    expect(parseByteSize('64M')).toBe(64 * 1024 ** 2);
-    expect(parseByteSize('1048576')).toBe(1024 ** 2);
-    for (const bad of ['', '0', '-1g', '1.5g', '4gb', '1e9', ' g'])
-      expect(parseByteSize(bad)).toBeUndefined();
-  });
-
-  it('formatBytes', () => {
-    expect(formatBytes(4 * 1024 ** 3)).toBe('4 GiB');
-    expect(formatBytes(64 * 1024 ** 2)).toBe('64 MiB');
-    expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(10)).toBe('10 bytes');
   });
 });
 

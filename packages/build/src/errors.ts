@@ -1,4 +1,4 @@
-import type { ErrorKind } from '@ca-sandbox/docker';
+import { type ErrorKind, formatSize } from '@ca-sandbox/docker';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
 export class InvalidBuildOptionsError extends Error {
@@ -123,24 +123,11 @@ export class DepsImageTooLargeError extends Error {
     readonly during: 'install' | 'image',
   ) {
     super(
-      `the dependency install of ${image} wrote ${formatBytes(seenBytes)}${during === 'install' ? ' and counting' : ''}, ` +
-        `over the deps image cap of ${formatBytes(limitBytes)}: the build was ${during === 'install' ? 'stopped' : 'refused'} and its image removed ` +
+      `the dependency install of ${image} wrote ${formatSize(seenBytes)}${during === 'install' ? ' and counting' : ''}, ` +
+        `over the deps image cap of ${formatSize(limitBytes)}: the build was ${during === 'install' ? 'stopped' : 'refused'} and its image removed ` +
         `(raise the cap with --max-deps-size, option maxDepsSize or env CA_SANDBOX_MAX_DEPS_SIZE)`,
     );
   }
-}
-
-/** 1536 → `1.5 KiB`; whole units without decimals. */
-export function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  const text = Number.isInteger(value) ? String(value) : value.toFixed(1);
-  return `${text} ${units[unit]}`;
 }
 
 function formatDuration(ms: number): string {

@@ -7,9 +7,14 @@ import {
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
   docker,
   dockerSpawnError,
+  formatSize,
+  parseSize,
   SANDBOX_LABEL,
+  SIZE_SYNTAX,
   spawnDocker,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
@@ -23,13 +28,13 @@ import {
 } from './base-image.js';
 import { buildArgv } from './build-argv.js';
 import { buildDirPrefix, findBuildLeftovers, removeBuildLeftovers } from './build-leftovers.js';
+import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { DEPS_SIZE_POLL_MS, depsImageBytes, largestBuildLayer } from './deps-size.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
 import {
   DepsImageTooLargeError,
-  formatBytes,
   ImageBuildError,
   ImageBuildTimeoutError,
   InvalidBuildOptionsError,
@@ -87,9 +92,12 @@ const PrepareOptionsSchema = z.strictObject({
   /** Memory of each build container (no swap on top), docker syntax: `2g`, `512m`. */
   buildMemory: z
     .string()
-    .regex(/^[1-9][0-9]{0,12}[bkmg]?$/i, 'must be a docker size such as 2g or 512m')
+    .refine(
+      (text) => (parseSize(text) ?? 0) >= DOCKER_MIN_MEMORY_BYTES,
+      `must be ${SIZE_SYNTAX}, at least 6m (docker's minimum)`,
+    )
     .default(DEFAULT_BUILD_MEMORY),
-  buildCpus: z.number().min(0.01).max(1024).default(DEFAULT_BUILD_CPUS),
+  buildCpus: z.number().min(DOCKER_MIN_CPUS).max(1024).default(DEFAULT_BUILD_CPUS),
   /** RLIMIT_NPROC of the install user (1000): per uid across the host, see the README. */
   buildProcesses: z.number().int().min(16).max(4_194_304).default(DEFAULT_BUILD_PROCESSES),
   /** RLIMIT_FSIZE in bytes: the largest file an install may write. */
@@ -147,21 +155,10 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
   };
 }
 
-/** `4g`, `512m`, `100k` or plain bytes (binary units, as docker's sizes). */
-export function parseByteSize(text: string): number | undefined {
-  const match = /^([1-9][0-9]{0,15})([kmgt]?)$/i.exec(text.trim());
-  if (!match) return undefined;
-  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[
-    (match[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g' | 't'
-  ];
-  const bytes = Number(match[1]) * unit;
-  return Number.isSafeInteger(bytes) ? bytes : undefined;
-}
-
 function envMaxDepsSize(): number {
   const raw = process.env[MAX_DEPS_SIZE_ENV]?.trim();
   if (!raw) return DEFAULT_MAX_DEPS_SIZE;
-  const bytes = parseByteSize(raw);
+  const bytes = parseSize(raw);
   if (bytes === undefined || bytes < MIN_MAX_DEPS_SIZE)
     throw new InvalidBuildOptionsError(
       `invalid ${MAX_DEPS_SIZE_ENV}: must be a size of at least 1m such as 4g or 512m`,
@@ -350,7 +347,7 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     });
     emit({ type: 'build', image, network });
     log(
-      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatBytes(opts.maxDepsSize)})`,
+      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
     );
     try {
       await runBuild({
@@ -411,7 +408,8 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
-    log(clean);
+    // The caller sees the install's own output; the error keeps the whole tail.
+    if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
     let rest = '';

@@ -32,6 +32,15 @@ describe('describeError', () => {
     });
   });
 
+  it('names the flag of a limit out of range (lifecycle LimitError: option, detail)', async () => {
+    const { LimitError } = await import('@ca-sandbox/lifecycle');
+    expect(describeError(new LimitError('memory', "1k is below docker's minimum of 6 MiB"))).toEqual({
+      code: 'LIMIT_OUT_OF_RANGE',
+      kind: 'usage',
+      message: "invalid value for --memory: 1k is below docker's minimum of 6 MiB",
+    });
+  });
+
   it('treats a docker command failure as a failure', () => {
     const report = describeError(new DockerCommandError(['rm', 'x'], 1, 'Error: No such container: x'));
     expect(report).toMatchObject({ kind: 'failure', code: 'DOCKER_FAILED' });

@@ -82,7 +82,14 @@ function isKind(value: unknown): value is ErrorKind {
  */
 export function describeError(error: unknown): ErrorReport {
   const issues = zodIssues(error);
-  const fields = (error ?? {}) as { code?: unknown; kind?: unknown; hint?: unknown; message?: unknown };
+  const fields = (error ?? {}) as {
+    code?: unknown;
+    kind?: unknown;
+    hint?: unknown;
+    message?: unknown;
+    option?: unknown;
+    detail?: unknown;
+  };
   if (issues && !isKind(fields.kind)) {
     return { code: 'INVALID_OPTIONS', kind: 'usage', message: zodSentence(issues) };
   }
@@ -93,6 +100,10 @@ export function describeError(error: unknown): ErrorReport {
   const report: ErrorReport = { code, kind, message: message || 'unknown error' };
   if (issues && kind === 'usage' && !/--|<|invalid value/.test(report.message)) {
     report.message = `${report.message}: ${zodSentence(issues)}`;
+  }
+  // An option out of bounds (lifecycle LimitError: `option`, `detail`) is said with the flag's name.
+  if (kind === 'usage' && typeof fields.option === 'string' && typeof fields.detail === 'string') {
+    report.message = `invalid value for ${optionName(fields.option)}: ${fields.detail}`;
   }
   if (typeof fields.hint === 'string' && fields.hint) report.hint = fields.hint;
   return report;

@@ -69,7 +69,7 @@ describe('usage errors', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(
-      'error: invalid value for --cpus: expected a positive number of cpus such as 1 or 0.5\n',
+      'error: invalid value for --cpus: expected a number of cpus such as 1 or 0.5\n',
     );
   });
 
@@ -93,6 +93,16 @@ describe('usage errors', () => {
     const result = await run(['cp', './local-file', 'demo:/work/repo/x']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^error: copying into a sandbox is refused: egress is out-only/);
+  });
+
+  it('cp to - refuses a terminal, --json and --force before anything runs (exit 2)', async () => {
+    const streams = captureStreams({ tty: true, env: { NO_COLOR: '1' } });
+    expect(await main(['cp', 'demo:/work/repo', '-'], streams)).toBe(2);
+    expect(streams.stderr.text).toMatch(/^error: refusing to write a tar stream to a terminal/);
+    expect(streams.stdout.text).toBe('');
+    expect((await run(['cp', 'demo:/work/repo', '-', '--json'])).stderr).toMatch(/stdout carries the tar/);
+    expect((await run(['cp', 'demo:/work/repo', '-', '--force'])).code).toBe(2);
+    expect((await run(['cp', 'demo:/work/repo', './x', '--git', 'all'])).code).toBe(2);
   });
 
   it('explains --with-claude and exits 2', async () => {
@@ -119,10 +129,10 @@ describe('usage errors', () => {
 
   it('prints the stack only under --verbose', async () => {
     expect((await run(['create', './x', '--pids', '0'])).stderr).toBe(
-      'error: invalid value for --pids: expected a whole number of at least 16\n',
+      'error: invalid value for --pids: 0 is not a whole number from 16 to 1000000\n',
     );
     const verbose = await run(['create', './x', '--pids', '0', '--verbose']);
     expect(verbose.code).toBe(2);
-    expect(verbose.stderr).toMatch(/\n.*at .*options\.ts/);
+    expect(verbose.stderr).toMatch(/\n.*at .*limits\.[jt]s/);
   });
 });

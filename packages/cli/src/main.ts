@@ -42,20 +42,27 @@ export async function main(argv: readonly string[], streams?: OutputStreams): Pr
   }
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return state.exitCode;
+    return state.signalExitCode ?? state.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (CLEAN_EXITS.has(error.code)) return 0;
-      const message = error.message.replace(/^error: /, '');
+      // Commander puts its suggestion on a second line ("(Did you mean ls?)"): that is the hint.
+      const [message = 'invalid usage', ...more] = error.message
+        .replace(/^error: /, '')
+        .split('\n')
+        .map((line) => line.trim())
+        .filter(Boolean);
+      const suggestion = more.map((line) => line.replace(/^\((.*)\)$/, '$1')).join(' ');
       const hint =
         state.command === 'exec' && error.code === 'commander.unknownOption'
           ? 'put the command after --, e.g. ca-sandbox exec <id> -- ls -la'
-          : 'see --help';
+          : suggestion || 'see --help';
       out().error({ code: 'USAGE', kind: 'usage', message, hint });
       return state.command === 'exec' ? EXIT_EXEC_TOOL_FAILED : EXIT_USAGE;
     }
     const report = describeError(error);
     out().error(report, error);
+    if (state.signalExitCode !== undefined) return state.signalExitCode;
     return state.command === 'exec' ? EXIT_EXEC_TOOL_FAILED : exitCodeFor(report.kind);
   }
 }

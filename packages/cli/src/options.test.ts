@@ -47,12 +47,9 @@ describe('resolveCreateOptions', () => {
 
   it.each([
     [{ cpus: 'two' }, '--cpus'],
-    [{ cpus: '0' }, '--cpus'],
+    [{ cpus: '-1' }, '--cpus'],
     [{ pids: '1.5' }, '--pids'],
-    [{ pids: '8' }, '--pids'],
-    [{ cpus: '1000' }, '--cpus'],
-    [{ memory: '0.5g' }, '--memory'],
-    [{ memory: 'lots' }, '--memory'],
+    [{ memory: ' ' }, '--memory'],
     [{ name: 'Bad Name' }, '--name'],
     [{ name: '-x' }, '--name'],
     [{ ref: '--upload-pack=evil' }, '--ref'],
@@ -61,6 +58,14 @@ describe('resolveCreateOptions', () => {
     [{ runtime: 'kata' as never }, '--runtime'],
   ])('rejects %o naming %s', (flags, option) => {
     expect(usageMessage(() => resolveCreateOptions('./repo', flags))).toMatch(option);
+  });
+
+  it('leaves the bounds to the lifecycle (BOX_LIMITS), passing the values through', () => {
+    expect(resolveCreateOptions('./r', { memory: '1k', cpus: '99', pids: '8' })).toMatchObject({
+      memory: '1k',
+      cpus: 99,
+      pids: 8,
+    });
   });
 
   it('ties --allow to the allowlist policy', () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from './constants.js';
+import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
+import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
 
 /** The package version, from package.json (dist/ or dist/bundle/ are one or two levels below it). */
@@ -24,9 +25,21 @@ export interface RunState {
   command?: string;
   exitCode: number;
   output?: Output;
+  /** 130/143 when the command was interrupted by SIGINT/SIGTERM (it wins over any other code). */
+  signalExitCode?: number;
 }
 
-type Action = (out: Output, args: unknown[], options: Record<string, unknown>) => Promise<number>;
+/** What every command receives besides its arguments: aborted on SIGINT/SIGTERM (mode `abort`). */
+export interface ActionContext {
+  signal: AbortSignal;
+}
+
+type Action = (
+  out: Output,
+  args: unknown[],
+  options: Record<string, unknown>,
+  context: ActionContext,
+) => Promise<number>;
 
 /** Output for the options of the command that runs (globals merged). */
 export function outputFor(command: Command, streams?: Output['streams']): Output {
@@ -78,17 +91,23 @@ function addCreateOptions(command: Command): Command {
 export function createProgram(state: RunState, streams?: Output['streams']): Command {
   const program = new Command('ca-sandbox');
   const action =
-    (load: () => Promise<Action>) =>
+    (load: () => Promise<Action>, interruptMode: InterruptMode = 'exit') =>
     async (...args: unknown[]): Promise<void> => {
       const command = args.at(-1) as Command;
       const out = outputFor(command, streams);
       state.output = out;
-      if (out.options.verbose) {
-        const { traceDocker } = await import('./commands/verbose.js');
-        await traceDocker(out);
+      const interrupt = new Interrupt(interruptMode);
+      try {
+        if (out.options.verbose) {
+          const { traceDocker } = await import('./commands/verbose.js');
+          await traceDocker(out);
+        }
+        const run = await load();
+        state.exitCode = await run(out, args.slice(0, -2), command.opts(), { signal: interrupt.signal });
+      } finally {
+        interrupt.dispose();
+        state.signalExitCode = interrupt.exitCode;
       }
-      const run = await load();
-      state.exitCode = await run(out, args.slice(0, -2), command.opts());
     };
 
   program
@@ -99,6 +118,8 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
     .option('-q, --quiet', 'only results and errors')
     .option('--no-color', 'no colors (also NO_COLOR=1)')
     .showSuggestionAfterError(true)
+    // Every command's --help also lists --json, --quiet, --verbose and --no-color.
+    .configureHelp({ showGlobalOptions: true })
     .hook('preSubcommand', (_program, sub) => {
       state.command = sub.name();
     })
@@ -133,7 +154,7 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
         'ca-sandbox create https://example.com/x.git --network allowlist --allow 192.0.2.10',
       ]),
     )
-    .action(action(async () => (await import('./commands/create.js')).createCommand));
+    .action(action(async () => (await import('./commands/create.js')).createCommand, 'abort'));
 
   addCreateOptions(
     program
@@ -146,13 +167,35 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
       'after',
       example(['ca-sandbox run https://github.com/octocat/Hello-World', 'ca-sandbox run ./repo --keep']),
     )
-    .action(action(async () => (await import('./commands/run.js')).runCommand));
+    .action(action(async () => (await import('./commands/run.js')).runCommand, 'abort'));
 
   program
     .command('list')
     .alias('ls')
-    .description('list sandboxes (read from docker labels only)')
-    .addHelpText('after', example(['ca-sandbox list', 'ca-sandbox ls --json']))
+    .description('list sandboxes (read from docker labels only); -q prints the ids only')
+    .option(
+      '--format <format>',
+      "'table' (default), 'json', 'table <template>' or '<template>' such as '{{.ID}}\\t{{.Status}}'",
+    )
+    .option(
+      '--filter <key=value>',
+      'only sandboxes that match (repeatable; keys: id, status, network, runtime, provider, repo)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addHelpText(
+      'after',
+      `${example([
+        'ca-sandbox list',
+        'ca-sandbox ls -q | xargs ca-sandbox rm',
+        "ca-sandbox ls --filter status=exited --format '{{.ID}}\\t{{.Repo}}'",
+        'ca-sandbox ls --json',
+      ])}
+Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Created}} {{.CreatedAt}}
+  {{.Repo}} {{.Source}} {{.Provider}} {{.Builder}} {{.Container}} {{.Volume}} {{.Dephash}}
+  {{.CacheHit}}, or {{json .}} for the whole record. Different --filter keys must all match;
+  a key given twice matches either value (as docker's filters).
+`,
+    )
     .action(action(async () => (await import('./commands/list.js')).listCommand));
 
   program
@@ -168,26 +211,37 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
 Exit code: the command's own, or 125 when ca-sandbox failed before the command ran.
 `,
     )
-    .action(action(async () => (await import('./commands/exec.js')).execCommand));
+    .action(action(async () => (await import('./commands/exec.js')).execCommand, 'none'));
 
   program
     .command('shell')
     .description('interactive shell in a sandbox at /work/repo')
     .argument('<id>', 'sandbox id')
     .addHelpText('after', example(['ca-sandbox shell demo']))
-    .action(action(async () => (await import('./commands/shell.js')).shellCommand));
+    .action(action(async () => (await import('./commands/shell.js')).shellCommand, 'none'));
 
   program
     .command('cp')
     .description('copy a file or directory OUT of a sandbox (copying in is refused)')
     .argument('<id:path>', 'source inside the box, e.g. demo:/work/repo/dist')
-    .argument('<dest>', 'destination on the host')
-    .option('--force', 'overwrite existing files at the destination')
+    .argument(
+      '<dest>',
+      'host path; an existing directory receives the entry inside it; - writes a tar stream to stdout',
+    )
+    .option('--force', 'replace an existing FILE of the same name (a directory is never replaced)')
+    .addOption(
+      new Option(
+        '--git <mode>',
+        'git directories: withhold (default; left out and reported) or sanitized (history kept; our own minimal config, no hooks, no exec bits)',
+      ).choices([...GIT_MODES]),
+    )
     .addHelpText(
       'after',
       example([
-        'ca-sandbox cp demo:/work/repo/report.txt ./report.txt',
-        'ca-sandbox cp demo:dist ./out --force',
+        'ca-sandbox cp demo:/work/repo/report.txt .',
+        'ca-sandbox cp demo:dist ./out',
+        'ca-sandbox cp demo:/work/repo ./vetted --git sanitized',
+        'ca-sandbox cp demo:dist - | tar -t',
       ]),
     )
     .action(action(async () => (await import('./commands/cp.js')).cpCommand));
@@ -200,7 +254,7 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .option('--all', 'every sandbox')
     .option('--keep-volume', 'keep the source volume')
     .addHelpText('after', example(['ca-sandbox destroy demo', 'ca-sandbox rm --all']))
-    .action(action(async () => (await import('./commands/destroy.js')).destroyCommand));
+    .action(action(async () => (await import('./commands/destroy.js')).destroyCommand, 'abort'));
 
   program
     .command('prune')
@@ -208,7 +262,7 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .option('--dry-run', 'only list what would be removed')
     .option('--images', 'also remove cached dependency images')
     .addHelpText('after', example(['ca-sandbox prune --dry-run', 'ca-sandbox prune --images']))
-    .action(action(async () => (await import('./commands/prune.js')).pruneCommand));
+    .action(action(async () => (await import('./commands/prune.js')).pruneCommand, 'abort'));
 
   program
     .command('verify')
@@ -221,7 +275,7 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .command('mcp')
     .description('stdio MCP server with the same operations, for agents')
     .addHelpText('after', example(['ca-sandbox mcp', 'claude mcp add ca-sandbox -- ca-sandbox mcp']))
-    .action(action(async () => (await import('./commands/mcp.js')).mcpCommand));
+    .action(action(async () => (await import('./commands/mcp.js')).mcpCommand, 'none'));
 
   return program;
 }

@@ -264,7 +264,9 @@ describe.skipIf(!LIFECYCLE_BUILT)('exit codes through the bin', () => {
   it('2 for bad input, with one line naming the problem', async () => {
     const bad = await runBin(['create', '.', '--memory', 'lots']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('error: invalid value for --memory: expected a size such as 512m or 2g\n');
+    expect(bad.stderr).toBe(
+      "error: invalid value for --memory: 'lots' is not a number with an optional unit b, k, m, g or t (e.g. 512m, 2g, 2gb, 1.5g)\n",
+    );
     const missing = await runBin(['create', '/nonexistent/dir/for/sure']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/^error: invalid source/);

@@ -69,7 +69,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
   it('marks the tools that delete host or docker state as destructive', async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
-    // cp_out with force deletes and replaces the host destination.
+    // cp_out with force replaces an existing host file (never a directory).
     for (const name of ['sandbox_cp_out', 'sandbox_destroy', 'sandbox_prune']) {
       expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     }
@@ -81,7 +81,9 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       { description?: string }
     >;
     const force = properties.force;
-    expect(force?.description).toMatch(/delete/i);
+    expect(force?.description).toMatch(/replace an existing regular FILE/i);
+    expect(force?.description).toMatch(/never deletes a directory/i);
+    expect(properties.git?.description).toMatch(/sanitized/);
   });
 
   it('returns errors as isError results and keeps serving', async () => {
@@ -134,6 +136,24 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     });
     expect(payload(cp)).toMatchObject({ files: 1 });
     expect(readFileSync(dest, 'utf8')).toBe('mcp fixture\n');
+
+    // force into an existing directory: the entry lands inside it, nothing else is touched; a
+    // directory in the way is an error, never deleted.
+    const into = await client.callTool({
+      name: 'sandbox_cp_out',
+      arguments: { id, path: '/work/repo', destination: work, force: true },
+    });
+    expect(into.isError ?? false).toBe(false);
+    expect(payload(into)).toMatchObject({ destination: join(work, 'repo') });
+    expect(readFileSync(dest, 'utf8')).toBe('mcp fixture\n');
+    expect(readFileSync(join(work, 'README.md'), 'utf8')).toBe('mcp fixture\n');
+    const again = await client.callTool({
+      name: 'sandbox_cp_out',
+      arguments: { id, path: '/work/repo', destination: work, force: true },
+    });
+    expect(again.isError).toBe(true);
+    expect(payload(again)).toMatchObject({ error: { code: 'CP_DESTINATION' } });
+    expect(readFileSync(join(work, 'repo', 'README.md'), 'utf8')).toBe('mcp fixture\n');
 
     const verify = await client.callTool({ name: 'sandbox_verify', arguments: { id } });
     expect(verify.isError ?? false).toBe(false);

@@ -95,6 +95,12 @@ describe('parseDockerInfo', () => {
     expect(parseDockerInfo('{"ServerVersion":"1"}').securityOptions).toEqual([]);
   });
 
+  it('keeps the engine cores and memory, the bounds of --cpus and --memory (0 when not reported)', () => {
+    const info = parseDockerInfo('{"ServerVersion":"1","NCPU":2,"MemTotal":25275953152}');
+    expect(info).toMatchObject({ cpus: 2, memTotalBytes: 25_275_953_152 });
+    expect(parseDockerInfo('{"ServerVersion":"1"}')).toMatchObject({ cpus: 0, memTotalBytes: 0 });
+  });
+
   it('throws DockerResponseError on output that is not docker info', () => {
     expect(() => parseDockerInfo('not json')).toThrow(DockerResponseError);
     expect(() => parseDockerInfo('{"SecurityOptions":"name=seccomp"}')).toThrow(DockerResponseError);

@@ -12,6 +12,8 @@ const InfoSchema = z.object({
   OperatingSystem: z.string().optional().default(''),
   Driver: z.string().optional().default(''),
   CgroupVersion: z.string().optional().default(''),
+  NCPU: z.number().int().nonnegative().optional().default(0),
+  MemTotal: z.number().int().nonnegative().optional().default(0),
   SecurityOptions: z
     .array(z.string())
     .nullish()
@@ -30,6 +32,10 @@ export interface DockerInfo {
    * `name=apparmor`, `name=userns`. Empty when the daemon reports none (seccomp compiled out).
    */
   securityOptions: string[];
+  /** Cores the engine can give containers (`NCPU`; 0 when not reported). `--cpus` cannot exceed it. */
+  cpus: number;
+  /** The engine host's memory in bytes (`MemTotal`; 0 when not reported). */
+  memTotalBytes: number;
 }
 
 let cached: Promise<DockerInfo> | undefined;
@@ -72,5 +78,7 @@ export function parseDockerInfo(stdout: string): DockerInfo {
     storageDriver: info.Driver,
     cgroupVersion: info.CgroupVersion,
     securityOptions: info.SecurityOptions,
+    cpus: info.NCPU,
+    memTotalBytes: info.MemTotal,
   };
 }

@@ -22,3 +22,10 @@ export {
 } from './exec-docker.js';
 export * from './labels.js';
 export { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
+export {
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
+  formatSize,
+  parseSize,
+  SIZE_SYNTAX,
+} from './size.js';

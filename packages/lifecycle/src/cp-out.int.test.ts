@@ -1,9 +1,11 @@
 import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
 import { imageExists } from '@ca-sandbox/docker';
+import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
-import { cpOut } from './cp-out.js';
+import { cpOut, cpOutToStream } from './cp-out.js';
 import { createSandbox } from './create.js';
 import { CpOutDestinationError, CpOutLimitError, CpOutSourceError, SandboxNotFoundError } from './errors.js';
 import { execInSandbox } from './exec.js';
@@ -124,6 +126,50 @@ describe.skipIf(!ready)('cpOut', () => {
     await expect(cpOut(id, 'keep.txt', join(out, 'missing-dir', 'x'))).rejects.toBeInstanceOf(
       CpOutDestinationError,
     );
+  });
+
+  it('an existing directory receives the entry inside it; a directory is never replaced', async () => {
+    const dir = join(out, 'into');
+    await mkdir(dir);
+    await writeFile(join(dir, 'mine.txt'), 'mine');
+    const result = await cpOut(id, 'keep.txt', dir);
+    expect(result).toMatchObject({ destination: join(dir, 'keep.txt'), warnings: [], removedStaging: [] });
+    expect(await readFile(join(dir, 'keep.txt'), 'utf8')).toBe('keep\n');
+    await cpOut(id, 'evil/sub', dir);
+    for (const force of [false, true]) {
+      await expect(cpOut(id, 'evil/sub', dir, { force })).rejects.toThrow(
+        /existing directory; it is never replaced/,
+      );
+      await expect(cpOut(id, 'evil/sub', join(dir, 'keep.txt'), { force })).rejects.toThrow(
+        force ? /a directory cannot replace it/ : /exists/,
+      );
+    }
+    expect((await readdir(dir)).sort()).toEqual(['keep.txt', 'mine.txt', 'sub']);
+    expect(await readFile(join(dir, 'mine.txt'), 'utf8')).toBe('mine');
+    await expect(cpOut(id, 'keep.txt', join(out, 'no-such-dir/'))).rejects.toThrow(/does not exist/);
+    await expect(cpOut(id, 'keep.txt', `${join(dir, 'mine.txt')}/`)).rejects.toThrow(/is not a directory/);
+  });
+
+  it('cpOutToStream writes the vetted tree as a tar stream', async () => {
+    const chunks: Buffer[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(chunk);
+        done();
+      },
+    });
+    const result = await cpOutToStream(id, 'evil', sink);
+    expect(result.destination).toBe('-');
+    const names: string[] = [];
+    const extract = tar.extract();
+    Readable.from([Buffer.concat(chunks)]).pipe(extract);
+    for await (const entry of extract) {
+      names.push(entry.header.name);
+      entry.resume();
+    }
+    expect(names).toContain('evil/file.txt');
+    expect(names).not.toContain('evil/passwd');
+    expect(names).not.toContain('evil/fifo');
   });
 
   it('a missing box path and an unknown sandbox are clear errors', async () => {

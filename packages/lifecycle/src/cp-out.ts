@@ -1,5 +1,7 @@
 import { lstat, mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join, posix, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, posix, resolve } from 'node:path';
+import type { Writable } from 'node:stream';
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { assertBoxRunning, BOX_WORKDIR, boxName, looksLikeMissingContainer } from './_utils.js';
@@ -11,30 +13,41 @@ import {
   UnsupportedHostError,
 } from './errors.js';
 import { captureCapped, decodeUtf8 } from './exec.js';
-import { extractTar } from './extract.js';
+import { type ExtractSummary, extractTar, type PathNote } from './extract.js';
+import { GIT_MODES, type GitMode } from './git-modes.js';
+import { packTree } from './pack-tree.js';
+import { removeStaleStaging, STAGING_PREFIX } from './staging.js';
 
 export interface CpOutOptions {
-  /** Replace an existing destination (never a symlink). */
+  /** Replace an existing FILE at the target (never a directory, never through a symlink). */
   force?: boolean;
   /** Cap on bytes written. Default 1 GiB. */
   maxBytes?: number;
   /** Cap on tar entries. Default 100 000. */
   maxEntries?: number;
+  /** Git directories: `withhold` (default) or `sanitized` (see GitMode). */
+  git?: GitMode;
 }
 
 export interface CpOutResult {
+  /** What was written: the destination, or the entry inside it when it is a directory; `-` for a stream. */
   destination: string;
   files: number;
   directories: number;
   bytes: number;
-  /** Entries not written (links leaving the tree, devices, FIFOs, bad names), with the reason. */
-  skipped: { path: string; reason: string }[];
+  /** Entries not written (links leaving the tree, devices, FIFOs, bad names, git directories), with the reason. */
+  skipped: PathNote[];
+  /** Entries written that a host tool may run by itself (`.envrc`, `.vscode/tasks.json`...), with the reason. */
+  warnings: PathNote[];
+  /** Staging directories of killed copies removed before this one. */
+  removedStaging: string[];
 }
 
 const CpOutOptionsSchema = z.strictObject({
   force: z.boolean().optional(),
   maxBytes: z.number().int().positive().optional(),
   maxEntries: z.number().int().positive().optional(),
+  git: z.enum(GIT_MODES).optional(),
 });
 
 /** Fills every default; InvalidOptionsError on anything else. */
@@ -42,7 +55,13 @@ export function resolveCpOutOptions(input: unknown = {}): Required<CpOutOptions>
   const parsed = CpOutOptionsSchema.safeParse(input ?? {});
   if (!parsed.success)
     throw new InvalidOptionsError(`invalid copy options: ${parsed.error.issues[0]?.message}`);
-  return { force: false, maxBytes: 1024 * 1024 * 1024, maxEntries: 100_000, ...parsed.data };
+  return {
+    force: false,
+    maxBytes: 1024 * 1024 * 1024,
+    maxEntries: 100_000,
+    git: 'withhold',
+    ...parsed.data,
+  };
 }
 
 /** The absolute box path; relative paths resolve against /work/repo. */
@@ -57,10 +76,15 @@ export function resolveBoxPath(boxPath: string): string {
 }
 
 /**
- * Copies `boxPath` out of the sandbox to `hostDest`, the only way files leave a box. The tar
- * stream of `docker cp <box>:<path> -` is extracted by our own code (see extractTar) into a fresh
- * temp directory beside the destination, then renamed into place. An existing destination is
- * refused unless `force`; a destination that is a symlink is always refused.
+ * Copies `boxPath` out of the sandbox to `hostDest`, the only way files leave a box, with the
+ * semantics of `cp` and `docker cp`: an existing directory receives the entry inside it; a missing
+ * destination (whose parent exists) becomes the entry. Nothing the user did not name is replaced:
+ * `force` only replaces an existing regular file of the same name; an existing directory at the
+ * target is an error, never deleted; a symlink at the destination or the target is refused.
+ *
+ * The tar stream of `docker cp <box>:<path> -` is extracted by our own code (see extractTar) into
+ * a fresh staging directory beside the target (`.ca-sbx-cp-<pid>-*`; stale ones of killed copies
+ * are removed first, see removeStaleStaging), then renamed into place.
  */
 export async function cpOut(
   id: string,
@@ -68,80 +92,173 @@ export async function cpOut(
   hostDest: string,
   options: CpOutOptions = {},
 ): Promise<CpOutResult> {
-  // The extractor's path checks are POSIX ones: on Windows `\\` and drive letters are separators too.
-  if (process.platform === 'win32') {
-    throw new UnsupportedHostError('copying out of a sandbox is not supported on windows hosts');
-  }
-  const container = boxName(id);
-  const { force, maxBytes, maxEntries } = resolveCpOutOptions(options);
+  assertPosixHost();
+  const resolved = resolveCpOutOptions(options);
   const source = resolveBoxPath(boxPath);
-  const destination = resolve(hostDest);
-  await checkDestination(destination, force);
-  const temp = await mkdtemp(join(dirname(destination), '.ca-sbx-cp-'));
+  const top = posix.basename(source);
+  const target = await planTarget(hostDest, top);
+  await checkTarget(target, undefined, resolved.force);
+  const removedStaging = await removeStaleStaging(dirname(target));
+  const staging = await mkdtemp(join(dirname(target), `${STAGING_PREFIX}${process.pid}-`));
   try {
-    const top = posix.basename(source);
-    const argv = ['cp', `${container}:${source}`, '-'];
-    const child = spawnDocker(argv);
-    const stderr = captureCapped(child.stderr, 64 * 1024);
-    let summary: Awaited<ReturnType<typeof extractTar>>;
-    try {
-      if (!child.stdout) throw new CpOutSourceError('docker cp gave no output stream');
-      summary = await extractTar(child.stdout, temp, top, { maxBytes, maxEntries });
-    } catch (error) {
-      child.kill('SIGKILL');
-      await child.catch(() => undefined);
-      throw error;
-    }
-    const result = await child;
-    const errorText = decodeUtf8((await stderr).data);
-    if (result.exitCode !== 0) {
-      if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, errorText, result);
-      if (looksLikeMissingContainer(errorText)) await assertBoxRunning(id);
-      if (/Could not find the file|no such file or directory/i.test(errorText)) {
-        throw new CpOutSourceError(`'${printable(source)}' does not exist in the sandbox`);
-      }
-      throw dockerSpawnError(argv, result.exitCode, errorText, result);
-    }
-    const copied = await lstat(join(temp, top)).catch(() => undefined);
-    if (!copied) {
-      const why = summary.skipped[0]?.reason ?? 'nothing was in the stream';
-      throw new CpOutSourceError(`nothing copied from '${printable(source)}': ${why}`);
-    }
-    await checkDestination(destination, force);
-    if (force) await rm(destination, { recursive: true, force: true });
-    await rename(join(temp, top), destination);
-    return {
-      destination,
-      files: summary.files,
-      directories: summary.directories,
-      bytes: summary.bytes,
-      skipped: summary.skipped,
-    };
+    const summary = await extractFromBox(id, source, staging, resolved);
+    const staged = await lstat(join(staging, top));
+    await checkTarget(target, staged.isDirectory(), resolved.force);
+    await rename(join(staging, top), target);
+    return resultOf(target, summary, removedStaging);
   } finally {
-    await rm(temp, { recursive: true, force: true });
+    await rm(staging, { recursive: true, force: true });
   }
 }
 
-async function checkDestination(destination: string, force: boolean): Promise<void> {
-  const parent = await stat(dirname(destination)).catch(() => undefined);
-  if (!parent?.isDirectory()) {
-    throw new CpOutDestinationError(
-      `the destination's parent '${printable(dirname(destination))}' is not a directory`,
-    );
+/**
+ * `docker cp <box>:<path> -` made safe: the same vetted tree a copy to disk would write (links
+ * leaving it, devices, unsafe names and git directories left out, modes stripped), re-packed as a
+ * tar stream by our own code into `output`, for the user's own tools. Staged in the OS temp dir.
+ */
+export async function cpOutToStream(
+  id: string,
+  boxPath: string,
+  output: Writable,
+  options: Omit<CpOutOptions, 'force'> = {},
+): Promise<CpOutResult> {
+  assertPosixHost();
+  const resolved = resolveCpOutOptions(options);
+  const source = resolveBoxPath(boxPath);
+  const top = posix.basename(source);
+  const removedStaging = await removeStaleStaging(tmpdir());
+  const staging = await mkdtemp(join(tmpdir(), `${STAGING_PREFIX}${process.pid}-`));
+  try {
+    const summary = await extractFromBox(id, source, staging, resolved);
+    await packTree(staging, top, output);
+    return resultOf('-', summary, removedStaging);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
   }
+}
+
+// The extractor's path checks are POSIX ones: on Windows `\\` and drive letters are separators too.
+function assertPosixHost(): void {
+  if (process.platform === 'win32') {
+    throw new UnsupportedHostError('copying out of a sandbox is not supported on windows hosts');
+  }
+}
+
+function resultOf(destination: string, summary: ExtractSummary, removedStaging: string[]): CpOutResult {
+  return {
+    destination,
+    files: summary.files,
+    directories: summary.directories,
+    bytes: summary.bytes,
+    skipped: summary.skipped,
+    warnings: summary.warnings,
+    removedStaging,
+  };
+}
+
+/** Streams the box path into `staging/<top>` through the extractor; throws when nothing came. */
+async function extractFromBox(
+  id: string,
+  source: string,
+  staging: string,
+  options: Required<CpOutOptions>,
+): Promise<ExtractSummary> {
+  const top = posix.basename(source);
+  const argv = ['cp', `${boxName(id)}:${source}`, '-'];
+  const child = spawnDocker(argv);
+  const stderr = captureCapped(child.stderr, 64 * 1024);
+  let summary: ExtractSummary;
+  try {
+    if (!child.stdout) throw new CpOutSourceError('docker cp gave no output stream');
+    summary = await extractTar(
+      child.stdout,
+      staging,
+      top,
+      { maxBytes: options.maxBytes, maxEntries: options.maxEntries },
+      { git: options.git },
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    await child.catch(() => undefined);
+    throw error;
+  }
+  const result = await child;
+  const errorText = decodeUtf8((await stderr).data);
+  if (result.exitCode !== 0) {
+    if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, errorText, result);
+    if (looksLikeMissingContainer(errorText)) await assertBoxRunning(id);
+    if (/Could not find the file|no such file or directory/i.test(errorText)) {
+      throw new CpOutSourceError(`'${printable(source)}' does not exist in the sandbox`);
+    }
+    throw dockerSpawnError(argv, result.exitCode, errorText, result);
+  }
+  const copied = await lstat(join(staging, top)).catch(() => undefined);
+  if (!copied) {
+    const why = summary.skipped[0]?.reason ?? 'nothing was in the stream';
+    throw new CpOutSourceError(`nothing copied from '${printable(source)}': ${why}`);
+  }
+  return summary;
+}
+
+/**
+ * Where the copy of `top` lands: inside `hostDest` when it is an existing directory, else
+ * `hostDest` itself. A destination that is a symlink is refused even when it points to a
+ * directory (`dest/` included: lstat of the resolved path sees the link); one written as a
+ * directory (`dir/`) must be one.
+ */
+async function planTarget(hostDest: string, top: string): Promise<string> {
+  const destination = resolve(hostDest);
+  // `dir/`, `.`, `..`, `dir/.`: the user named a directory that must exist.
+  const namedAsDirectory = /(^|\/)\.{0,2}$/.test(hostDest);
   const existing = await lstat(destination).catch(() => undefined);
-  if (!existing) return;
-  if (existing.isSymbolicLink()) {
+  if (existing?.isSymbolicLink()) {
     throw new CpOutDestinationError(
       `the destination '${printable(destination)}' is a symlink; refusing to write through it`,
     );
   }
-  if (!force) {
+  if (existing?.isDirectory()) return join(destination, top);
+  if (namedAsDirectory) {
     throw new CpOutDestinationError(
-      `the destination '${printable(destination)}' exists (use force to replace it)`,
+      existing
+        ? `the destination '${printable(destination)}' is not a directory`
+        : `the destination directory '${printable(destination)}' does not exist`,
     );
   }
-  if (basename(destination) === '' || destination === '/') {
-    throw new CpOutDestinationError('refusing to replace the filesystem root');
+  return destination;
+}
+
+/**
+ * Whether the copy may land at `target`: its parent is a directory, and it is free, or a regular
+ * file that `force` replaces with a file (`stagedIsDirectory` once the copy is known). Checked
+ * before the copy and again right before the rename.
+ */
+async function checkTarget(
+  target: string,
+  stagedIsDirectory: boolean | undefined,
+  force: boolean,
+): Promise<void> {
+  const parent = await stat(dirname(target)).catch(() => undefined);
+  if (!parent?.isDirectory()) {
+    throw new CpOutDestinationError(
+      `the destination's parent '${printable(dirname(target))}' is not a directory`,
+    );
+  }
+  const existing = await lstat(target).catch(() => undefined);
+  if (!existing) return;
+  const shown = printable(target);
+  if (existing.isSymbolicLink()) {
+    throw new CpOutDestinationError(`'${shown}' is a symlink; refusing to write through it`);
+  }
+  if (existing.isDirectory()) {
+    throw new CpOutDestinationError(
+      `'${shown}' is an existing directory; it is never replaced (copy to another name, or remove it first)`,
+    );
+  }
+  if (!existing.isFile()) throw new CpOutDestinationError(`'${shown}' exists and is not a regular file`);
+  if (stagedIsDirectory) {
+    throw new CpOutDestinationError(`'${shown}' is an existing file; a directory cannot replace it`);
+  }
+  if (!force) {
+    throw new CpOutDestinationError(`'${shown}' exists (force replaces an existing file)`);
   }
 }

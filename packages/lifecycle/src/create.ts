@@ -28,6 +28,7 @@ import {
   HelperImageMissingError,
   SandboxExistsError,
 } from './errors.js';
+import { type BoxLimits, fitToEngine } from './limits.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { DEFAULT_PACK_LIMITS, scanDirectory } from './pack-local.js';
 import {
@@ -131,6 +132,8 @@ class CreateRun {
   private current?: { phase: CreatePhase; started: number };
   /** Set before applyAllowlist runs: only then may a cleanup touch the id's firewall rules. */
   private firewallTouched = false;
+  /** The box's memory/cpus/pids, fitted to the engine in preflight. */
+  private limits: BoxLimits;
 
   constructor(
     private readonly id: string,
@@ -139,6 +142,7 @@ class CreateRun {
     private readonly hooks: CreateHooks,
   ) {
     this.names = sandboxNames(id);
+    this.limits = { memory: options.memory, cpus: options.cpus, pids: options.pids };
     this.labels = sandboxLabels(id, {
       [LABEL_REPO]: source.repoName,
       [LABEL_POLICY]: options.policy,
@@ -154,21 +158,18 @@ class CreateRun {
     await this.phase('clone', () => this.clone());
     const prepared = await this.build();
     await this.removeHelper();
-    const box = await this.phase(
-      'run',
-      () => this.startBox(prepared),
-      (started) => started.name,
-    );
-    // runContainer already refused a box failing any check; this phase reports what was checked.
-    await this.phase(
-      'verify',
-      async () => `${box.report.checks.filter((check) => check.pass).length} isolation checks passed`,
-    );
+    this.checkAborted();
+    this.start('run');
+    // 'run' ends when `docker run` returns and 'verify' is runContainer's gate (inspect + checks),
+    // which removes a box failing any check before it is handed out.
+    const box = await this.startBox(prepared);
+    this.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
     return recordFromInspect(box.inspect);
   }
 
   private async preflight(): Promise<string> {
     const info = await dockerInfo();
+    this.limits = fitToEngine(this.limits, this.options.chosen, info);
     if (this.options.runtime !== 'runc' && !info.runtimes.includes(this.options.runtime)) {
       throw new RuntimeUnavailableError(this.options.runtime, info.runtimes);
     }
@@ -283,32 +284,40 @@ class CreateRun {
       network = net.name;
       this.checkAborted();
     }
-    const box = await runContainer({
-      sandboxId: this.id,
-      name: this.names.box,
-      image: prepared.image,
-      role: 'box',
-      volume: this.names.volume,
-      network,
-      // On its user-defined network Docker's resolver would forward to the host's DNS servers:
-      // an allowlist box resolves nothing (the rules allow addresses, never names).
-      ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
-      runtime: this.options.runtime,
-      memory: this.options.memory,
-      cpus: this.options.cpus,
-      pidsLimit: this.options.pids,
-      labels: {
-        ...this.labels,
-        ...boxLabels,
-        ...sandboxRecordLabels({
-          imageCacheHit: prepared.cacheHit,
-          dephash: prepared.dephash,
-          builder: prepared.builder,
-          provider: prepared.provider,
-          depsInstalled: prepared.depsInstalled,
-        }),
+    const box = await runContainer(
+      {
+        sandboxId: this.id,
+        name: this.names.box,
+        image: prepared.image,
+        role: 'box',
+        volume: this.names.volume,
+        network,
+        // On its user-defined network Docker's resolver would forward to the host's DNS servers:
+        // an allowlist box resolves nothing (the rules allow addresses, never names).
+        ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
+        runtime: this.options.runtime,
+        memory: this.limits.memory,
+        cpus: this.limits.cpus,
+        pidsLimit: this.limits.pids,
+        labels: {
+          ...this.labels,
+          ...boxLabels,
+          ...sandboxRecordLabels({
+            imageCacheHit: prepared.cacheHit,
+            dephash: prepared.dephash,
+            builder: prepared.builder,
+            provider: prepared.provider,
+            depsInstalled: prepared.depsInstalled,
+          }),
+        },
       },
-    });
+      {
+        onStarted: () => {
+          this.done(this.names.box);
+          this.start('verify');
+        },
+      },
+    );
     this.checkAborted();
     return box;
   }
@@ -328,17 +337,18 @@ class CreateRun {
     }
   }
 
-  private async phase<T>(
-    phase: CreatePhase,
-    fn: () => Promise<T>,
-    describe?: (result: T) => string,
-  ): Promise<T> {
+  /** Runs one phase whose result is its detail line. */
+  private async phase(phase: CreatePhase, fn: () => Promise<string>): Promise<string> {
     this.checkAborted();
+    this.start(phase);
+    const detail = await fn();
+    this.done(detail);
+    return detail;
+  }
+
+  private start(phase: CreatePhase): void {
     this.emit({ phase, status: 'start' });
     this.current = { phase, started: performance.now() };
-    const result = await fn();
-    this.done(describe ? describe(result) : typeof result === 'string' ? result : undefined);
-    return result;
   }
 
   private done(detail?: string): void {

@@ -27,6 +27,23 @@ export class InvalidOptionsError extends Error {
   readonly kind = 'usage' as const;
 }
 
+/**
+ * A resource limit out of bounds (the size syntax, docker's minimum, the engine's cores or memory).
+ * `option` is the createSandbox option (`memory`, `cpus`, `pids`) and `detail` says the value and
+ * the limit, so each caller can name the option its own way (the CLI: `--memory`).
+ */
+export class LimitError extends Error {
+  override name = 'LimitError';
+  readonly code = 'LIMIT_OUT_OF_RANGE';
+  readonly kind = 'usage' as const;
+  constructor(
+    readonly option: 'memory' | 'cpus' | 'pids',
+    readonly detail: string,
+  ) {
+    super(`${option} ${detail}`);
+  }
+}
+
 /** `--name` names a sandbox that already exists. */
 export class SandboxExistsError extends Error {
   override name = 'SandboxExistsError';

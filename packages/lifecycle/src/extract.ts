@@ -1,9 +1,12 @@
 import { constants } from 'node:fs';
-import { chmod, link, lstat, mkdir, open, symlink } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, open, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import tar from 'tar-stream';
+import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
+import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
+import type { GitMode } from './git-modes.js';
 
 export interface ExtractLimits {
   /** Bytes of file content written. */
@@ -12,15 +15,34 @@ export interface ExtractLimits {
   maxEntries: number;
 }
 
+export interface ExtractPolicy {
+  /** What becomes of git directories and `.git` files; see GitMode. Default `withhold`. */
+  git?: GitMode;
+}
+
+export interface PathNote {
+  path: string;
+  reason: string;
+}
+
 export interface ExtractSummary {
   files: number;
   directories: number;
   symlinks: number;
   bytes: number;
-  skipped: { path: string; reason: string }[];
+  /** Entries not written, with the reason. */
+  skipped: PathNote[];
+  /** Entries written that a host tool may run by itself (see autorun.ts). */
+  warnings: PathNote[];
 }
 
-const MAX_SKIPPED = 1000;
+const MAX_NOTES = 1000;
+/** Largest `.gitattributes` read to look for driver attributes. */
+const MAX_ATTRIBUTES_BYTES = 1024 * 1024;
+const GIT_DIR_WITHHELD = 'git directory withheld: git would run its hooks and config on the host';
+const GIT_FILE_WITHHELD = '.git file withheld: git would follow it to a git directory';
+const BARE_DIR_WITHHELD =
+  'withheld: git would open this directory as a repository (HEAD, objects, refs) and run its config';
 
 /** One entry of tar-stream's extract iterator. */
 type TarEntry = AsyncIterable<unknown> & { header: tar.Header; resume(): unknown };
@@ -35,15 +57,20 @@ type TarEntry = AsyncIterable<unknown> & { header: tar.Header; resume(): unknown
  * - devices and FIFOs are skipped;
  * - symlinks and hardlinks are made last and only when they resolve inside the copied tree without
  *   passing through another link; the rest are skipped and listed;
- * - caps on bytes and entries throw CpOutLimitError (the caller deletes `target`).
+ * - caps on bytes and entries throw CpOutLimitError (the caller deletes `target`);
+ * - nothing git would execute: `.git` files and links are withheld, and so are git directories
+ *   (`.git` ones in-stream, and any directory git would open as a repository once the tree is
+ *   known), unless `policy.git` is `sanitized`, which rebuilds them (sanitizeGitDir);
+ * - entries a host tool may run by itself are listed in `warnings`.
  */
 export async function extractTar(
   input: Readable,
   target: string,
   top: string,
   limits: ExtractLimits,
+  policy: ExtractPolicy = {},
 ): Promise<ExtractSummary> {
-  const state = new ExtractState(target, top, limits);
+  const state = new ExtractState(target, top, limits, policy.git ?? 'withhold');
   const extract = tar.extract();
   input.on('error', (error) => extract.destroy(error));
   input.pipe(extract);
@@ -71,15 +98,29 @@ interface PendingLink {
 }
 
 class ExtractState {
-  readonly summary: ExtractSummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
+  readonly summary: ExtractSummary = {
+    files: 0,
+    directories: 0,
+    symlinks: 0,
+    bytes: 0,
+    skipped: [],
+    warnings: [],
+  };
   private readonly directories = new Map<string, number>();
   private readonly files = new Set<string>();
   private readonly links: PendingLink[] = [];
+  /** Folded child names of each directory key, links included (for looksLikeGitDir). */
+  private readonly children = new Map<string, Set<string>>();
+  /** `.git` entries withheld in-stream, each reported once. */
+  private readonly withheld = new Set<string>();
+  /** Git directories withheld or sanitised once the tree is known; nothing may link into them. */
+  private gitRoots: string[] = [];
 
   constructor(
     private readonly target: string,
     private readonly top: string,
     private readonly limits: ExtractLimits,
+    private readonly git: GitMode,
   ) {}
 
   async add(entry: TarEntry): Promise<void> {
@@ -88,6 +129,11 @@ class ExtractState {
     const reason = parts.reason ?? this.outsideTop(parts.path);
     if (reason) return this.skip(entry, header.name, reason);
     const path = parts.path;
+    if (this.withholdGitEntry(path, header.type === 'directory')) {
+      entry.resume();
+      return;
+    }
+    this.noteChild(path);
     switch (header.type) {
       case 'directory':
         await this.directory(path, header.mode ?? 0o755, entry);
@@ -117,11 +163,135 @@ class ExtractState {
   }
 
   async finish(): Promise<void> {
+    await this.guardGitDirectories();
     for (const pending of this.links) if (pending.kind === 'hardlink') await this.hardlink(pending);
     for (const pending of this.keptSymlinks()) await this.symlink(pending);
-    // Deepest first, so a read-only parent does not block its children's chmod.
-    const dirs = [...this.directories.entries()].sort((a, b) => b[0].length - a[0].length);
+    await this.collectWarnings();
+    // Deepest first, so a read-only parent does not block its children's chmod. A sanitised git
+    // directory's insides already have their modes.
+    const dirs = [...this.directories.entries()]
+      .filter(([key]) => !this.underGitRoot(key, false))
+      .sort((a, b) => b[0].length - a[0].length);
     for (const [key, mode] of dirs) await chmod(join(this.target, key), safeMode(mode) | 0o700);
+  }
+
+  /**
+   * In-stream: a `.git` entry that is not a directory is always withheld (a gitdir pointer or a
+   * link would lead git elsewhere); under `withhold`, everything in or under a `.git` directory
+   * too. Reported once per `.git` entry.
+   */
+  private withholdGitEntry(path: string[], isDirectory: boolean): boolean {
+    const at = path.findIndex(isDotGit);
+    if (at < 0) return false;
+    const last = at === path.length - 1;
+    if (this.git === 'sanitized' && !(last && !isDirectory)) return false;
+    const key = path.slice(0, at + 1).join('/');
+    if (!this.withheld.has(key)) {
+      this.withheld.add(key);
+      this.note(this.summary.skipped, key, last && !isDirectory ? GIT_FILE_WITHHELD : GIT_DIR_WITHHELD);
+    }
+    return true;
+  }
+
+  private noteChild(path: string[]): void {
+    for (let depth = 1; depth <= path.length; depth += 1) {
+      const parent = path.slice(0, depth - 1).join('/');
+      let names = this.children.get(parent);
+      if (!names) {
+        names = new Set();
+        this.children.set(parent, names);
+      }
+      names.add(foldName(path[depth - 1] ?? ''));
+    }
+  }
+
+  /**
+   * Once the whole tree is known: every directory git would open as a repository (and, under
+   * `sanitized`, every `.git` directory) is withheld or rebuilt, outermost first.
+   */
+  private async guardGitDirectories(): Promise<void> {
+    const candidates = [...this.directories.keys()]
+      .filter((key) => {
+        const name = key.slice(key.lastIndexOf('/') + 1);
+        return (this.git === 'sanitized' && isDotGit(name)) || looksLikeGitDir(this.children.get(key));
+      })
+      .sort((a, b) => a.length - b.length);
+    for (const key of candidates) {
+      if (this.underGitRoot(key, true)) continue;
+      this.gitRoots.push(key);
+      const absolute = join(this.target, key);
+      if (this.git === 'withhold') {
+        await rm(absolute, { recursive: true, force: true });
+        this.note(this.summary.skipped, key, BARE_DIR_WITHHELD);
+      } else {
+        const name = key.slice(key.lastIndexOf('/') + 1);
+        const dropped = await sanitizeGitDir(absolute, !isDotGit(name));
+        for (const path of dropped) {
+          const reason =
+            path === 'config'
+              ? "the box's config withheld; a minimal one written by ca-sandbox"
+              : 'not kept in a sanitised git directory';
+          this.note(this.summary.skipped, `${key}/${path}`, reason);
+        }
+      }
+      this.forgetUnder(key, this.git === 'withhold');
+    }
+  }
+
+  /** Drops the bookkeeping of what is under `root` (and `root` itself when it was removed). */
+  private forgetUnder(root: string, removed: boolean): void {
+    const under = (key: string) => key.startsWith(`${root}/`) || (removed && key === root);
+    for (const key of [...this.directories.keys()]) if (under(key)) this.directories.delete(key);
+    for (const key of [...this.files]) if (under(key)) this.files.delete(key);
+    const kept = this.links.filter((pending) => {
+      const key = pending.path.join('/');
+      if (!under(key)) return true;
+      if (this.git === 'sanitized') this.skipLink(key, 'links are not kept in a sanitised git directory');
+      return false;
+    });
+    this.links.splice(0, this.links.length, ...kept);
+  }
+
+  /** Whether `key` is inside (or, with `orSelf`, is) a git root handled by guardGitDirectories. */
+  private underGitRoot(key: string, orSelf: boolean): boolean {
+    return this.gitRoots.some((root) => key.startsWith(`${root}/`) || (orSelf && key === root));
+  }
+
+  private async collectWarnings(): Promise<void> {
+    const entries: [string, boolean][] = [
+      ...[...this.directories.keys()].map((key): [string, boolean] => [key, true]),
+      ...[...this.files].map((key): [string, boolean] => [key, false]),
+    ].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    for (const [key, isDirectory] of entries) {
+      const path = key.split('/');
+      const reason =
+        !isDirectory && foldName(path.at(-1) ?? '') === GITATTRIBUTES
+          ? await this.attributesReason(key)
+          : autorunReason(path, isDirectory);
+      if (reason) this.note(this.summary.warnings, key, reason);
+    }
+  }
+
+  /** A `.gitattributes` is reported when it names drivers; one that is a link, always. */
+  private async attributesReason(key: string): Promise<string | undefined> {
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(join(this.target, key), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch {
+      return gitattributesReason('filter=?');
+    }
+    try {
+      const buffer = Buffer.alloc(MAX_ATTRIBUTES_BYTES);
+      const { bytesRead } = await handle.read(buffer, 0, MAX_ATTRIBUTES_BYTES, 0);
+      return gitattributesReason(buffer.subarray(0, bytesRead).toString('utf8'));
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private note(list: PathNote[], path: string, reason: string): void {
+    if (list.length < MAX_NOTES) list.push({ path: path.slice(0, 4096), reason });
+    else if (list.length === MAX_NOTES) list.push({ path: '…', reason: 'more entries (list truncated)' });
   }
 
   private outsideTop(path: string[]): string | undefined {
@@ -131,11 +301,7 @@ class ExtractState {
 
   private async skip(entry: TarEntry, path: string, reason: string): Promise<void> {
     entry.resume();
-    if (this.summary.skipped.length < MAX_SKIPPED)
-      this.summary.skipped.push({ path: path.slice(0, 4096), reason });
-    else if (this.summary.skipped.length === MAX_SKIPPED) {
-      this.summary.skipped.push({ path: '…', reason: 'more entries skipped (list truncated)' });
-    }
+    this.note(this.summary.skipped, path, reason);
   }
 
   /** Creates missing parents; false when one of them is not a directory we made. */
@@ -200,6 +366,7 @@ class ExtractState {
     if (source.reason || this.outsideTop(source.path)) {
       return this.skipLink(key, 'hardlink target outside the copied tree');
     }
+    if (this.underGitRoot(sourceKey, true)) return this.skipLink(key, 'hardlink into a git directory');
     if (!this.files.has(sourceKey)) return this.skipLink(key, 'hardlink target is not a copied file');
     if (this.files.has(key) || this.directories.has(key)) return this.skipLink(key, 'duplicate entry');
     if (!(await this.parents(pending.path))) return this.skipLink(key, 'parent is not a directory');
@@ -276,11 +443,13 @@ class ExtractState {
       }
     }
     if (stack.length === 0) return reason('symlink points outside the copied tree');
-    return { target: stack.join('/') };
+    const target = stack.join('/');
+    if (this.underGitRoot(target, true)) return reason('symlink into a git directory');
+    return { target };
   }
 
   private skipLink(path: string, reason: string): void {
-    if (this.summary.skipped.length < MAX_SKIPPED) this.summary.skipped.push({ path, reason });
+    this.note(this.summary.skipped, path, reason);
   }
 }
 

@@ -1,4 +1,4 @@
-export { type CpOutOptions, type CpOutResult, cpOut, resolveBoxPath } from './cp-out.js';
+export { type CpOutOptions, type CpOutResult, cpOut, cpOutToStream, resolveBoxPath } from './cp-out.js';
 export {
   type CreateHooks,
   type CreateOptions,
@@ -18,6 +18,7 @@ export {
   InvalidOptionsError,
   InvalidSandboxNameError,
   InvalidSourceError,
+  LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
   SourceTooLargeError,
@@ -30,6 +31,8 @@ export {
   type ExecResult,
   execInSandbox,
 } from './exec.js';
+export { GIT_MODES, type GitMode } from './git-modes.js';
+export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';

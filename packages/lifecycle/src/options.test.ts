@@ -12,6 +12,7 @@ describe('resolveCreateOptions', () => {
       memory: '2g',
       cpus: 2,
       pids: 512,
+      chosen: { memory: false, cpus: false },
       cloneNetwork: 'bridge',
       helperImage: 'ca-sbx-base:git',
     });
@@ -34,7 +35,9 @@ describe('resolveCreateOptions', () => {
     [{ source: '.', allow: ['1.2.3.4'] }, /only for the allowlist/],
     [{ source: '.', network: 'allowlist', allow: ['1.2.3.4'], runtime: 'runsc' }, /network-less/],
     [{ source: '.', ref: '--upload-pack=x' }, /invalid ref/],
-    [{ source: '.', memory: '1 g' }, /memory/],
+    [{ source: '.', memory: '1 gig' }, /^memory '1 gig' is not a number/],
+    [{ source: '.', memory: '1k' }, /^memory 1k is below docker's minimum of 6 MiB$/],
+    [{ source: '.', cpus: 0.001 }, /^cpus 0.001 is below docker's minimum of 0.01$/],
     [{ source: '.', pids: 1 }, /pids/],
     [{ source: '.', cloneNetwork: 'host;x' }, /cloneNetwork/],
   ])('refuses %j', (input, message) => {

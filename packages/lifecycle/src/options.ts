@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { parseByteSize } from '@ca-sandbox/build';
+import { parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
 import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
+import { BOX_LIMITS, checkLimits } from './limits.js';
 import { parseRef, validateSandboxName } from './source.js';
 
-const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
 
@@ -17,12 +17,13 @@ export const CreateOptionsSchema = z.strictObject({
   builder: z.enum(['auto', 'builtin', 'nixpacks']).optional(),
   ref: z.string().optional(),
   runtime: z.enum(['runc', 'runsc']).optional(),
-  memory: z.string().regex(SIZE, 'must be like 2g or 512m').optional(),
-  cpus: z.number().positive().max(256).optional(),
-  pids: z.number().int().min(16).max(1_000_000).optional(),
+  // Bounds: checkLimits (limits.ts), so that every caller gets the same one-line message.
+  memory: z.string().optional(),
+  cpus: z.number().optional(),
+  pids: z.number().optional(),
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
   /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
-  maxDepsSize: z.string().regex(SIZE, 'must be like 4g or 512m').optional(),
+  maxDepsSize: z.string().max(64).optional(),
   /** The docker network the clone helper joins (default 'bridge'); never the box's. */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
 });
@@ -40,6 +41,8 @@ export interface ResolvedCreateOptions {
   memory: string;
   cpus: number;
   pids: number;
+  /** Whether the caller chose memory/cpus (a chosen value over the engine is refused, a default is lowered). */
+  chosen: { memory: boolean; cpus: boolean };
   baseImage?: string;
   /** Bytes; undefined: the build package's default (env, else 4 GiB). */
   maxDepsSize?: number;
@@ -69,6 +72,7 @@ export function resolveCreateOptions(
     throw new InvalidOptionsError(`invalid create options: ${detail}`);
   }
   const options = parsed.data;
+  checkLimits(options);
   const policy = resolveNetworkPolicy(options.network);
   const allow = options.allow?.length ? parseAllowEntries(options.allow) : [];
   if (allow.length > 0 && policy !== 'allowlist') {
@@ -83,9 +87,9 @@ export function resolveCreateOptions(
       'runtime runsc works here only for network-less boxes: use offline or clone-then-cut',
     );
   }
-  const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseByteSize(options.maxDepsSize);
-  if (maxDepsSize !== undefined && !(maxDepsSize >= 1024 ** 2))
-    throw new InvalidOptionsError('invalid create options: maxDepsSize must be at least 1m');
+  const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
+  if (options.maxDepsSize !== undefined && !(maxDepsSize !== undefined && maxDepsSize >= 1024 ** 2))
+    throw new InvalidOptionsError(`invalid create options: maxDepsSize must be at least 1m, ${SIZE_SYNTAX}`);
   const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
   if (!IMAGE.test(helperImage))
     throw new InvalidOptionsError('CA_SANDBOX_HELPER_IMAGE is not an image reference');
@@ -97,9 +101,10 @@ export function resolveCreateOptions(
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
     runtime,
-    memory: options.memory ?? '2g',
-    cpus: options.cpus ?? 2,
-    pids: options.pids ?? 512,
+    memory: options.memory ?? BOX_LIMITS.memory.default,
+    cpus: options.cpus ?? BOX_LIMITS.cpus.default,
+    pids: options.pids ?? BOX_LIMITS.pids.default,
+    chosen: { memory: options.memory !== undefined, cpus: options.cpus !== undefined },
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
     ...(maxDepsSize === undefined ? {} : { maxDepsSize }),
     cloneNetwork: options.cloneNetwork ?? 'bridge',

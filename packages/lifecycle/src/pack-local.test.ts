@@ -100,4 +100,21 @@ describe('scanDirectory + packDirectory', () => {
     await symlink('/etc/passwd', join(dir, 'a'));
     await expect(readTar(packDirectory(scan))).rejects.toThrow();
   });
+
+  it('packs a big file without piling listeners on the entry (no MaxListenersExceededWarning)', async () => {
+    const size = 3 * 1024 * 1024 + 7;
+    await writeFile(join(dir, 'big.bin'), Buffer.alloc(size, 7));
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const seen = await readTar(packDirectory(await scanDirectory(dir)));
+      expect(seen.find((entry) => entry.name === 'big.bin')?.body.length).toBe(size);
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.map((warning) => warning.name)).not.toContain('MaxListenersExceededWarning');
+  });
 });

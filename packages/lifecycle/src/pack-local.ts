@@ -171,10 +171,25 @@ function startEntry(pack: tar.Pack, header: TarHeader): { sink: Sink; done: Prom
   return { sink, done };
 }
 
+/**
+ * Waits for one 'drain'. Every listener goes when any of them fires: this runs once per 64 KiB
+ * chunk of a big file, and leftover 'close'/'error' listeners piled up on the entry (Node's
+ * MaxListenersExceededWarning on every create of a directory with a file over ~700 KiB).
+ */
 function drained(sink: Sink): Promise<void> {
   return new Promise((resolve, reject) => {
-    sink.once('drain', () => resolve());
-    sink.once('close', () => reject(new Error('the tar stream was closed')));
-    sink.once('error', reject);
+    const settle = (error?: Error) => {
+      sink.off('drain', onDrain);
+      sink.off('close', onClose);
+      sink.off('error', onError);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onDrain = () => settle();
+    const onClose = () => settle(new Error('the tar stream was closed'));
+    const onError = (error: Error) => settle(error);
+    sink.once('drain', onDrain);
+    sink.once('close', onClose);
+    sink.once('error', onError);
   });
 }

@@ -25,11 +25,20 @@ export function buildShellArgs(container: string, tty: boolean): string[] {
  * Opens an interactive shell in the sandbox (stdio inherited) and resolves with its exit code.
  * Runs as 1000:1000 at /work/repo, like exec; never privileged.
  */
-export async function openShell(id: string): Promise<number> {
+export async function openShell(id: string, options: { signal?: AbortSignal } = {}): Promise<number> {
   const container = boxName(id);
   await assertBoxRunning(id);
   const argv = buildShellArgs(container, Boolean(process.stdin.isTTY && process.stdout.isTTY));
-  const result = await spawnDocker(argv, { stdin: 'inherit', stdout: 'inherit', stderr: 'inherit' });
-  if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, '', result);
-  return result.exitCode;
+  const child = spawnDocker(argv, { stdin: 'inherit', stdout: 'inherit', stderr: 'inherit' });
+  // A SIGTERM sent to the CLI alone (not to the terminal's process group) must end the shell too.
+  const stop = () => child.kill('SIGTERM');
+  options.signal?.addEventListener('abort', stop, { once: true });
+  try {
+    const result = await child;
+    if (result.exitCode === undefined && !options.signal?.aborted)
+      throw dockerSpawnError(argv, undefined, '', result);
+    return result.exitCode ?? 1;
+  } finally {
+    options.signal?.removeEventListener('abort', stop);
+  }
 }

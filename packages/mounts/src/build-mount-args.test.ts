@@ -32,8 +32,17 @@ describe('buildMountArgs', () => {
       '--mount',
       'type=volume,source=v1,target=/work/repo,readonly',
       '--tmpfs',
-      '/tmp:noexec,nosuid,nodev,size=64m,mode=1777',
+      `/tmp:noexec,nosuid,nodev,size=${64 * 1024 ** 2},mode=1777`,
     ]);
+  });
+
+  it('passes a tmpfs size in bytes: docker sizes such as 2gb or 1.5g mean nothing to the kernel', () => {
+    expect(buildMountArgs([{ type: 'tmpfs', target: '/tmp', size: '1.5gb' }])).toEqual([
+      '--tmpfs',
+      `/tmp:noexec,nosuid,nodev,size=${1.5 * 1024 ** 3}`,
+    ]);
+    for (const size of ['0', '64m,uid=0', '2x', '-1'])
+      expect(() => buildMountArgs([{ type: 'tmpfs', target: '/tmp', size }])).toThrow(/tmpfs size/);
   });
 
   it.each([

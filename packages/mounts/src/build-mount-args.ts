@@ -1,3 +1,4 @@
+import { parseSize } from '@ca-sandbox/docker';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
 import { type MountSpec, parseMountSpec } from './mount-spec.js';
 
@@ -28,7 +29,8 @@ function toArgs(mount: MountSpec): string[] {
     return ['--mount', fields.join(',')];
   }
   const options = [mount.exec ? 'exec' : 'noexec', 'nosuid', 'nodev'];
-  if (mount.size) options.push(`size=${mount.size}`);
+  // In bytes: docker hands tmpfs options to the kernel, which knows neither `2gb` nor `1.5g`.
+  if (mount.size) options.push(`size=${parseSize(mount.size)}`);
   if (mount.mode !== undefined) options.push(`mode=${mount.mode.toString(8)}`);
   return ['--tmpfs', `${mount.target}:${options.join(',')}`];
 }

@@ -1,3 +1,4 @@
+import { parseSize } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
 
@@ -5,7 +6,6 @@ import { BindMountRejectedError, InvalidMountError } from './errors.js';
 const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 /** Absolute container paths of plain segments: no `..`, no commas (they split --mount fields). */
 const TARGET = /^\/(?:[a-zA-Z0-9_.@+-]+\/?)*$/;
-const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/;
 
 const VolumeSpecSchema = z.strictObject({
   type: z.literal('volume'),
@@ -103,8 +103,8 @@ export function parseMountSpec(value: unknown, index = 0): MountSpec {
   }
   const mount = parsed.data;
   checkTarget(mount.target, index);
-  if (mount.type === 'tmpfs' && mount.size !== undefined && !SIZE.test(mount.size)) {
-    throw new InvalidMountError(`mount #${index + 1} tmpfs size '${mount.size}' is not like 64m`);
+  if (mount.type === 'tmpfs' && mount.size !== undefined && !((parseSize(mount.size) ?? 0) > 0)) {
+    throw new InvalidMountError(`mount #${index + 1} tmpfs size '${mount.size}' is not a size such as 64m`);
   }
   return mount;
 }

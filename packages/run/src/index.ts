@@ -17,7 +17,6 @@ export {
   type RunOptionsInput,
   RunOptionsSchema,
   resolveRunOptions,
-  sizeToBytes,
 } from './options.js';
 export {
   BLACKHOLE_DNS,
@@ -29,4 +28,4 @@ export {
   REPO_DIR,
   SANDBOX_USER,
 } from './run-args.js';
-export { type RunningContainer, runContainer, verifyContainer } from './run-container.js';
+export { type RunHooks, type RunningContainer, runContainer, verifyContainer } from './run-container.js';

@@ -1,3 +1,4 @@
+import { DOCKER_MIN_CPUS, DOCKER_MIN_MEMORY_BYTES, parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { InvalidRunOptionsError } from './errors.js';
 
@@ -5,9 +6,15 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
 const ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
 const NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-const SIZE = /^[1-9][0-9]{0,12}[kmg]?$/i;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const LABEL_KEY = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
+
+/** A size as docker parses it (@ca-sandbox/docker parseSize), at least `min` bytes. */
+function dockerSize(min: number) {
+  return z
+    .string()
+    .refine((text) => (parseSize(text) ?? -1) >= min, `must be ${SIZE_SYNTAX}, at least ${min} bytes`);
+}
 
 /** The only knobs a sandbox container has. Unknown keys are rejected: no docker flag passes through. */
 export const RunOptionsSchema = z.strictObject({
@@ -19,12 +26,12 @@ export const RunOptionsSchema = z.strictObject({
   volumeReadOnly: z.boolean().default(false),
   network: z.string().regex(NETWORK, 'must be none, bridge or a network name').default('none'),
   runtime: z.enum(['runc', 'runsc']).default('runc'),
-  memory: z.string().regex(SIZE, 'must be like 2g or 512m').default('2g'),
-  cpus: z.number().positive().max(256).default(2),
+  memory: dockerSize(DOCKER_MIN_MEMORY_BYTES).default('2g'),
+  cpus: z.number().min(DOCKER_MIN_CPUS).max(256).default(2),
   pidsLimit: z.number().int().min(16).max(1_000_000).default(512),
-  tmpfsSize: z.string().regex(SIZE, 'must be like 512m').default('512m'),
+  tmpfsSize: dockerSize(1).default('512m'),
   /** RLIMIT_FSIZE: the volume has no quota on the local driver, so one file cannot outgrow this. */
-  maxFileSize: z.string().regex(SIZE, 'must be like 4g').default('4g'),
+  maxFileSize: dockerSize(1).default('4g'),
   /**
    * `blackhole` points the box's resolver (Docker's embedded 127.0.0.11 on user-defined networks)
    * at the box's own loopback (BLACKHOLE_DNS), so no name resolves through the host's resolvers.
@@ -64,14 +71,4 @@ export function resolveRunOptions(input: unknown): RunOptions {
     throw new InvalidRunOptionsError(detail);
   }
   return parsed.data;
-}
-
-/** Memory sizes as docker reports them (bytes). */
-export function sizeToBytes(size: string): number {
-  const match = /^([0-9]+)([kmg]?)$/i.exec(size);
-  if (!match) return Number.NaN;
-  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[
-    (match[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g'
-  ];
-  return Number(match[1]) * unit;
 }

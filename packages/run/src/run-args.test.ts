@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidRunOptionsError } from './errors.js';
-import { resolveRunOptions, sizeToBytes } from './options.js';
+import { resolveRunOptions } from './options.js';
 import { BLACKHOLE_DNS, buildRunArgs, PROXY_ENV_NAMES } from './run-args.js';
 
 const base = { sandboxId: 'abc', name: 'ca-sbx-abc', image: 'ca-sbx-base:debian', volume: 'ca-sbx-abc' };
@@ -38,7 +38,7 @@ describe('buildRunArgs', () => {
 
   it('mounts the source volume only at /work/repo and /tmp as a sized nosuid,nodev tmpfs', () => {
     expect(flagValues(argv, '--mount')).toEqual(['type=volume,source=ca-sbx-abc,target=/work/repo']);
-    expect(flagValues(argv, '--tmpfs')).toEqual(['/tmp:exec,nosuid,nodev,size=512m']);
+    expect(flagValues(argv, '--tmpfs')).toEqual([`/tmp:exec,nosuid,nodev,size=${512 * 1024 ** 2}`]);
   });
 
   it('labels the container as ours, and caller labels cannot override ours', () => {
@@ -74,7 +74,7 @@ describe('buildRunArgs', () => {
     expect(flagValues(custom, '--memory-swap')).toEqual(['512m']);
     expect(flagValues(custom, '--cpus')).toEqual(['1.5']);
     expect(flagValues(custom, '--pids-limit')).toEqual(['64']);
-    expect(flagValues(custom, '--tmpfs')).toEqual(['/tmp:exec,nosuid,nodev,size=64m']);
+    expect(flagValues(custom, '--tmpfs')).toEqual([`/tmp:exec,nosuid,nodev,size=${64 * 1024 ** 2}`]);
     expect(flagValues(custom, '--network')).toEqual(['ca-sbx-abc']);
     expect(flagValues(custom, '--runtime')).toEqual(['runsc']);
     expect(flagValues(custom, '--mount')).toEqual([
@@ -173,8 +173,12 @@ describe('resolveRunOptions', () => {
     expect(() => resolveRunOptions({ ...base, privileged: true })).toThrow(/unknown option\(s\) privileged/);
   });
 
-  it('converts sizes to bytes like docker reports them', () => {
-    expect(sizeToBytes('2g')).toBe(2 * 1024 ** 3);
-    expect(sizeToBytes('512m')).toBe(512 * 1024 ** 2);
+  it('takes sizes as docker parses them, and refuses what docker would refuse', () => {
+    expect(resolveRunOptions({ ...base, memory: '2gb', tmpfsSize: '64 MiB' })).toMatchObject({
+      memory: '2gb',
+    });
+    expect(() => resolveRunOptions({ ...base, memory: '1k' })).toThrow(/memory must be a number/);
+    expect(() => resolveRunOptions({ ...base, tmpfsSize: '0' })).toThrow(/tmpfsSize/);
+    expect(() => resolveRunOptions({ ...base, maxFileSize: '4g,uid=0' })).toThrow(/maxFileSize/);
   });
 });

@@ -6,10 +6,11 @@ import {
   LABEL_ROLE,
   LABEL_RUNTIME,
   labelArgs,
+  parseSize,
   sandboxLabels,
 } from '@ca-sandbox/docker';
 import { buildMountArgs } from '@ca-sandbox/mounts';
-import { type RunOptions, sizeToBytes } from './options.js';
+import type { RunOptions } from './options.js';
 
 export const REPO_DIR = '/work/repo';
 export const SANDBOX_USER = '1000:1000';
@@ -81,7 +82,7 @@ export function buildRunArgs(options: RunOptions): string[] {
     '--ipc',
     'private',
     '--ulimit',
-    `fsize=${sizeToBytes(options.maxFileSize)}`,
+    `fsize=${parseSize(options.maxFileSize)}`,
     '--init',
     '--runtime',
     options.runtime,

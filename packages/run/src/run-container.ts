@@ -53,6 +53,11 @@ async function removeQuietly(ref: string): Promise<void> {
   await docker(['rm', '--force', '--volumes=false', '--', ref], { allowFailure: true });
 }
 
+export interface RunHooks {
+  /** `docker run` returned: the gate (inspect, then every isolation check) starts now. */
+  onStarted?(containerId: string): void;
+}
+
 /**
  * Starts a sandbox container (box or helper) with the hardened argv, then reads it back with
  * `docker inspect` and removes it unless every isolation check passes.
@@ -60,7 +65,7 @@ async function removeQuietly(ref: string): Promise<void> {
  * @throws InvalidRunOptionsError, RuntimeUnavailableError, ContainerNameInUseError,
  *   IsolationViolationError (the container is already removed), DockerCommandError
  */
-export async function runContainer(input: unknown): Promise<RunningContainer> {
+export async function runContainer(input: unknown, hooks: RunHooks = {}): Promise<RunningContainer> {
   const options = resolveRunOptions(input);
   await assertRuntime(options);
   const daemonSecurityOptions = await assertDaemonConfines(options);
@@ -77,6 +82,7 @@ export async function runContainer(input: unknown): Promise<RunningContainer> {
     throw error;
   }
   try {
+    hooks.onStarted?.(id);
     const inspect = await inspectContainer(id);
     const report = verifyIsolation(inspect, {
       network: options.network,

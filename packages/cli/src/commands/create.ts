@@ -2,6 +2,7 @@ import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type SandboxRecord } from '../lifecycle-api.js';
 import { type CreateFlags, resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
+import type { ActionContext } from '../program.js';
 import { formatElapsed, Progress } from '../progress.js';
 import { sanitizeName } from '../sanitize.js';
 
@@ -17,63 +18,55 @@ export function rejectWithClaude(flags: { withClaude?: boolean }): void {
   );
 }
 
-/** Aborts on the first Ctrl-C so the lifecycle can clean up; a second one exits at once. */
-function abortOnInterrupt(): { signal: AbortSignal; dispose: () => void } {
-  const controller = new AbortController();
-  const onSignal = () => {
-    if (controller.signal.aborted) process.exit(130);
-    controller.abort(new Error('interrupted'));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
-}
-
 /** create/run shared part: validate, warn, create with live progress. */
 export async function createWithProgress(
   out: Output,
   source: string,
   flags: CreateCommandFlags,
+  { signal, showNext }: { signal: AbortSignal; showNext: boolean },
 ): Promise<SandboxRecord> {
   rejectWithClaude(flags);
   const request = resolveCreateOptions(source, flags);
   if (request.network === 'allowlist') out.warn(await allowlistWarning());
   const lifecycle = await loadLifecycle();
   const progress = new Progress(out);
-  const interrupt = abortOnInterrupt();
   const started = Date.now();
   try {
     const record = await lifecycle.createSandbox(request, {
       onPhase: progress.onPhase,
       onLog: progress.onLog,
-      signal: interrupt.signal,
+      signal,
     });
+    // A signal that lands after the last check inside createSandbox: the box is whole, but the
+    // user asked to stop, so it goes as an aborted create's objects go.
+    if (signal.aborted) {
+      await lifecycle.destroySandbox(record.id);
+      throw new lifecycle.CreateAbortedError();
+    }
     progress.stop();
-    out.info(summary(out, record, Date.now() - started));
+    out.info(summary(out, record, Date.now() - started, showNext));
     return record;
   } catch (error) {
     progress.stop();
     throw error;
-  } finally {
-    interrupt.dispose();
   }
 }
 
-function summary(out: Output, record: SandboxRecord, elapsedMs: number): string {
+function summary(out: Output, record: SandboxRecord, elapsedMs: number, showNext: boolean): string {
   const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit)' : ''}`;
-  return [
+  const lines = [
     `${out.green('sandbox ready:')} ${out.bold(sanitizeName(record.id))} in ${formatElapsed(elapsedMs)}`,
     `  repo     ${sanitizeName(record.repo)}`,
     `  image    ${image}`,
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
-    `  next     ca-sandbox shell ${sanitizeName(record.id)}   |   ca-sandbox destroy ${sanitizeName(record.id)}`,
-  ].join('\n');
+  ];
+  // `run` goes on to the shell and the teardown itself: telling its user to do both is noise.
+  if (showNext) {
+    lines.push(
+      `  next     ca-sandbox shell ${sanitizeName(record.id)}   |   ca-sandbox destroy ${sanitizeName(record.id)}`,
+    );
+  }
+  return lines.join('\n');
 }
 
 /** `ca-sandbox create <repo>`: prints the id (JSON: the sandbox record). */
@@ -81,8 +74,12 @@ export async function createCommand(
   out: Output,
   args: unknown[],
   options: Record<string, unknown>,
+  { signal }: ActionContext,
 ): Promise<number> {
-  const record = await createWithProgress(out, String(args[0] ?? ''), options as CreateCommandFlags);
+  const record = await createWithProgress(out, String(args[0] ?? ''), options as CreateCommandFlags, {
+    signal,
+    showNext: true,
+  });
   if (out.options.json) out.json(record);
   else out.result(sanitizeName(record.id));
   return 0;

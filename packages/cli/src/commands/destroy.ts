@@ -2,6 +2,7 @@ import { UsageError } from '../errors.js';
 import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
+import type { ActionContext } from '../program.js';
 import { sanitizeName } from '../sanitize.js';
 
 /** Concatenates the results of several teardowns. */
@@ -40,6 +41,7 @@ export async function destroyCommand(
   out: Output,
   args: unknown[],
   options: Record<string, unknown>,
+  { signal }: ActionContext,
 ): Promise<number> {
   const ids = (args[0] as string[] | undefined) ?? [];
   const all = Boolean(options.all);
@@ -50,6 +52,10 @@ export async function destroyCommand(
   const targets = all ? (await lifecycle.listSandboxes()).map((record) => record.id) : [...new Set(ids)];
   const keepVolume = Boolean(options.keepVolume);
   const results: TeardownResult[] = [];
-  for (const id of targets) results.push(await lifecycle.destroySandbox(id, { keepVolume }));
+  // A signal lets the sandbox being removed finish (half a teardown helps nobody), then stops.
+  for (const id of targets) {
+    if (signal.aborted) break;
+    results.push(await lifecycle.destroySandbox(id, { keepVolume }));
+  }
   return reportTeardown(out, mergeTeardown(results), { json: out.options.json });
 }

@@ -1,30 +1,39 @@
-import { loadLifecycle, type SandboxRecord } from '../lifecycle-api.js';
+import { loadLifecycle } from '../lifecycle-api.js';
+import {
+  applyListFilters,
+  DEFAULT_TABLE,
+  parseListFilters,
+  parseListFormat,
+  renderListTemplate,
+} from '../list-format.js';
 import type { Output } from '../output.js';
+import { sanitizeName } from '../sanitize.js';
 
-/** `5m ago` style age of an ISO timestamp (the raw value if it does not parse). */
-export function age(createdAt: string, now = Date.now()): string {
-  const at = Date.parse(createdAt);
-  if (Number.isNaN(at)) return createdAt;
-  const seconds = Math.max(0, Math.round((now - at) / 1000));
-  if (seconds < 60) return `${seconds}s ago`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
-  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
-  return `${Math.floor(seconds / 86_400)}d ago`;
-}
+export { age } from '../list-format.js';
 
-/** The rows of `list` for humans (cells are sanitised by Output.table). */
-export function listRows(records: SandboxRecord[], now = Date.now()): string[][] {
-  return records.map((r) =>
-    [r.id, r.status, r.network, r.runtime, r.image, age(String(r.createdAt), now), r.repo].map(String),
-  );
-}
-
-/** `ca-sandbox list`: a table (JSON: the sandbox records). */
-export async function listCommand(out: Output): Promise<number> {
+/**
+ * `ca-sandbox list`: a table; `-q` the ids only, one per line; `--json` / `--format json` the
+ * sandbox records; `--format '{{.ID}}\t{{.Status}}'` one line per sandbox; `--filter key=value`.
+ */
+export async function listCommand(
+  out: Output,
+  _args: unknown[],
+  options: Record<string, unknown>,
+): Promise<number> {
+  // Flags first, so that a bad --filter or --format is exit 2 before docker is asked anything.
+  const filters = parseListFilters((options.filter as string[] | undefined) ?? []);
+  const format = parseListFormat(typeof options.format === 'string' ? options.format : DEFAULT_TABLE);
   const lifecycle = await loadLifecycle();
-  const records = await lifecycle.listSandboxes();
-  if (out.options.json) out.json(records);
-  else if (records.length === 0) out.info('no sandboxes');
-  else out.table(['ID', 'STATUS', 'NETWORK', 'RUNTIME', 'IMAGE', 'CREATED', 'REPO'], listRows(records));
+  const records = applyListFilters(await lifecycle.listSandboxes(), filters);
+  if (out.options.json || format.kind === 'json') {
+    out.json(records);
+  } else if (out.options.quiet) {
+    // docker ps -q: ids and nothing else, so that `ls -q | xargs ca-sandbox rm` gets ids only.
+    for (const record of records) out.result(sanitizeName(record.id));
+  } else if (records.length === 0 && typeof options.format !== 'string') {
+    out.info('no sandboxes');
+  } else {
+    for (const line of renderListTemplate(format, records)) out.result(line);
+  }
   return 0;
 }

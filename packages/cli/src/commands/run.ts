@@ -1,6 +1,7 @@
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import type { Output } from '../output.js';
+import type { ActionContext } from '../program.js';
 import { sanitizeName } from '../sanitize.js';
 import { type CreateCommandFlags, createWithProgress } from './create.js';
 import { reportTeardown } from './destroy.js';
@@ -10,13 +11,15 @@ export async function runCommand(
   out: Output,
   args: unknown[],
   options: Record<string, unknown>,
+  { signal }: ActionContext,
 ): Promise<number> {
   const flags = options as CreateCommandFlags & { keep?: boolean };
-  const record = await createWithProgress(out, String(args[0] ?? ''), flags);
+  const record = await createWithProgress(out, String(args[0] ?? ''), flags, { signal, showNext: false });
   const lifecycle = await loadLifecycle();
   let shellCode = 0;
   try {
-    shellCode = await lifecycle.openShell(record.id);
+    // SIGINT/SIGTERM end the shell; the box is then destroyed as after any shell (unless --keep).
+    shellCode = await lifecycle.openShell(record.id, { signal });
   } catch (error) {
     out.error(describeError(error), error);
     shellCode = 1;

@@ -4,7 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { mergeTeardown } from '../commands/destroy.js';
 import { verifyRows } from '../commands/verify.js';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES } from '../constants.js';
+import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '../constants.js';
 import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
@@ -155,16 +155,25 @@ export function createMcpServer(version: string): McpServer {
     {
       title: 'Copy files out of a sandbox',
       description:
-        'Copy a file or directory from the box to the host (the only direction files move). Links, devices and unsafe names are skipped and reported. Refuses an existing destination unless force; with force the existing destination (file or whole directory tree) is DELETED and replaced.',
+        'Copy a file or directory from the box to the host (the only direction files move). An existing destination directory receives the entry inside it (as cp and docker cp do); a directory is never deleted or replaced. Links leaving the tree, devices, unsafe names and git directories (.git, which git would execute from) are skipped and listed in `skipped`; files a host tool may run by itself (.envrc, .vscode tasks, .gitattributes drivers...) are listed in `warnings`. A symlink destination is refused.',
       inputSchema: {
         id,
         path: z.string().min(1).describe('path inside the box, absolute or relative to /work/repo'),
-        destination: z.string().min(1).describe('host path to write to (absolute recommended)'),
+        destination: z
+          .string()
+          .min(1)
+          .describe('host path to write to (absolute recommended); an existing directory receives the entry'),
         force: z
           .boolean()
           .optional()
           .describe(
-            'DESTRUCTIVE: when the destination exists, delete it (a file or a whole directory tree) and replace it with the copy. Default false: an existing destination is refused. A symlink destination is always refused.',
+            'Replace an existing regular FILE of the same name (atomically). Never deletes a directory: an existing directory in the way is an error. Default false: any existing target is refused.',
+          ),
+        git: z
+          .enum(GIT_MODES)
+          .optional()
+          .describe(
+            'withhold (default): git directories are left out. sanitized: a .git with history (objects, refs, HEAD, index) but a minimal config written by ca-sandbox, no hooks and no exec bits.',
           ),
       },
       annotations: {
@@ -174,14 +183,17 @@ export function createMcpServer(version: string): McpServer {
         openWorldHint: false,
       },
     },
-    guarded(async (args: { id: string; path: string; destination: string; force?: boolean }) => {
-      const lifecycle = await loadLifecycle();
-      return jsonResult(
-        await lifecycle.cpOut(assertSandboxId(args.id), args.path, args.destination, {
-          force: Boolean(args.force),
-        }),
-      );
-    }),
+    guarded(
+      async (args: { id: string; path: string; destination: string; force?: boolean; git?: GitMode }) => {
+        const lifecycle = await loadLifecycle();
+        return jsonResult(
+          await lifecycle.cpOut(assertSandboxId(args.id), args.path, args.destination, {
+            force: Boolean(args.force),
+            git: args.git ?? 'withhold',
+          }),
+        );
+      },
+    ),
   );
 
   server.registerTool(
