@@ -76,7 +76,7 @@ describe('hostile dependency installs', () => {
     expect(
       await ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.id=${name}`]),
     ).toEqual([]);
-    // The env var sets the cap the same way (a value the CLI would reject is refused up front).
+    // The env var sets the cap too: a value that is not a size fails the create, naming the variable.
     const bad = await cli(['create', path, '--network', 'clone-then-cut'], {
       CA_SANDBOX_MAX_DEPS_SIZE: 'lots',
     });
