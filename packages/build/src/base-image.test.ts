@@ -14,13 +14,13 @@ writeFileSync(config, JSON.stringify({ baseImages: { node: 'cfg-node:1', go: 'cf
 describe('resolveBaseImage', () => {
   it('defaults to the official images', () => {
     expect(resolveBaseImage('node', { env: {} })).toEqual({
-      image: 'node:22-bookworm-slim',
+      image: 'node:22-bookworm',
       source: 'default',
     });
     expect(DEFAULT_BASE_IMAGES).toEqual({
-      node: 'node:22-bookworm-slim',
-      python: 'python:3.12-slim-bookworm',
-      go: 'golang:1.23-bookworm',
+      node: 'node:22-bookworm',
+      python: 'python:3.11-bookworm',
+      go: 'golang:1.27-bookworm',
       rust: 'rust:1-slim-bookworm',
       plain: 'debian:bookworm-slim',
     });

@@ -6,9 +6,10 @@ import { PROVIDERS, type Provider } from './provider.js';
 
 /** The official images each provider builds on (seeded locally by scripts/seed-images.sh as ca-sbx-base:*). */
 export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
-  node: 'node:22-bookworm-slim',
-  python: 'python:3.12-slim-bookworm',
-  go: 'golang:1.23-bookworm',
+  // Full images (not -slim) where the install compiles: node-gyp addons, C extensions, cgo.
+  node: 'node:22-bookworm',
+  python: 'python:3.11-bookworm',
+  go: 'golang:1.27-bookworm',
   rust: 'rust:1-slim-bookworm',
   plain: 'debian:bookworm-slim',
 };
@@ -119,6 +120,17 @@ export async function ensureBaseImage(
 
 const MAX_CA_BYTES = 4 * 1024 * 1024;
 const MAX_CA_CERTS = 500;
+
+/** Names the CA bundle of a TLS-intercepting proxy, for the install and the clone alike. */
+export const CA_CERTS_ENV = 'CA_SANDBOX_CA_CERTS';
+
+/** The bundle to trust: the option, else CA_SANDBOX_CA_CERTS; undefined when neither is set. */
+export function resolveCaCertificates(
+  option?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  return option || env[CA_CERTS_ENV] || undefined;
+}
 
 /**
  * The CERTIFICATE blocks of a PEM bundle named by the user (option or CA_SANDBOX_CA_CERTS), for

@@ -41,7 +41,7 @@ describe('deps Dockerfile hardening', () => {
   });
 
   it('runs the install under setpriv --no-new-privs, after a root step that strips setuid/setgid bits', () => {
-    const [setup, install] = runCommands(render(node));
+    const [setup, install, probe] = runCommands(render(node));
     expect(setup?.slice(0, 2)).toEqual(['/bin/sh', '-c']);
     expect(setup?.[2]).toContain('-perm -4000 -o -perm -2000');
     expect(setup?.[2]).toContain('chmod ug-s');
@@ -51,12 +51,14 @@ describe('deps Dockerfile hardening', () => {
     // Both are recognisable as ours when a killed build leaves them behind.
     expect(isOwnBuildCommand(setup)).toBe(true);
     expect(isOwnBuildCommand(install)).toBe(true);
+    expect(probe?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
   });
 
-  it('without an install step nothing is stripped and no setpriv is needed', () => {
-    const text = render([f('README.md')]);
-    expect(runCommands(text)).toHaveLength(1);
-    expect(text).not.toContain('setpriv');
+  it('without an install step the bits are still stripped: the toolchain probe runs under setpriv too', () => {
+    const runs = runCommands(render([f('README.md')]));
+    expect(runs).toHaveLength(2);
+    expect(runs[0]?.[2]).toContain('chmod ug-s');
+    expect(runs[1]?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
   });
 
   it('isOwnBuildCommand: only our two RUN shapes', () => {

@@ -59,8 +59,9 @@ describe('renderDockerfile (built-in builder)', () => {
       ),
     ];
     const text = render(files);
+    expect(text).toContain("echo '-r /deps/src/requirements.txt' >> /tmp/ca-sbx-req.txt");
     expect(text).toContain(
-      'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python -r requirements.txt',
+      'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python -r /tmp/ca-sbx-req2.txt',
     );
     expect(text).toContain(
       'ENV PYTHONPATH="/deps/python:/work/repo/libs/mylib:/work/repo/libs/mylib/src:/work/repo/libs/other:/work/repo/libs/other/src:/work/repo/libs/third:/work/repo/libs/third/src"',
@@ -89,7 +90,38 @@ describe('renderDockerfile (built-in builder)', () => {
     const uv = installScript(
       builtinRecipe([f('pyproject.toml'), f('uv.lock')], { provider: 'python', packageManager: 'uv' }),
     );
-    expect(uv).toContain('uv export --frozen --no-hashes');
+    expect(uv).toContain(
+      'uv export --frozen --no-hashes --no-emit-project --no-emit-workspace $(python3 /tmp/ca-sbx-reqs.py uv-args)',
+    );
+    expect(uv).not.toContain('--no-dev');
+    // Without uv in the image, the lock's pins are installed with pip.
+    expect(uv).toContain('python3 /tmp/ca-sbx-reqs.py uv-lock > /tmp/ca-sbx-req.txt');
+  });
+
+  it('python: dev and test requirement files and pyproject groups are installed too', () => {
+    const script = installScript(
+      builtinRecipe(
+        [
+          f('requirements.txt', 'six\n'),
+          f('requirements-dev.txt', '-r requirements.txt\npytest\n'),
+          f('requirements_test.txt', 'attrs\n'),
+          f('requirements-docs.txt', 'sphinx\n'),
+          f('sub/requirements-dev.txt', 'nope\n'),
+          f('pyproject.toml', '[project]\nname = "x"\n[dependency-groups]\ndev = ["pytest"]\n'),
+        ],
+        { provider: 'python', packageManager: 'pip' },
+      ),
+    );
+    expect(script).toContain("echo '-r /deps/src/requirements.txt'");
+    expect(script).toContain("echo '-r /deps/src/requirements-dev.txt'");
+    expect(script).toContain("echo '-r /deps/src/requirements_test.txt'");
+    expect(script).not.toContain('requirements-docs.txt');
+    expect(script).not.toContain('sub/requirements-dev.txt');
+    expect(script).toContain('python3 /tmp/ca-sbx-reqs.py pyproject >> /tmp/ca-sbx-req.txt');
+    // The project's own src layout imports in the box, as after `pip install -e .`.
+    expect(render([f('pyproject.toml', '[project]\nname = "x"\n')])).toContain(
+      'ENV PYTHONPATH="/deps/python:/work/repo/src"',
+    );
   });
 
   it('go: module cache under /deps/go, -mod=mod, one download per go.mod', () => {
@@ -97,6 +129,9 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('ENV GOPATH="/deps/go"');
     expect(text).toContain('ENV GOMODCACHE="/deps/go/pkg/mod"');
     expect(text).toContain('ENV GOFLAGS="-mod=mod"');
+    // Offline in the box; the install fetches through Go's default proxy unless a mirror is set.
+    expect(text).toContain('ENV GOPROXY="off"');
+    expect(text).toContain("export GOPROXY='https://proxy.golang.org,direct'");
     expect(text).toContain('ENV GOCACHE="/tmp/go-build"');
     expect(text).toContain("(cd 'libs/mylib' && go mod download)");
     expect(render([f('go.mod'), f('go.work')])).not.toContain('GOFLAGS');

@@ -1,6 +1,7 @@
 import { hasControlChar } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
 import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
+import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 /** The build context folder that holds the manifests (nothing else is copied). */
 export const CONTEXT_MANIFESTS = 'manifests';
@@ -40,17 +41,25 @@ export interface RenderOptions {
   /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
   extraCa?: boolean;
   /**
+   * A fresh id of this build, as the label LABEL_BUILD_ID on every image the build makes: after a
+   * failed build, exactly its intermediate images are found by it and removed.
+   */
+  buildId?: string;
+  /**
    * Labels set by the Dockerfile's first instruction, so that every intermediate image and build
    * container carries them (docker build's own `--label`s land on the final image only).
    */
   buildLabels?: Record<string, string>;
 }
 
+/** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
+export const LABEL_BUILD_ID = 'ca.sandbox.cache.build';
+
 /** The install step runs under this, so no setuid or file-capability binary can raise its privileges. */
 export const NO_NEW_PRIVS = ['/usr/bin/setpriv', '--no-new-privs', '--'] as const;
 
 /**
- * Root step before the install: setuid/setgid bits go (a setuid helper in the base could otherwise
+ * Root step before the install and the probe: setuid/setgid bits go (a setuid helper in the base could otherwise
  * give the install root, and the box gets no use of them either), and setpriv must be there.
  */
 const STRIP_SETUID =
@@ -83,6 +92,9 @@ function shellEnv(entries: readonly EnvEntry[]): string[] {
   });
 }
 
+/** The image keeps nothing a step left in /tmp (the box mounts a tmpfs there anyway). */
+const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true';
+
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
   return [
@@ -90,7 +102,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,
-    'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true',
+    CLEAN_TMP,
   ].join('\n');
 }
 
@@ -106,14 +118,17 @@ export function renderDockerfile(
 ): string {
   if (!ImageRefSchema.safeParse(baseImage).success)
     throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
-  const install = recipe.install.length > 0;
+  if (options.buildId !== undefined && !/^[0-9a-f]{8,64}$/.test(options.buildId))
+    throw new Error('invalid build id');
   const lines = [
     `FROM ${baseImage}`,
-    ...labelLine(options.buildLabels ?? {}),
+    ...labelLine({
+      ...(options.buildId ? { [LABEL_BUILD_ID]: options.buildId } : {}),
+      ...(options.buildLabels ?? {}),
+    }),
     'USER 0:0',
     runLine(
-      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}` +
-        (install ? ` && ${STRIP_SETUID}` : ''),
+      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
     ),
     `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
     ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
@@ -121,7 +136,10 @@ export function renderDockerfile(
     ...envLines(recipe.env),
     `WORKDIR ${DEPS_SRC}`,
   ];
-  if (install) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
-  lines.push(`WORKDIR ${REPO_DIR}`, '');
+  // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
+  // on the image's PATH, /deps bins first) gains no privilege.
+  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
+  // Its own step after the install: no install script's output can follow its line.
+  lines.push(runLine(`${TOOLCHAIN_PROBE}\n${CLEAN_TMP}`, NO_NEW_PRIVS), `WORKDIR ${REPO_DIR}`, '');
   return lines.join('\n');
 }

@@ -1,4 +1,5 @@
 import { type ErrorKind, formatSize } from '@ca-sandbox/docker';
+import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
 export class InvalidBuildOptionsError extends Error {
@@ -71,23 +72,42 @@ export class BuildConfigError extends Error {
   readonly code = 'BUILD_CONFIG';
 }
 
-/** `docker build` of the dependency image failed. */
+/** What a failed build leaves to explain itself: the cause lines and the kept full log. */
+export interface BuildFailureReport {
+  /** The last meaningful lines of the install output (npm ERR!, gyp ERR!, pip, go, ...). */
+  details?: string[];
+  /** The full build output on the host (under the user's state dir). */
+  logFile?: string;
+}
+
+/** `docker build` of the dependency image failed: the message names the cause, `details` the lines. */
 export class ImageBuildError extends Error {
   override name = 'ImageBuildError';
   readonly kind: ErrorKind = 'failure';
   readonly code = 'IMAGE_BUILD_FAILED';
+  readonly details: string[];
+  readonly logFile?: string;
+  readonly hint?: string;
   constructor(
     readonly image: string,
     readonly exitCode: number,
     readonly output: string,
     memoryLimit?: string,
+    report: BuildFailureReport = {},
   ) {
+    const details = report.details ?? [];
+    const cause = causeLine(details) ?? lastLine(output);
     super(
-      `docker build of ${image} failed with exit code ${exitCode}: ${lastLine(output) || 'no output'}` +
+      `dependency install failed (docker build of ${image} exited ${exitCode}): ${cause || 'no output'}` +
         (memoryLimit && KILLED.test(output)
           ? ` (an install process was killed: likely over the memory limit ${memoryLimit}, option buildMemory)`
           : ''),
     );
+    this.details = details;
+    if (report.logFile) {
+      this.logFile = report.logFile;
+      this.hint = `full install log: ${report.logFile}`;
+    }
   }
 }
 
@@ -96,15 +116,24 @@ export class ImageBuildTimeoutError extends Error {
   override name = 'ImageBuildTimeoutError';
   readonly kind: ErrorKind = 'failure';
   readonly code = 'IMAGE_BUILD_TIMEOUT';
+  readonly details: string[];
+  readonly logFile?: string;
+  readonly hint?: string;
   constructor(
     readonly image: string,
     readonly timeoutMs: number,
     readonly output: string,
+    report: BuildFailureReport = {},
   ) {
     super(
       `docker build of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
         `(buildTimeoutMs, env CA_SANDBOX_BUILD_TIMEOUT in seconds)`,
     );
+    this.details = report.details ?? [];
+    if (report.logFile) {
+      this.logFile = report.logFile;
+      this.hint = `full install log: ${report.logFile}`;
+    }
   }
 }
 

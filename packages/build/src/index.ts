@@ -1,9 +1,12 @@
 export {
   type BaseImageChoice,
+  CA_CERTS_ENV,
   DEFAULT_BASE_IMAGES,
   ensureBaseImage,
   readConfigBaseImages,
+  readExtraCa,
   resolveBaseImage,
+  resolveCaCertificates,
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
@@ -25,10 +28,11 @@ export {
   selectBuilder,
 } from './builders.js';
 export { computeDepHash, DEPHASH_LENGTH, type DepHashKey } from './dephash.js';
-export { NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
+export { LABEL_BUILD_ID, NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
 export {
   BaseImageMissingError,
   BuildConfigError,
+  type BuildFailureReport,
   DepsImageTooLargeError,
   ImageBuildError,
   ImageBuildTimeoutError,
@@ -38,6 +42,7 @@ export {
   NixpacksMissingError,
   NixpacksPlanError,
 } from './errors.js';
+export { InstallLog, installLogDir, meaningfulLines } from './install-log.js';
 export { type LinkResult, linkDependencies } from './link.js';
 export { isManifestName, MANIFEST_NAMES } from './manifest-names.js';
 export {
@@ -58,14 +63,33 @@ export {
   DEFAULT_MAX_DEPS_SIZE,
   MAX_DEPS_SIZE_ENV,
   type NetworkPolicy,
+  OFFLINE_NOTICE,
   type PreparedImage,
   type PrepareEvent,
   type PrepareImageOptions,
   prepareImage,
   type ResolvedPrepareOptions,
+  removeBuildImages,
   removeImage,
   resolvePrepareOptions,
 } from './prepare.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
-export { builtinRecipe, type InstallRecipe } from './recipe.js';
+export { builtinRecipe, GO_DEFAULT_PROXY, type InstallRecipe } from './recipe.js';
+export { developerRequirementFiles } from './recipe-python.js';
+export {
+  REGISTRY_ENV,
+  type Registries,
+  RegistriesSchema,
+  type RegistryKind,
+  registryInstallEnv,
+  resolveRegistries,
+} from './registries.js';
 export { imageTag, sanitiseRepoName } from './tag.js';
+export {
+  formatToolchain,
+  LABEL_TOOLCHAIN,
+  parseToolchain,
+  TOOLCHAIN_PROBE,
+  type Toolchain,
+  toolchainFromOutput,
+} from './toolchain.js';

@@ -74,7 +74,7 @@ describe('prepareImage: build limits (real engine)', () => {
     const failure = error as ImageBuildError;
     expect(failure.kind).toBe('failure');
     expect(failure.message).toMatch(
-      /^docker build of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ failed with exit code \d+: /,
+      /^dependency install failed \(docker build of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ exited \d+\): /,
     );
     expect(failure.message).toMatch(/memory limit 128m/);
     expect(lines.join('\n')).toMatch(/SIGKILL|137/);

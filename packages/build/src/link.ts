@@ -1,4 +1,4 @@
-import { docker } from '@ca-sandbox/docker';
+import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { ManifestReadError } from './errors.js';
 
 export interface LinkResult {
@@ -29,9 +29,10 @@ export async function linkDependencies(
   if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
-  const { stdout } = await docker(['exec', containerId, 'sh', '-c', SCRIPT, 'sh', root], {
-    timeoutMs: 60_000,
-  });
+  const { stdout } = await docker(
+    internalExecArgs(containerId, [SH_BIN, '-c', SCRIPT, 'sh', root], { user: '1000:1000' }),
+    { timeoutMs: 60_000 },
+  );
   return stdout.trim() === 'linked'
     ? { linked: true }
     : { linked: false, reason: 'the repo has its own node_modules' };

@@ -1,4 +1,4 @@
-import { spawnDocker } from '@ca-sandbox/docker';
+import { internalExecArgs, SH_BIN, spawnDocker } from '@ca-sandbox/docker';
 import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
 import { parseOptions } from './_utils.js';
@@ -79,7 +79,14 @@ export async function readManifests(
   const opts = resolveReadManifestsOptions(options);
   if (!CONTAINER_REF.test(containerId))
     throw new ManifestReadError(`invalid container reference: ${JSON.stringify(containerId.slice(0, 80))}`);
-  const argv = ['exec', containerId, 'sh', '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)];
+  // PATH fixed and an empty environment: find, head and tar are the system's, never the repo's.
+  const argv = internalExecArgs(
+    containerId,
+    [SH_BIN, '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)],
+    {
+      user: '1000:1000',
+    },
+  );
   const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
   const stderr: Buffer[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {

@@ -44,7 +44,14 @@ async function prepare(fixture: FixtureRepo, options: Partial<PrepareImageOption
     ...options,
   });
   if (result.image.startsWith('ca-sbx:')) images.add(result.image);
-  return { result, events, builds: argvs.filter((argv) => argv[0] === 'build') };
+  // The dependency build has a context (`--file`); the toolchain label build reads stdin.
+  const builds = argvs.filter((argv) => argv[0] === 'build' && argv.includes('--file'));
+  return {
+    result,
+    events,
+    builds,
+    labelBuilds: argvs.filter((argv) => argv[0] === 'build' && argv.at(-1) === '-'),
+  };
 }
 
 beforeEach(() => {
@@ -64,7 +71,7 @@ describe('prepareImage: node (real engine)', () => {
     process.env[canaryName] = canaryValue;
     try {
       const fixture = await repo(readFixture(fixtureDir));
-      const { result, builds, events } = await prepare(fixture, {});
+      const { result, builds, labelBuilds, events } = await prepare(fixture, {});
       expect(result).toMatchObject({
         cacheHit: false,
         provider: 'node',
@@ -74,6 +81,8 @@ describe('prepareImage: node (real engine)', () => {
       });
       expect(result.image).toMatch(/^ca-sbx:build-int-t[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{24}$/);
       expect(builds).toHaveLength(1);
+      expect(labelBuilds).toHaveLength(1);
+      expect(labelBuilds[0]).toEqual(expect.arrayContaining(['--network', 'none']));
       expect(builds[0]).toEqual(expect.arrayContaining(['--network', 'bridge']));
       // The only build args are the blanked proxy variables: no host value reaches the image.
       const buildArgs = builds[0]?.flatMap((arg, i, all) => (arg === '--build-arg' ? [all[i + 1]] : []));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import {
@@ -25,14 +26,15 @@ import {
   normaliseImageRef,
   readExtraCa,
   resolveBaseImage,
+  resolveCaCertificates,
 } from './base-image.js';
-import { buildArgv } from './build-argv.js';
-import { buildDirPrefix, findBuildLeftovers, removeBuildLeftovers } from './build-leftovers.js';
+import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
+import { buildDirPrefix } from './build-leftovers.js';
 import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
 import { DEPS_SIZE_POLL_MS, depsImageBytes, largestBuildLayer } from './deps-size.js';
-import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, renderDockerfile } from './dockerfile.js';
+import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
 import {
   DepsImageTooLargeError,
   ImageBuildError,
@@ -40,11 +42,27 @@ import {
   InvalidBuildOptionsError,
   ManifestReadError,
 } from './errors.js';
+import { InstallLog, meaningfulLines } from './install-log.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
 import { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
 import { contextFiles, type InstallRecipe } from './recipe.js';
+import {
+  maskSecrets,
+  type Registries,
+  RegistriesSchema,
+  registryInstallEnv,
+  registrySecrets,
+  resolveRegistries,
+} from './registries.js';
 import { imageTag, sanitiseRepoName } from './tag.js';
+import {
+  formatToolchain,
+  LABEL_TOOLCHAIN,
+  parseToolchain,
+  type Toolchain,
+  toolchainFromOutput,
+} from './toolchain.js';
 
 /** Same union as @ca-sandbox/network's NetworkPolicy (kept local: build does not import network). */
 export type NetworkPolicy = 'offline' | 'clone-then-cut' | 'allowlist';
@@ -59,7 +77,8 @@ export type PrepareEvent =
   | { type: 'cache-hit'; image: string }
   | { type: 'build'; image: string; network: 'bridge' | 'none' }
   | { type: 'built'; image: string }
-  | { type: 'no-install'; image: string };
+  | { type: 'no-install'; image: string }
+  | { type: 'build-failed'; image: string; logFile?: string };
 
 export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
 export const DEFAULT_BUILD_MEMORY = '2g';
@@ -86,6 +105,8 @@ const PrepareOptionsSchema = z.strictObject({
   configFile: z.string().max(4096).optional(),
   /** PEM bundle the install step trusts (TLS-intercepting proxy); default env CA_SANDBOX_CA_CERTS. */
   caCertificates: z.string().max(4096).optional(),
+  /** Mirrors every install uses; default env CA_SANDBOX_NPM_REGISTRY / _PIP_INDEX_URL / _GOPROXY. */
+  registries: RegistriesSchema.optional(),
   maxFiles: z.number().int().min(1).optional(),
   maxFileBytes: z.number().int().min(1).optional(),
   maxTotalBytes: z.number().int().min(1).optional(),
@@ -132,6 +153,7 @@ export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
 export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
   buildTimeoutMs: number;
   maxDepsSize: number;
+  registries: Registries;
 };
 
 export interface PreparedImage {
@@ -143,6 +165,8 @@ export interface PreparedImage {
   depsInstalled: boolean;
   notes: string[];
   linkNodeModules: boolean;
+  /** The versions of the tools in the image (label ca.sandbox.toolchain), e.g. { node: '22.23.5' }. */
+  toolchain: Toolchain;
 }
 
 /** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
@@ -152,6 +176,7 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
     ...opts,
     buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs(),
     maxDepsSize: opts.maxDepsSize ?? envMaxDepsSize(),
+    registries: resolveRegistries(opts.registries),
   };
 }
 
@@ -224,7 +249,8 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   );
   const result = { dephash, builder: builder.name, provider: detection.provider };
 
-  if (cachedTags.has(image)) {
+  const cached = cachedTags.get(image);
+  if (cached !== undefined) {
     emit({ type: 'cache-hit', image });
     log(`cache hit: ${image}`);
     return {
@@ -234,12 +260,13 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: true,
       notes,
       linkNodeModules: detection.provider === 'node',
+      toolchain: parseToolchain(cached),
     };
   }
   if (opts.policy === 'offline') {
     emit({ type: 'no-install', image: base.image });
     notes.push(
-      `offline: no dependency install and no cached image for dephash ${dephash}; the box gets the toolchain base ${base.image} without dependencies`,
+      `${OFFLINE_NOTICE} (no cached image for dephash ${dephash}): the toolchain base ${base.image} without dependencies`,
     );
     return {
       ...result,
@@ -248,9 +275,10 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: false,
       notes,
       linkNodeModules: false,
+      toolchain: await imageToolchain(base.image),
     };
   }
-  const recipe = await buildImage({
+  const { recipe, toolchain } = await buildImage({
     opts,
     files,
     detection,
@@ -269,7 +297,20 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     depsInstalled: true,
     notes,
     linkNodeModules: recipe.linkNodeModules,
+    toolchain,
   };
+}
+
+/** Said (without --verbose) whenever a box gets no dependencies. */
+export const OFFLINE_NOTICE = 'offline: no dependency install; the box gets the bare toolchain image';
+
+/** An image's toolchain label; {} when it has none (an official image not seeded here). */
+async function imageToolchain(image: string): Promise<Toolchain> {
+  const { stdout } = await docker(
+    ['image', 'inspect', '--format', `{{ index .Config.Labels "${LABEL_TOOLCHAIN}" }}`, '--', image],
+    { allowFailure: true },
+  );
+  return parseToolchain(stdout.trim());
 }
 
 interface BuildInput {
@@ -303,10 +344,14 @@ export async function writeManifests(dir: string, files: readonly ManifestFile[]
   }
 }
 
-async function buildImage(input: BuildInput): Promise<InstallRecipe> {
-  const { opts, builder, image, emit, log } = input;
+async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; toolchain: Toolchain }> {
+  const { opts, builder, image, emit } = input;
+  const secrets = registrySecrets(opts.registries);
+  const log = (line: string) => input.log(maskSecrets(line, secrets));
   // The pid in the name lets `prune --images` tell a killed build's directory from a live one.
   const context = await mkdtemp(buildDirPrefix());
+  const buildId = randomBytes(12).toString('hex');
+  let installLog: InstallLog | undefined;
   try {
     const manifestsDir = join(context, CONTEXT_MANIFESTS);
     await mkdir(manifestsDir);
@@ -314,7 +359,9 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     await writeManifests(manifestsDir, prepared.files);
     const recipe = await builder.recipe({ files: input.files, detection: input.detection, manifestsDir });
     recipe.notes.unshift(...prepared.notes);
-    const caFile = opts.caCertificates ?? process.env.CA_SANDBOX_CA_CERTS;
+    // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
+    recipe.installEnv.push(...registryInstallEnv(input.detection.provider, opts.registries));
+    const caFile = resolveCaCertificates(opts.caCertificates);
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
     const repoLabel = sanitiseRepoName(opts.repoName);
     const buildLabels = {
@@ -322,7 +369,11 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
       [BUILD_LABEL_REPO]: repoLabel,
       [BUILD_LABEL_DEPHASH]: input.dephash,
     };
-    const dockerfile = renderDockerfile(input.baseImage, recipe, { extraCa: Boolean(caFile), buildLabels });
+    const dockerfile = renderDockerfile(input.baseImage, recipe, {
+      extraCa: Boolean(caFile),
+      buildId,
+      buildLabels,
+    });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const network = recipe.install.length > 0 ? 'bridge' : 'none';
     const labels = {
@@ -349,36 +400,55 @@ async function buildImage(input: BuildInput): Promise<InstallRecipe> {
     log(
       `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
     );
-    try {
-      await runBuild({
-        argv,
-        image,
-        log,
-        timeoutMs: opts.buildTimeoutMs,
-        memory: opts.buildMemory,
-        baseImage: input.baseImage,
-        dockerfile,
-        maxDepsSize: opts.maxDepsSize,
-        buildLabels,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-      const added = await depsImageBytes(image, input.baseImage);
-      if (added > opts.maxDepsSize) {
-        await removeImage(image);
-        throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
-      }
-    } catch (error) {
-      // Whatever the failure, the untagged steps of this build (they hold the manifests) go too.
-      const left = await findBuildLeftovers({ repo: repoLabel, dephash: input.dephash }).catch(
-        () => undefined,
-      );
-      if (left) await removeBuildLeftovers(left).catch(() => undefined);
-      throw error;
+    installLog = await InstallLog.open(`${repoLabel}-${input.dephash}-${Date.now()}`);
+    const lines = await runBuild({
+      argv,
+      image,
+      log,
+      installLog,
+      timeoutMs: opts.buildTimeoutMs,
+      memory: opts.buildMemory,
+      baseImage: input.baseImage,
+      dockerfile,
+      buildId,
+      maxDepsSize: opts.maxDepsSize,
+      buildLabels,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    // A write between two looks of the watch: the image itself is held to the cap too.
+    const added = await depsImageBytes(image, input.baseImage);
+    if (added > opts.maxDepsSize) {
+      await removeImage(image);
+      await removeBuildImages(buildId);
+      throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
     }
+    const toolchain = toolchainFromOutput(lines);
+    await labelToolchain(image, toolchain);
     emit({ type: 'built', image });
-    return recipe;
+    await installLog.discard();
+    return { recipe, toolchain };
+  } catch (error) {
+    await installLog?.close();
+    emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });
+    throw error;
   } finally {
     await rm(context, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The toolchain is known only once the build ran: a second, instruction-only build adds it as a
+ * label (no RUN, no network, no context: the Dockerfile comes on stdin).
+ */
+async function labelToolchain(image: string, toolchain: Toolchain): Promise<void> {
+  const dockerfile = `FROM ${image}\nLABEL ${LABEL_TOOLCHAIN}=${JSON.stringify(formatToolchain(toolchain))}\n`;
+  const blankProxies = PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=`]);
+  const argv = ['build', '--quiet', '--network', 'none', ...blankProxies, '--tag', image, '-'];
+  try {
+    await docker(argv, { input: dockerfile });
+  } catch (error) {
+    await removeImage(image);
+    throw error;
   }
 }
 
@@ -386,6 +456,8 @@ interface RunBuildInput {
   argv: string[];
   image: string;
   log: (line: string) => void;
+  installLog: InstallLog;
+  buildId: string;
   timeoutMs: number;
   memory: string;
   baseImage: string;
@@ -398,7 +470,8 @@ interface RunBuildInput {
 /** Grace between SIGTERM and SIGKILL of the docker client once the build is stopped. */
 const KILL_GRACE_MS = 5000;
 
-async function runBuild(input: RunBuildInput): Promise<void> {
+/** Runs `docker build`; returns the last lines of its output (the toolchain probe's among them). */
+async function runBuild(input: RunBuildInput): Promise<string[]> {
   const { argv, image, log, signal } = input;
   const startedAt = Date.now();
   const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
@@ -408,7 +481,8 @@ async function runBuild(input: RunBuildInput): Promise<void> {
     const clean = cleanLine(line);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
-    // The caller sees the install's own output; the error keeps the whole tail.
+    // The kept log has everything; the caller sees the install's own output.
+    input.installLog.write(clean);
     if (!isBuilderFraming(clean)) log(clean);
   };
   const pump = (stream: NodeJS.ReadableStream | null | undefined) => {
@@ -459,13 +533,16 @@ async function runBuild(input: RunBuildInput): Promise<void> {
       // The daemon cancels a legacy build whose client went away, but removes the RUN container
       // asynchronously: make sure it is gone before the caller hears about the failure.
       await removeBuildContainers(input.baseImage, input.dockerfile, startedAt);
-      if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeoutMs, tail.join('\n'));
-      if (stopped === 'disk') throw new DepsImageTooLargeError(image, input.maxDepsSize, written, 'install');
     }
-    if (result.exitCode === 0) return;
+    if (result.exitCode === 0 && !stopped) return tail;
+    // A failed build leaves the images of the steps that passed (untagged): found by the build id.
+    await removeBuildImages(input.buildId);
+    const report = { details: meaningfulLines(tail), logFile: input.installLog.path };
     const output = tail.join('\n');
+    if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeoutMs, output, report);
+    if (stopped === 'disk') throw new DepsImageTooLargeError(image, input.maxDepsSize, written, 'install');
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, output, result);
-    throw new ImageBuildError(image, result.exitCode, output, input.memory);
+    throw new ImageBuildError(image, result.exitCode, output, input.memory, report);
   } finally {
     watching = false;
     clearTimeout(timer);
@@ -475,6 +552,23 @@ async function runBuild(input: RunBuildInput): Promise<void> {
 }
 
 const CLEANUP_WAIT_MS = 15_000;
+
+/**
+ * Removes every image of one build (intermediate ones included), newest first so no image is
+ * refused for having a child. The build id label is in our Dockerfile alone: nothing else has it.
+ */
+export async function removeBuildImages(buildId: string): Promise<void> {
+  for (let pass = 0; pass < 5; pass++) {
+    const listed = await docker(
+      ['image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `label=${LABEL_BUILD_ID}=${buildId}`],
+      { allowFailure: true },
+    );
+    const ids = [...new Set(listed.stdout.split('\n').filter((id) => /^sha256:[0-9a-f]{64}$/.test(id)))];
+    if (ids.length === 0) return;
+    // `image ls` lists newest first; a parent is removed with its last child.
+    for (const id of ids) await docker(['image', 'rm', '--force', '--', id], { allowFailure: true });
+  }
+}
 
 /**
  * Removes what is left of a stopped build: containers descending from the base image, created
@@ -537,11 +631,11 @@ async function leftoverBuildContainers(
 }
 
 /**
- * Our cache images of one (sanitised) repo, by `name:tag`: one `docker image ls` filtered by the
- * cache labels, so an image merely tagged ca-sbx:* by someone else is no hit. The dephash is in
- * the tag itself.
+ * Our cache images of one (sanitised) repo, by `name:tag`, with their toolchain label: one
+ * `docker image ls` filtered by the cache labels (an image merely tagged ca-sbx:* by someone else
+ * is no hit), then one `image inspect` of those tags. The dephash is in the tag itself.
  */
-async function cachedImages(repoPart: string): Promise<Set<string>> {
+async function cachedImages(repoPart: string): Promise<Map<string, string>> {
   const { stdout } = await docker([
     'image',
     'ls',
@@ -552,13 +646,28 @@ async function cachedImages(repoPart: string): Promise<Set<string>> {
     '--format',
     '{{.Repository}}:{{.Tag}}',
   ]);
-  return new Set(
-    stdout
-      .split('\n')
-      .map((line) => line.trim())
-      .filter(Boolean),
+  const tags = [
+    ...new Set(
+      stdout
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line && !line.endsWith(':<none>')),
+    ),
+  ].slice(0, MAX_CACHED_TAGS);
+  const out = new Map<string, string>();
+  if (tags.length === 0) return out;
+  const inspected = await docker(
+    ['image', 'inspect', '--format', `{{ index .Config.Labels "${LABEL_TOOLCHAIN}" }}`, '--', ...tags],
+    { allowFailure: true },
   );
+  const values = inspected.stdout.split('\n');
+  // One line per tag, in order; a tag removed meanwhile makes inspect fail: no labels, still a hit.
+  for (const [i, tag] of tags.entries()) out.set(tag, inspected.exitCode === 0 ? (values[i] ?? '') : '');
+  return out;
 }
+
+/** More cache images of one repo than this are not looked at (the newest come first). */
+const MAX_CACHED_TAGS = 64;
 
 /** Removes a cache image (tests and `prune --images`); absent is fine. */
 export async function removeImage(image: string): Promise<void> {

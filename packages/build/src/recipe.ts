@@ -1,13 +1,9 @@
 import { posix } from 'node:path';
 import { shellQuote } from './_utils.js';
-import {
-  filterRequirements,
-  hasInstallableRequirement,
-  manifestDirs,
-  pythonLocalPaths,
-} from './local-paths.js';
+import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
 import type { Detection, Provider } from './provider.js';
+import { pythonInstall } from './recipe-python.js';
 
 /** Where the deps live in the image, out of the source tree. */
 export const DEPS_DIR = '/deps';
@@ -49,8 +45,12 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
     );
   } else if (provider === 'python') {
     const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
+    // The project itself, as `pip install -e .` gives a developer: a src layout's packages import.
+    const project = files.some((f) => ['pyproject.toml', 'setup.py', 'setup.cfg'].includes(f.path))
+      ? [`${REPO_DIR}/src`]
+      : [];
     env.push(
-      { name: 'PYTHONPATH', value: ['/deps/python', ...local].join(':') },
+      { name: 'PYTHONPATH', value: ['/deps/python', ...local, ...project].join(':') },
       { name: 'PATH', value: '/deps/python/bin:$PATH', expand: true },
       { name: 'PIP_DISABLE_PIP_VERSION_CHECK', value: '1' },
     );
@@ -61,6 +61,8 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
       { name: 'GOMODCACHE', value: '/deps/go/pkg/mod' },
       { name: 'GOCACHE', value: '/tmp/go-build' },
       { name: 'GOTOOLCHAIN', value: 'local' },
+      // The modules were downloaded at install: in the box go never fetches (its network is off anyway).
+      { name: 'GOPROXY', value: 'off' },
       { name: 'PATH', value: '/deps/go/bin:$PATH', expand: true },
     );
     // go refuses -mod=mod in workspace mode; outside it, -mod=mod lets a replace into the repo resolve.
@@ -150,73 +152,8 @@ function nodeInstall(
   return { install: [...install, MOVE_NODE_MODULES], installEnv, notes };
 }
 
-// Drops requirement lines that point into the tree (they resolve from /work/repo at run time).
-const DROP_LOCAL = `grep -v -E '^[[:space:]]*(-e[[:space:]]|--editable|\\.|/|file:)|@[[:space:]]*file:' /tmp/ca-sbx-req.txt > /tmp/ca-sbx-req2.txt || true`;
-const PIP_TARGET = 'install --no-cache-dir --disable-pip-version-check --target /deps/python';
-
-function pythonInstall(
-  files: readonly ManifestFile[],
-  detection: Detection,
-): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> {
-  const installEnv: EnvEntry[] = [{ name: 'PIP_NO_INPUT', value: '1' }];
-  const pip = 'python3 -m pip';
-  const py = 'python3';
-  const tools = (spec: string) =>
-    `${pip} install --no-cache-dir --disable-pip-version-check --target ${TOOLS} ${spec}`;
-  const exported = (cmd: string) => [cmd, DROP_LOCAL, `${pip} ${PIP_TARGET} -r /tmp/ca-sbx-req2.txt`];
-  const withTools = `PYTHONPATH=${TOOLS} PATH=${TOOLS}/bin:$PATH`;
-  switch (detection.packageManager) {
-    case 'poetry':
-      return {
-        installEnv,
-        notes: [],
-        install: [
-          tools('poetry poetry-plugin-export'),
-          ...exported(
-            `${withTools} ${py} -m poetry export --without-hashes -f requirements.txt -o /tmp/ca-sbx-req.txt`,
-          ),
-        ],
-      };
-    case 'uv':
-      return {
-        installEnv,
-        notes: [],
-        install: [
-          tools('uv'),
-          ...exported(
-            `${withTools} ${py} -m uv export --frozen --no-hashes --no-dev --no-emit-project -o /tmp/ca-sbx-req.txt`,
-          ),
-        ],
-      };
-    case 'pipenv':
-      return {
-        installEnv,
-        notes: [],
-        install: [
-          tools('pipenv'),
-          ...exported(`${withTools} ${py} -m pipenv requirements > /tmp/ca-sbx-req.txt`),
-        ],
-      };
-    default: {
-      const requirements = files.find((file) => file.path === 'requirements.txt');
-      if (!requirements) {
-        return {
-          installEnv,
-          install: [],
-          notes: ['no requirements.txt at the repo root: no python dependencies installed'],
-        };
-      }
-      if (!hasInstallableRequirement(filterRequirements(requirements.content.toString('utf8')).text)) {
-        return {
-          installEnv,
-          install: [],
-          notes: ['requirements.txt names only local paths: nothing to install'],
-        };
-      }
-      return { installEnv, notes: [], install: [`${pip} ${PIP_TARGET} -r requirements.txt`] };
-    }
-  }
-}
+/** Go's own default GOPROXY, for the install step. */
+export const GO_DEFAULT_PROXY = 'https://proxy.golang.org,direct';
 
 function goInstall(files: readonly ManifestFile[]): string[] {
   return manifestDirs(files, 'go.mod').map((dir) =>
@@ -252,7 +189,8 @@ export function builtinRecipe(files: readonly ManifestFile[], detection: Detecti
       return {
         ...base,
         install: goInstall(files),
-        installEnv: [],
+        // The image's GOPROXY is off; the install fetches (a configured mirror overrides this).
+        installEnv: [{ name: 'GOPROXY', value: GO_DEFAULT_PROXY }],
         notes: ['go replace directives into the repo resolve from /work/repo at run time'],
       };
     case 'rust':

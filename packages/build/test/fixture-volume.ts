@@ -89,7 +89,11 @@ export class FixtureRepo {
   }
 
   /** Runs `script` in a box of `image` (hardened like the run package does) with the volume at /work/repo. */
-  async runBox(image: string, script: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  async runBox(
+    image: string,
+    script: string,
+    timeoutMs = 180_000,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
     return docker(
       [
         'run',
@@ -109,7 +113,7 @@ export class FixtureRepo {
         '-c',
         script,
       ],
-      { allowFailure: true, timeoutMs: 180_000 },
+      { allowFailure: true, timeoutMs },
     );
   }
 

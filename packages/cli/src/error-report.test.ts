@@ -1,3 +1,4 @@
+import { ImageBuildError } from '@ca-sandbox/build';
 import { DockerCommandError, DockerUnavailableError } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -30,6 +31,28 @@ describe('describeError', () => {
       kind: 'failure',
       code: 'TEARDOWN_INCOMPLETE',
     });
+  });
+
+  it("carries a failed install's cause lines and log file, also through a create's cleanup error", () => {
+    const build = new ImageBuildError('ca-sbx:x-1', 1, 'tail', undefined, {
+      details: ['npm error code E404', 'npm error 404 Not Found - GET https://r/nope'],
+      logFile: '/s/ca-sandbox/logs/x.log',
+    });
+    expect(describeError(build)).toEqual({
+      code: 'IMAGE_BUILD_FAILED',
+      kind: 'failure',
+      message:
+        'dependency install failed (docker build of ca-sbx:x-1 exited 1): npm error 404 Not Found - GET https://r/nope',
+      hint: 'full install log: /s/ca-sandbox/logs/x.log',
+      details: ['npm error code E404', 'npm error 404 Not Found - GET https://r/nope'],
+      logFile: '/s/ca-sandbox/logs/x.log',
+    });
+    const wrapped = Object.assign(new Error('cleanup left objects'), {
+      code: 'CREATE_CLEANUP_INCOMPLETE',
+      cause: build,
+    });
+    expect(describeError(wrapped).details).toHaveLength(2);
+    expect(describeError(new Error('plain'))).not.toHaveProperty('details');
   });
 
   it('names the flag of a limit out of range (lifecycle LimitError: option, detail)', async () => {

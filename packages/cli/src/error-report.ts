@@ -6,6 +6,28 @@ export interface ErrorReport {
   kind: ErrorKind;
   message: string;
   hint?: string;
+  /** Lines that explain the failure (a failed install's last meaningful log lines). */
+  details?: string[];
+  /** A file on the host with the full story (a failed install's whole log). */
+  logFile?: string;
+}
+
+const MAX_DETAILS = 20;
+
+/** `details`/`logFile` of the error, else of its cause (a create whose cleanup also failed). */
+function failureFields(error: unknown): Pick<ErrorReport, 'details' | 'logFile'> {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 3; depth++) {
+    const { details, logFile, cause } = e as { details?: unknown; logFile?: unknown; cause?: unknown };
+    const lines = Array.isArray(details) ? details.filter((d): d is string => typeof d === 'string') : [];
+    if (lines.length || typeof logFile === 'string') {
+      return {
+        ...(lines.length ? { details: lines.slice(-MAX_DETAILS) } : {}),
+        ...(typeof logFile === 'string' && logFile ? { logFile } : {}),
+      };
+    }
+    e = cause;
+  }
+  return {};
 }
 
 export const EXIT_OK = 0;
@@ -106,5 +128,5 @@ export function describeError(error: unknown): ErrorReport {
     report.message = `invalid value for ${optionName(fields.option)}: ${fields.detail}`;
   }
   if (typeof fields.hint === 'string' && fields.hint) report.hint = fields.hint;
-  return report;
+  return { ...report, ...failureFields(error) };
 }

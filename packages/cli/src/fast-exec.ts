@@ -2,16 +2,27 @@
 // budgeted against raw `docker exec`. Anything but the plain form goes to the full CLI.
 import { runExec } from './commands/exec.js';
 import { describeError, EXIT_EXEC_TOOL_FAILED } from './error-report.js';
+import type { ExecFlags } from './exec-options.js';
 import { Output } from './output.js';
 
 interface PlainExec {
   id: string;
   command: string[];
-  flags: { timeout?: string; maxBytes?: string };
+  flags: ExecFlags;
   json: boolean;
   quiet: boolean;
   color: boolean;
 }
+
+/** Flags that take a value, by spelling (the commander names of program.ts). */
+const VALUED_FLAGS = new Map<string, 'timeout' | 'maxBytes' | 'env' | 'workdir'>([
+  ['--timeout', 'timeout'],
+  ['--max-bytes', 'maxBytes'],
+  ['-e', 'env'],
+  ['--env', 'env'],
+  ['-w', 'workdir'],
+  ['--workdir', 'workdir'],
+]);
 
 /** The plain exec form, or undefined for anything the full parser should see (help, odd flags). */
 export function parsePlainExec(argv: readonly string[]): PlainExec | undefined {
@@ -22,11 +33,13 @@ export function parsePlainExec(argv: readonly string[]): PlainExec | undefined {
   if (command.length === 0) return undefined;
   const plain: PlainExec = { id, command, flags: {}, json: false, quiet: false, color: true };
   for (let index = 2; index < dash; index += 1) {
-    const arg = argv[index];
-    if (arg === '--timeout' || arg === '--max-bytes') {
+    const arg = argv[index] as string;
+    const valued = VALUED_FLAGS.get(arg);
+    if (valued) {
       const value = argv[index + 1];
       if (value === undefined || index + 1 >= dash) return undefined;
-      plain.flags[arg === '--timeout' ? 'timeout' : 'maxBytes'] = value;
+      if (valued === 'env') plain.flags.env = [...(plain.flags.env ?? []), value];
+      else plain.flags[valued] = value;
       index += 1;
     } else if (arg === '--json') plain.json = true;
     else if (arg === '--quiet' || arg === '-q') plain.quiet = true;

@@ -15,6 +15,8 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     dephash: 'abc',
     builder: 'builtin',
     provider: 'node',
+    depsInstalled: false,
+    toolchain: { node: '22.23.5' },
     network: 'offline',
     runtime: 'runc',
     repo: 'hello',

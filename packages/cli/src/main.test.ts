@@ -16,6 +16,8 @@ const COMMANDS = [
   'list',
   'exec',
   'shell',
+  'start',
+  'stop',
   'cp',
   'destroy',
   'prune',
@@ -119,6 +121,21 @@ describe('usage errors', () => {
     expect(bad.stderr).toMatch(/hint: put the command after --/);
     expect((await run(['exec', 'Not An Id', '--', 'true'])).code).toBe(125);
     expect((await run(['exec', 'demo', '--timeout', 'soon', '--', 'true'])).stderr).toMatch(/--timeout/);
+  });
+
+  it('exec -it / -i / -t point to shell; -e needs a value; --max-bytes needs --json (all 125)', async () => {
+    for (const flags of [['-it'], ['-i'], ['-t'], ['--tty'], ['--interactive']]) {
+      const result = await run(['exec', ...flags, 'demo', '--', 'bash']);
+      expect(result.code).toBe(125);
+      expect(result.stderr).toMatch(/exec is not interactive/);
+      expect(result.stderr).toMatch(/hint: .*ca-sandbox shell <id>/);
+    }
+    const noValue = await run(['exec', 'demo', '-e', 'HOME', '--', 'true']);
+    expect(noValue.code).toBe(125);
+    expect(noValue.stderr).toMatch(/expected KEY=VALUE/);
+    const cap = await run(['exec', 'demo', '--max-bytes', '10', '--', 'true']);
+    expect(cap.code).toBe(125);
+    expect(cap.stderr).toMatch(/--max-bytes caps what --json captures/);
   });
 
   it('sanitises hostile text inside error messages', async () => {

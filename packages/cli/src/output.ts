@@ -89,11 +89,16 @@ export class Output {
   /** One line (plus a hint line) on stderr; JSON under --json; the stack only under --verbose. */
   error(report: ErrorReport, error?: unknown): void {
     if (this.options.json) {
-      const body: Record<string, string> = { code: report.code, message: report.message };
+      const body: Record<string, string | string[]> = { code: report.code, message: report.message };
       if (report.hint) body.hint = report.hint;
+      if (report.details) body.details = report.details;
+      if (report.logFile) body.logFile = report.logFile;
       this.streams.stderr.write(`${safeJsonStringify({ error: body })}\n`);
     } else {
       this.streams.stderr.write(`${this.red('error:')} ${sanitizeName(report.message)}\n`);
+      // The install's own lines (repo-controlled): each shown on one line with visible escapes.
+      for (const line of report.details ?? [])
+        this.streams.stderr.write(`  ${this.dim(sanitizeName(line))}\n`);
       if (report.hint) this.streams.stderr.write(`${this.dim('hint:')} ${sanitizeName(report.hint)}\n`);
     }
     if (this.options.verbose && error instanceof Error && error.stack) {

@@ -200,15 +200,34 @@ Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Cre
 
   program
     .command('exec')
-    .description("run a command in a sandbox; prints the exec JSON and exits with the command's code")
+    .description(
+      "run a command in a sandbox; streams its output (--json: the exec JSON) and exits with the command's code",
+    )
     .argument('<id>', 'sandbox id')
     .argument('<cmd...>', 'the command and its arguments, after --')
     .option('--timeout <seconds>', 'kill the command inside the box after this many seconds')
-    .option('--max-bytes <n>', 'cap on each of stdout and stderr (default 1 MiB)')
+    .option('--max-bytes <n>', 'with --json: cap on each of stdout and stderr (default 1 MiB)')
+    .option(
+      '-e, --env <KEY=VALUE>',
+      'set a variable for the command (repeatable; not for secrets: the value is on the docker command line)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('-w, --workdir <dir>', 'working directory in the box (relative to /work/repo)')
+    .addOption(new Option('-i, --interactive').hideHelp())
+    .addOption(new Option('-t, --tty').hideHelp())
     .addHelpText(
       'after',
-      `${example(['ca-sandbox exec demo -- ls -la', 'ca-sandbox exec demo --timeout 30 -- npm test'])}
-Exit code: the command's own, or 125 when ca-sandbox failed before the command ran.
+      `${example([
+        'ca-sandbox exec demo -- ls -la',
+        'ca-sandbox exec demo --timeout 30 -e CI=1 -- npm test',
+        'ca-sandbox exec demo --json -w src -- cat index.js',
+      ])}
+Output streams as it comes (on a terminal through a filter that keeps colours and drops control
+strings; into a pipe or file as raw bytes). stdin is never read: data on it is refused (there is
+no copy-in); for a terminal in the box use \`ca-sandbox shell <id>\`. Ctrl-C stops the command
+inside the box.
+Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 125 when ca-sandbox
+failed before the command ran.
 `,
     )
     .action(action(async () => (await import('./commands/exec.js')).execCommand, 'none'));
@@ -219,6 +238,20 @@ Exit code: the command's own, or 125 when ca-sandbox failed before the command r
     .argument('<id>', 'sandbox id')
     .addHelpText('after', example(['ca-sandbox shell demo']))
     .action(action(async () => (await import('./commands/shell.js')).shellCommand, 'none'));
+
+  program
+    .command('start')
+    .description('start a stopped sandbox again; re-runs the isolation gate before anything runs in it')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox start demo', 'ca-sandbox start demo --json']))
+    .action(action(async () => (await import('./commands/start.js')).startCommand));
+
+  program
+    .command('stop')
+    .description('stop a sandbox (its processes end; the repo volume stays until destroy)')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox stop demo']))
+    .action(action(async () => (await import('./commands/start.js')).stopCommand));
 
   program
     .command('cp')

@@ -81,3 +81,42 @@ export function remainingObjects(id: string): string[] {
       .filter(Boolean),
   );
 }
+
+/**
+ * Runs the bin in a real pseudo-terminal (util-linux `script`): waits until the terminal shows
+ * `prompt`, types `input`, and collects everything the terminal received.
+ */
+export function runBinInTerminal(
+  args: string[],
+  prompt: RegExp,
+  input: string,
+  timeoutMs = 240_000,
+): Promise<{ code: number | null; output: string }> {
+  const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', `stty rows 30 cols 100; exec ${command}`, '/dev/null'], {
+      env: { ...process.env, ...LOCAL_IMAGES_ENV, NO_COLOR: '1', TERM: 'xterm-256color' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    let typed = false;
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      if (!typed && prompt.test(output)) {
+        typed = true;
+        child.stdin.write(input);
+      }
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      child.stdin.end();
+      resolve({ code, output });
+    });
+  });
+}

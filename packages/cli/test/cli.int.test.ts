@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
+import {
+  dockerReachable,
+  forceRemoveSandbox,
+  LIFECYCLE_BUILT,
+  remainingObjects,
+  runBin,
+  runBinInTerminal,
+} from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 const DEAD_DOCKER = { DOCKER_HOST: 'unix:///nonexistent.sock' };
@@ -38,6 +45,8 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(result.code).toBe(0);
     const record = JSON.parse(result.stdout);
     expect(record).toMatchObject({ id, network: 'offline', runtime: 'runc', status: 'running' });
+    // A plain tree under offline: the bare toolchain image, and the record says so.
+    expect(record.depsInstalled).toBe(false);
     for (const key of [
       'container',
       'volume',
@@ -46,6 +55,8 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
       'dephash',
       'builder',
       'provider',
+      'depsInstalled',
+      'toolchain',
       'repo',
       'source',
       'createdAt',
@@ -70,8 +81,14 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(table.stdout).toMatch(new RegExp(`^${id}\\s+running\\s+offline\\s+runc`, 'm'));
   });
 
-  it('exec prints the exec contract and passes the exit code through', async () => {
-    const ok = await runBin(['exec', id, '--', 'cat', 'README.md']);
+  it('exec streams the output and passes the exit code through; --json prints the exec contract', async () => {
+    const streamed = await runBin(['exec', id, '--', 'sh', '-c', 'cat README.md; echo err >&2; exit 5']);
+    expect(streamed).toMatchObject({
+      code: 5,
+      stdout: '# fixture\nhello from the fixture\n',
+      stderr: 'err\n',
+    });
+    const ok = await runBin(['exec', id, '--json', '--', 'cat', 'README.md']);
     expect(ok.code).toBe(0);
     const result = JSON.parse(ok.stdout);
     expect(result).toMatchObject({
@@ -92,6 +109,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     const hostile = await runBin([
       'exec',
       id,
+      '--json',
       '--',
       'sh',
       '-c',
@@ -103,14 +121,58 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
   });
 
   it('exec --timeout kills the command and reports timedOut', async () => {
-    const result = await runBin(['exec', id, '--timeout', '1', '--', 'sleep', '30']);
+    const result = await runBin(['exec', id, '--json', '--timeout', '1', '--', 'sleep', '30']);
     const parsed = JSON.parse(result.stdout);
     expect(parsed.timedOut).toBe(true);
     expect(result.code).toBe(parsed.exitCode);
+    const streamed = await runBin(['exec', id, '--timeout', '1', '--', 'sh', '-c', 'echo before; sleep 30']);
+    expect(streamed).toMatchObject({ code: 124, stdout: 'before\n' });
+  });
+
+  it('exec -e and -w; stdin with data is refused with 125', async () => {
+    const env = await runBin([
+      'exec',
+      id,
+      '-e',
+      'A=1=2',
+      '--env',
+      'B=',
+      '-w',
+      'src',
+      '--',
+      'sh',
+      '-c',
+      'echo "$A|$B|$(pwd)"',
+    ]);
+    expect(env).toMatchObject({ code: 0, stdout: '1=2||/work/repo/src\n' });
+    const piped = await runBin(['exec', id, '--json', '--', 'cat'], {}, 'abc');
+    expect(piped.code).toBe(125);
+    expect(jsonError(piped.stderr).code).toBe('STDIN_NOT_FORWARDED');
+  });
+
+  it('stop, then start re-runs the gate; exec on a stopped box says so', async () => {
+    expect((await runBin(['stop', id])).code).toBe(0);
+    const stopped = await runBin(['exec', id, '--json', '--', 'true']);
+    expect(stopped.code).toBe(125);
+    expect(jsonError(stopped.stderr).message).toMatch(/exited, not running/);
+    const started = await runBin(['start', id, '--json']);
+    expect(started.code).toBe(0);
+    expect(JSON.parse(started.stdout)).toMatchObject({ id, started: true, verify: { ok: true } });
+    expect((await runBin(['exec', id, '--', 'true'])).code).toBe(0);
   });
 
   it('exec --max-bytes truncates', async () => {
-    const result = await runBin(['exec', id, '--max-bytes', '10', '--', 'sh', '-c', 'yes | head -c 100000']);
+    const result = await runBin([
+      'exec',
+      id,
+      '--json',
+      '--max-bytes',
+      '10',
+      '--',
+      'sh',
+      '-c',
+      'yes | head -c 100000',
+    ]);
     const parsed = JSON.parse(result.stdout);
     expect(parsed.truncated).toBe(true);
     expect(parsed.stdout.length).toBeLessThanOrEqual(10);
@@ -212,15 +274,24 @@ describe.skipIf(!READY)('run: create, shell, destroy', () => {
     rmSync(repo, { recursive: true, force: true });
   });
 
-  it('exits with the shell`s code and leaves nothing behind', async () => {
+  it('refuses to run without a terminal, before anything is created', async () => {
     writeFileSync(join(repo, 'README.md'), 'run fixture\n');
-    const result = await runBin(
+    const piped = await runBin(['run', repo, '--name', id, '--json'], {}, 'exit 4\n');
+    expect(piped.code).toBe(2);
+    expect(jsonError(piped.stderr).code).toBe('SHELL_NEEDS_TERMINAL');
+    expect(remainingObjects(id)).toEqual([]);
+  });
+
+  it('in a terminal: exits with the shell`s code and leaves nothing behind', async () => {
+    const result = await runBinInTerminal(
       ['run', repo, '--name', id, '--json', '--quiet'],
-      {},
-      'cat README.md\nexit 4\n',
+      /\[sandbox [^\]]+\] /,
+      'cat README.md; exit 4\n',
     );
     expect(result.code).toBe(4);
-    const summary = JSON.parse(result.stdout.slice(result.stdout.indexOf('{')));
+    expect(result.output).toContain('run fixture');
+    const text = result.output.replace(/\r\n/g, '\n');
+    const summary = JSON.parse(text.slice(text.lastIndexOf('{\n  "sandbox"')));
     expect(summary).toMatchObject({
       sandbox: { id },
       shellExitCode: 4,

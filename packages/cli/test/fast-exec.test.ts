@@ -15,6 +15,12 @@ describe('parsePlainExec (the bin fast path for exec)', () => {
     });
   });
 
+  it('takes -e (repeatable) and -w', () => {
+    expect(
+      parsePlainExec(['exec', 'demo', '-e', 'A=1', '--env', 'B=2', '-w', 'src', '--', 'env'])?.flags,
+    ).toEqual({ env: ['A=1', 'B=2'], workdir: 'src' });
+  });
+
   it('keeps everything after -- as the command, flags included', () => {
     expect(parsePlainExec(['exec', 'demo', '--', 'sh', '-c', '--timeout', '--'])?.command).toEqual([
       'sh',
@@ -33,6 +39,9 @@ describe('parsePlainExec (the bin fast path for exec)', () => {
     [['exec', 'demo', '--']],
     [['exec', '--', 'true']],
     [['exec', '-x', '--', 'true']],
+    [['exec', 'demo', '-it', '--', 'bash']],
+    [['exec', 'demo', '-e', '--', 'true']],
+    [['exec', 'demo', 'constructor', '--', 'true']],
     [['list']],
     [['--json', 'exec', 'demo', '--', 'true']],
   ])('leaves %j to the full CLI', (argv) => {

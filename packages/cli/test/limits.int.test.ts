@@ -6,7 +6,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
+import {
+  dockerReachable,
+  forceRemoveSandbox,
+  LIFECYCLE_BUILT,
+  remainingObjects,
+  runBin,
+  runBinInTerminal,
+} from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
@@ -105,10 +112,10 @@ describe.skipIf(!READY)('create limits through the bin (real engine)', () => {
 
   it('run does not tell its user to run shell and destroy, which it does itself', async () => {
     const id = newId();
-    const result = await runBin(['run', work, '--name', id], {}, 'exit 0\n');
+    const result = await runBinInTerminal(['run', work, '--name', id], /\[sandbox [^\]]+\] /, 'exit 0\n');
     expect(result.code).toBe(0);
-    expect(result.stderr).toMatch(/^sandbox ready: /m);
-    expect(result.stderr).not.toMatch(/next\s+ca-sandbox shell/);
+    expect(result.output).toMatch(/^sandbox ready: /m);
+    expect(result.output).not.toMatch(/next\s+ca-sandbox shell/);
     expect(remainingObjects(id)).toEqual([]);
   });
 

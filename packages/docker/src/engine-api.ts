@@ -17,15 +17,16 @@ export function engineSocket(env: NodeJS.ProcessEnv = process.env): string | und
   return host.startsWith('unix://') ? host.slice('unix://'.length) : undefined;
 }
 
-function getJson(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
+function getJson(socketPath: string, path: string, timeoutMs: number, method = 'GET'): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path, method: 'GET', timeout: timeoutMs }, (res) => {
+    const req = request({ socketPath, path, method, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200)
+        if (res.statusCode !== 200 && !(method === 'POST' && res.statusCode === 201))
           return reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`));
+        if (method === 'POST') return resolve(undefined);
         try {
           resolve(JSON.parse(body));
         } catch {
@@ -126,4 +127,49 @@ export async function listLabeled(
       const [objectName = line, value] = line.split('\t');
       return label && value ? { name: objectName, label: value } : { name: objectName };
     });
+}
+
+/**
+ * The id of a running exec in `container` whose arguments include `needle` (a nonce the caller
+ * put there), over the engine socket; undefined when there is no socket or no such exec. The
+ * docker CLI does not say which exec it started, and only the engine can resize its terminal.
+ */
+export async function findExecByArgument(
+  container: string,
+  needle: string,
+  timeoutMs = 5_000,
+): Promise<string | undefined> {
+  const socket = engineSocket();
+  if (!socket) return undefined;
+  const name = encodeURIComponent(container);
+  tracerFor()?.(['(engine API)', 'GET', `/containers/${name}/json`]);
+  try {
+    const inspect = (await getJson(socket, `/containers/${name}/json`, timeoutMs)) as { ExecIDs?: unknown };
+    const ids = Array.isArray(inspect?.ExecIDs) ? inspect.ExecIDs.filter((id) => typeof id === 'string') : [];
+    for (const id of ids as string[]) {
+      const exec = (await getJson(socket, `/exec/${encodeURIComponent(id)}/json`, timeoutMs)) as {
+        Running?: unknown;
+        ProcessConfig?: { arguments?: unknown };
+      };
+      const args = exec?.ProcessConfig?.arguments;
+      if (exec?.Running === true && Array.isArray(args) && args.includes(needle)) return id;
+    }
+  } catch {
+    // no answer: no resize
+  }
+  return undefined;
+}
+
+/** Sets the terminal size of an exec started with a TTY (what `docker exec -t` does on SIGWINCH). */
+export async function resizeExec(execId: string, rows: number, columns: number): Promise<boolean> {
+  const socket = engineSocket();
+  if (!socket || !(rows > 0 && columns > 0)) return false;
+  const path = `/exec/${encodeURIComponent(execId)}/resize?h=${Math.floor(rows)}&w=${Math.floor(columns)}`;
+  tracerFor()?.(['(engine API)', 'POST', path]);
+  try {
+    await getJson(socket, path, 5_000, 'POST');
+    return true;
+  } catch {
+    return false;
+  }
 }

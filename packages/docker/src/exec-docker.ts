@@ -117,6 +117,11 @@ export interface DockerSpawnOptions {
   stdin?: 'ignore' | 'pipe' | 'inherit';
   stdout?: 'pipe' | 'inherit' | 'ignore';
   stderr?: 'pipe' | 'inherit' | 'ignore';
+  /**
+   * Its own session and process group: a Ctrl-C at the terminal reaches us, not docker, so the
+   * caller decides how the command stops (the docker client would exit 0 and leave it running).
+   */
+  detached?: boolean;
 }
 
 /** How a spawned docker process ended: `exitCode` is undefined when it was killed or never ran. */
@@ -146,6 +151,7 @@ export function spawnDocker(argv: readonly string[], options: DockerSpawnOptions
   const child = spawn('docker', [...argv], {
     env: dockerEnv(),
     stdio: [options.stdin ?? 'ignore', options.stdout ?? 'pipe', options.stderr ?? 'pipe'],
+    ...(options.detached ? { detached: true } : {}),
   });
   const done = new Promise<DockerProcessResult>((resolve) => {
     child.once('error', (error: NodeJS.ErrnoException) => resolve({ exitCode: undefined, code: error.code }));

@@ -1,5 +1,12 @@
 // The full barrel: the light entry (spawning, errors, labels) plus the engine's answers parsed.
-export { engineSocket, type LabeledKind, type LabeledObject, listLabeled } from './engine-api.js';
+export {
+  engineSocket,
+  findExecByArgument,
+  type LabeledKind,
+  type LabeledObject,
+  listLabeled,
+  resizeExec,
+} from './engine-api.js';
 export { type DockerInfo, dockerInfo, parseDockerInfo } from './info.js';
 export {
   type ContainerInspect,

@@ -20,6 +20,13 @@ export {
   setDockerTracer,
   spawnDocker,
 } from './exec-docker.js';
+export {
+  ENV_BIN,
+  type InternalExecOptions,
+  internalExecArgs,
+  SH_BIN,
+  SYSTEM_PATH,
+} from './internal-exec.js';
 export * from './labels.js';
 export { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
 export {

@@ -83,9 +83,9 @@ export async function createBox(
   return parseJson<SandboxRecord>(result);
 }
 
-/** `ca-sandbox exec <id> -- argv`: the exec contract, whatever the command's exit code. */
+/** `ca-sandbox exec <id> --json -- argv`: the exec contract, whatever the command's exit code. */
 export async function execBox(id: string, argv: string[], flags: string[] = []): Promise<ExecResult> {
-  const result = await cli(['exec', id, ...flags, '--', ...argv]);
+  const result = await cli(['exec', id, '--json', ...flags, '--', ...argv]);
   const parsed = parseJson<ExecResult>(result);
   expect(result.exitCode).toBe(parsed.exitCode);
   return parsed;

@@ -25,7 +25,7 @@ describe('hostile output', () => {
   });
 
   it('ANSI, OSC 52, OSC 8, C1, bidi and invalid UTF-8 on stdout and stderr are escaped in the exec JSON', async () => {
-    const result = await cli(['exec', box.id, '--', 'sh', 'noisy.sh']);
+    const result = await cli(['exec', box.id, '--json', '--', 'sh', 'noisy.sh']);
     expect(result.exitCode).toBe(0);
     // The raw bytes the terminal receives hold no control at all...
     expect(result.stdoutBytes.includes(0x1b)).toBe(false);
@@ -40,10 +40,10 @@ describe('hostile output', () => {
     expect(parsed.stderr).toContain('\ufffd');
   });
 
-  it('hostile file names are neutralised in human output and escaped under --json', async () => {
+  it('hostile file names are escaped under --json and neutralised in human output', async () => {
     await execBox(box.id, ['sh', 'noisy.sh']);
-    const human = await cli(['exec', box.id, '--', 'ls', 'names']);
-    expect(TERMINAL_CONTROL.test(human.stdout)).toBe(false);
+    const names = await cli(['exec', box.id, '--json', '--', 'ls', 'names']);
+    expect(TERMINAL_CONTROL.test(names.stdout)).toBe(false);
     const list = await cli(['list']);
     expect(list.exitCode).toBe(0);
     expect(TERMINAL_CONTROL.test(list.stdout)).toBe(false);

@@ -1,22 +1,33 @@
-import { DockerCommandError, docker, inspectContainer } from '@ca-sandbox/docker';
+import { type ContainerInspect, DockerCommandError, docker, inspectContainer } from '@ca-sandbox/docker';
 import { SandboxNotFoundError } from './errors.js';
 import { boxName } from './names.js';
 
 export { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer, sandboxNames } from './names.js';
 
-/**
- * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
- * inspect, because the text could also be the command's own stderr.
- */
-export async function assertBoxRunning(id: string): Promise<void> {
+/** The box of sandbox `id` (any state), or SandboxNotFoundError. */
+export async function inspectBox(id: string): Promise<ContainerInspect> {
   // Only docker's own "no such container" answer means missing; an unreachable daemon is not.
   const inspect = await inspectContainer(boxName(id)).catch((error: unknown) => {
     if (error instanceof DockerCommandError) return undefined;
     throw error;
   });
   if (!inspect || inspect.Config.Labels['ca.sandbox.id'] !== id) throw new SandboxNotFoundError(id);
-  if (!inspect.State.Running)
-    throw new SandboxNotFoundError(id, `the sandbox is ${inspect.State.Status}, not running`);
+  return inspect;
+}
+
+/**
+ * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
+ * inspect, because the text could also be the command's own stderr. Returns the inspect.
+ */
+export async function assertBoxRunning(id: string): Promise<ContainerInspect> {
+  const inspect = await inspectBox(id);
+  if (!inspect.State.Running) {
+    throw new SandboxNotFoundError(
+      id,
+      `the sandbox is ${inspect.State.Status}, not running (start it again with start, which re-checks its isolation)`,
+    );
+  }
+  return inspect;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

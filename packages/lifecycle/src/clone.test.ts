@@ -45,7 +45,7 @@ describe('buildUrlCloneSteps', () => {
     const [step, ...rest] = buildUrlCloneSteps(source, undefined, 600);
     expect(rest).toEqual([]);
     const argv = step?.argv ?? [];
-    expect(argv.slice(0, 5)).toEqual(['timeout', '-s', 'KILL', '600', 'git']);
+    expect(argv.slice(0, 5)).toEqual(['/usr/bin/timeout', '-s', 'KILL', '600', '/usr/bin/git']);
     expect(argv).toEqual(
       expect.arrayContaining(['clone', '--no-recurse-submodules', '--depth', '1', '--single-branch']),
     );
@@ -82,7 +82,7 @@ describe('buildUrlCloneSteps with credentials in the URL', () => {
     const reset = steps[1]?.argv ?? [];
     expect(reset.slice(-4)).toEqual(['remote', 'set-url', 'origin', 'https://example.com/r.git']);
     expect(reset.slice(reset.indexOf('-C'), reset.indexOf('-C') + 2)).toEqual(['-C', '/work/repo']);
-    expect(steps[2]?.argv).toEqual(['rm', '-f', '--', '/work/repo/.git/FETCH_HEAD']);
+    expect(steps[2]?.argv).toEqual(['/bin/rm', '-f', '--', '/work/repo/.git/FETCH_HEAD']);
     for (const step of steps.slice(1)) expect(step.argv.join(' ')).not.toContain('ghp_t0ken');
   });
 

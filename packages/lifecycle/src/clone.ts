@@ -1,4 +1,4 @@
-import { DockerCommandError, docker } from '@ca-sandbox/docker';
+import { DockerCommandError, docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_WORKDIR } from './_utils.js';
 import { CloneFailedError, printable } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
@@ -21,6 +21,12 @@ export const GIT_ENV: Record<string, string> = {
   GIT_SSH_COMMAND:
     'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=/tmp/.known_hosts',
 };
+
+/** Programs of the helper image, by path: nothing on a PATH chooses what we run. */
+const TIMEOUT_BIN = '/usr/bin/timeout';
+const GIT_BIN = '/usr/bin/git';
+const RM_BIN = '/bin/rm';
+const TAR_BIN = '/bin/tar';
 
 /** `-c` settings for every git in the helper: only the named protocol, no hooks, no bundles. */
 export function gitHardening(protocol: CloneScheme | 'file'): string[] {
@@ -54,7 +60,7 @@ export function buildUrlCloneSteps(
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
 ): CloneStep[] {
-  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening(source.scheme)];
+  const git = [TIMEOUT_BIN, '-s', 'KILL', String(timeoutSeconds), GIT_BIN, ...gitHardening(source.scheme)];
   const inRepo = [...git, '-C', BOX_WORKDIR];
   return [...fetchSteps(source, ref, git, inRepo), ...forgetCredentials(source, inRepo)];
 }
@@ -72,7 +78,7 @@ export function forgetCredentials(
   if (clean === source.url) return [];
   return [
     { argv: [...inRepo, 'remote', 'set-url', 'origin', clean] },
-    { argv: ['rm', '-f', '--', `${BOX_WORKDIR}/.git/FETCH_HEAD`] },
+    { argv: [RM_BIN, '-f', '--', `${BOX_WORKDIR}/.git/FETCH_HEAD`] },
   ];
 }
 
@@ -139,7 +145,7 @@ export function buildLocalCloneSteps(
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
 ): CloneStep[] {
-  const git = ['timeout', '-s', 'KILL', String(timeoutSeconds), 'git', ...gitHardening('file')];
+  const git = [TIMEOUT_BIN, '-s', 'KILL', String(timeoutSeconds), GIT_BIN, ...gitHardening('file')];
   const inRepo = [...git, '-C', BOX_WORKDIR];
   const branch = ref && !ref.commit ? ['--branch', ref.ref] : [];
   const steps: CloneStep[] = [
@@ -162,21 +168,22 @@ export function buildLocalCloneSteps(
   return steps;
 }
 
-function envArgs(): string[] {
-  return Object.entries(GIT_ENV).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
-}
-
 /** Runs clone steps in the helper; CloneFailedError with git's own first error line. */
 export async function runCloneSteps(
   helper: string,
   steps: readonly CloneStep[],
   timeoutSeconds: number,
   signal?: AbortSignal,
+  extraEnv: Record<string, string> = {},
 ): Promise<void> {
   let previousFailed = false;
   for (const step of steps) {
     if (step.fallback && !previousFailed) continue;
-    const argv = ['exec', '-u', '1000:1000', '-w', '/tmp', ...envArgs(), helper, ...step.argv];
+    const argv = internalExecArgs(helper, step.argv, {
+      user: '1000:1000',
+      workdir: '/tmp',
+      env: { ...GIT_ENV, ...extraEnv },
+    });
     const result = await docker(argv, {
       allowFailure: true,
       timeoutMs: (timeoutSeconds + 30) * 1000,
@@ -185,6 +192,23 @@ export async function runCloneSteps(
     previousFailed = result.exitCode !== 0;
     if (previousFailed && !step.optional) throw cloneError(step, result.exitCode, result.stderr);
   }
+}
+
+/** Where the clone's CA bundle lives in the helper (its tmpfs): never in the box or an image. */
+export const CLONE_CA_PATH = '/tmp/ca-sbx-ca.pem';
+
+/**
+ * Behind a TLS-intercepting proxy the clone must trust the same CA bundle as the install: the
+ * helper gets the system bundle plus the given certificates at CLONE_CA_PATH (on its tmpfs, gone
+ * with the helper), and the environment that points git's http.sslCAInfo at it.
+ */
+export async function installCloneCa(helper: string, certificates: Buffer): Promise<Record<string, string>> {
+  const script = `umask 022; { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null; cat; } > ${CLONE_CA_PATH}`;
+  await docker(internalExecArgs(helper, [SH_BIN, '-c', script], { user: '1000:1000', stdin: true }), {
+    input: certificates,
+    timeoutMs: 30_000,
+  });
+  return { GIT_SSL_CAINFO: CLONE_CA_PATH };
 }
 
 /**
@@ -198,20 +222,10 @@ export async function sendLocalTree(
 ): Promise<void> {
   const prefix = scan.gitRepo ? 'src/' : '';
   const target = scan.gitRepo ? '/tmp' : BOX_WORKDIR;
-  const argv = [
-    'exec',
-    '-i',
-    '-u',
-    '1000:1000',
-    helper,
-    'tar',
-    '-x',
-    '--no-same-owner',
-    '-C',
-    target,
-    '-f',
-    '-',
-  ];
+  const argv = internalExecArgs(helper, [TAR_BIN, '-x', '--no-same-owner', '-C', target, '-f', '-'], {
+    user: '1000:1000',
+    stdin: true,
+  });
   try {
     await docker(argv, {
       input: packDirectory(scan, prefix),

@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { linkDependencies, type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import {
+  linkDependencies,
+  type PreparedImage,
+  prepareImage,
+  readExtraCa,
+  resolveCaCertificates,
+} from '@ca-sandbox/build';
 import {
   DockerUnavailableError,
   docker,
@@ -21,7 +27,13 @@ import {
 } from '@ca-sandbox/network';
 import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
-import { buildLocalCloneSteps, buildUrlCloneSteps, runCloneSteps, sendLocalTree } from './clone.js';
+import {
+  buildLocalCloneSteps,
+  buildUrlCloneSteps,
+  installCloneCa,
+  runCloneSteps,
+  sendLocalTree,
+} from './clone.js';
 import {
   CreateAbortedError,
   CreateCleanupError,
@@ -210,7 +222,9 @@ class CreateRun {
     const signal = this.hooks.signal;
     if (this.source.kind === 'url') {
       const steps = buildUrlCloneSteps(this.source, this.options.ref, limit);
-      await runCloneSteps(this.names.helper, steps, limit, signal);
+      const caFile = resolveCaCertificates();
+      const caEnv = caFile ? await installCloneCa(this.names.helper, readExtraCa(caFile)) : {};
+      await runCloneSteps(this.names.helper, steps, limit, signal, caEnv);
       return this.source.display;
     }
     if (!scan) throw new Error('unreachable: local source without a scan');
@@ -308,6 +322,7 @@ class CreateRun {
             builder: prepared.builder,
             provider: prepared.provider,
             depsInstalled: prepared.depsInstalled,
+            toolchain: prepared.toolchain,
           }),
         },
       },

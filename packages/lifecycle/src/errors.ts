@@ -64,6 +64,48 @@ export class SandboxNotFoundError extends Error {
   }
 }
 
+/**
+ * An exec was stopped by its caller (the CLI on SIGINT, SIGTERM or SIGHUP): the command and what it
+ * forked were killed inside the box before this was thrown.
+ */
+export class ExecInterruptedError extends Error {
+  override name = 'ExecInterruptedError';
+  readonly code = 'EXEC_INTERRUPTED';
+  readonly kind = 'failure' as const;
+  constructor(readonly reason: string) {
+    super(`interrupted (${printable(reason, 40)}): the command was stopped inside the box`);
+  }
+}
+
+/**
+ * `shell` without a terminal on stdin: keystrokes typed at a terminal are the only host input a
+ * box ever gets; a pipe or a file would be a way to copy data in.
+ */
+export class ShellNeedsTerminalError extends Error {
+  override name = 'ShellNeedsTerminalError';
+  readonly code = 'SHELL_NEEDS_TERMINAL';
+  readonly kind = 'usage' as const;
+  constructor() {
+    super(
+      'shell needs a terminal on stdin (nothing is ever copied into a box); for a script, use exec with sh -c',
+    );
+  }
+}
+
+/** `start` of an allowlist box whose host egress rules are gone: it stays stopped. */
+export class SandboxStartRefusedError extends Error {
+  override name = 'SandboxStartRefusedError';
+  readonly code = 'SANDBOX_START_REFUSED';
+  readonly kind = 'failure' as const;
+  readonly hint: string;
+  constructor(id: string, seen: string) {
+    super(
+      `sandbox '${printable(id)}' was not started: its allowlist egress rules are not in place on the host (${printable(seen, 80)}); a reboot or a firewall flush removes them`,
+    );
+    this.hint = `destroy it and create it again with the same --allow list`;
+  }
+}
+
 /** The local directory is over the packing caps (bytes or entries). */
 export class SourceTooLargeError extends Error {
   override name = 'SourceTooLargeError';

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { imageExists } from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create.js';
-import { SandboxNotFoundError } from './errors.js';
-import { EXEC_TIMEOUT_EXIT_CODE, execInSandbox } from './exec.js';
+import { ExecInterruptedError, SandboxNotFoundError } from './errors.js';
+import { EXEC_TIMEOUT_EXIT_CODE, execInSandbox, streamExecInSandbox } from './exec.js';
 
 const ready = await imageExists('ca-sbx-base:git').catch(() => false);
 const created = new Set<string>();
@@ -101,16 +102,48 @@ describe.skipIf(!ready)('execInSandbox', () => {
   });
 });
 
+describe.skipIf(!ready)('streamExecInSandbox', () => {
+  it('writes stdout and stderr to the sinks as they come and returns the exit code', async () => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    const seen: string[] = [];
+    out.on('data', (chunk: Buffer) => seen.push(`out:${chunk}`));
+    err.on('data', (chunk: Buffer) => seen.push(`err:${chunk}`));
+    const result = await streamExecInSandbox(id, ['sh', '-c', 'echo one; echo two >&2; exit 6'], {
+      stdout: out,
+      stderr: err,
+    });
+    expect(result).toMatchObject({ exitCode: 6, timedOut: false });
+    expect(seen.join('')).toContain('out:one\n');
+    expect(seen.join('')).toContain('err:two\n');
+  });
+
+  it('an abort kills the command inside the box and throws ExecInterruptedError', async () => {
+    const controller = new AbortController();
+    const sink = new PassThrough();
+    sink.resume();
+    setTimeout(() => controller.abort('SIGTERM'), 1500);
+    await expect(
+      streamExecInSandbox(id, ['sh', '-c', 'sleep 331 & sleep 332'], {
+        stdout: sink,
+        stderr: sink,
+        signal: controller.signal,
+      }),
+    ).rejects.toBeInstanceOf(ExecInterruptedError);
+    const ps = await execInSandbox(id, ['ps', '-eo', 'args']);
+    expect(ps.stdout).not.toMatch(/sleep 33[12]/);
+  });
+});
+
 describe.skipIf(!ready)('openShell', () => {
-  it('an interactive shell as 1000 at /work/repo, its exit code returned', async () => {
-    // A child process whose stdin we script: openShell inherits stdio, as the CLI's does.
+  it('needs a terminal on stdin: a pipe is refused before the box is asked', async () => {
     const entry = new URL('../dist/index.js', import.meta.url).href;
     const child = spawn(
       process.execPath,
       [
         '--input-type=module',
         '-e',
-        `const m = await import(${JSON.stringify(entry)}); process.exit(await m.openShell(process.argv[1]));`,
+        `const m = await import(${JSON.stringify(entry)}); try { await m.openShell(process.argv[1]); } catch (e) { console.log(e.code); process.exit(9); }`,
         id,
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
@@ -119,9 +152,9 @@ describe.skipIf(!ready)('openShell', () => {
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
-    child.stdin.end('echo "user=$(id -u) dir=$(pwd) shell=$0"; exit 7\n');
+    child.stdin.end('echo hi; exit 7\n');
     const code = await new Promise((resolve) => child.once('exit', resolve));
-    expect(code).toBe(7);
-    expect(stdout).toContain('user=1000 dir=/work/repo shell=bash');
+    expect(code).toBe(9);
+    expect(stdout.trim()).toBe('SHELL_NEEDS_TERMINAL');
   });
 });

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -47,17 +48,70 @@ describe('buildExecArgs', () => {
     const args = buildExecArgs('ca-sbx-a', ['sleep', '9'], 'abc123');
     expect(args).toContain('CA_SBX_EXEC=abc123');
     expect(args.slice(-2)).toEqual(['sleep', '9']);
+  });
+
+  it('the caller env and workdir go on the exec; the marker comes last so it cannot be overridden', () => {
+    const args = buildExecArgs('ca-sbx-a', ['env'], 'm1', { env: { FOO: 'a=b' }, workdir: '/tmp' });
+    expect(args).toEqual([
+      'exec',
+      '-u',
+      '1000:1000',
+      '-w',
+      '/tmp',
+      '-e',
+      'FOO=a=b',
+      '-e',
+      'CA_SBX_EXEC=m1',
+      'ca-sbx-a',
+      'env',
+    ]);
+  });
+});
+
+describe('buildKillArgs', () => {
+  it('runs /bin/sh and /bin/grep by path, PATH fixed, from an empty environment', () => {
     const kill = buildKillArgs('ca-sbx-a', 'abc123');
-    expect(kill.slice(0, 3)).toEqual(['exec', '-u', '1000:1000']);
+    expect(kill.slice(0, 6)).toEqual(['exec', '-u', '1000:1000', '-e', `PATH=${SYSTEM_PATH}`, 'ca-sbx-a']);
+    expect(kill.slice(6, 8)).toEqual(['/usr/bin/env', '-i']);
+    expect(kill).toContain('/bin/sh');
+    const script = kill[kill.indexOf('/bin/sh') + 2] ?? '';
+    expect(script).toContain('/bin/grep -qsxzF');
+    expect(script).not.toMatch(/(^|[\s;])grep /);
     expect(kill.at(-1)).toBe('abc123');
   });
 });
 
 describe('resolveExecOptions', () => {
-  it('defaults maxBytes to 1 MiB and refuses unknown keys', () => {
-    expect(resolveExecOptions({})).toEqual({ maxBytes: 1024 * 1024 });
+  it('defaults maxBytes to 1 MiB and /work/repo, and refuses unknown keys', () => {
+    expect(resolveExecOptions({})).toEqual({ maxBytes: 1024 * 1024, workdir: '/work/repo' });
     expect(() => resolveExecOptions({ privileged: true })).toThrow(/invalid exec options/);
     expect(() => resolveExecOptions({ maxBytes: -1 })).toThrow(/invalid exec options/);
+  });
+
+  it('env: plain names, not ours, not a proxy variable, string values', () => {
+    expect(resolveExecOptions({ env: { NODE_ENV: 'test', _x1: '' } }).env).toEqual({
+      NODE_ENV: 'test',
+      _x1: '',
+    });
+    for (const bad of [
+      { '1X': 'a' },
+      { 'A-B': 'a' },
+      { CA_SBX_EXEC: 'x' },
+      { ca_sandbox_config: 'x' },
+      { HTTPS_PROXY: 'x' },
+      { no_proxy: 'x' },
+      { A: 1 },
+    ]) {
+      expect(() => resolveExecOptions({ env: bad })).toThrow();
+    }
+  });
+
+  it('workdir: relative to /work/repo, normalised, anywhere in the box, no control characters', () => {
+    expect(resolveExecOptions({ workdir: 'src' }).workdir).toBe('/work/repo/src');
+    expect(resolveExecOptions({ workdir: '/tmp/../tmp/x/' }).workdir).toBe('/tmp/x');
+    expect(resolveExecOptions({ workdir: '../..' }).workdir).toBe('/');
+    expect(() => resolveExecOptions({ workdir: 'a\nb' })).toThrow(/working directory/);
+    expect(() => resolveExecOptions({ workdir: '' })).toThrow(/working directory/);
   });
 });
 

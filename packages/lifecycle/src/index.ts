@@ -14,6 +14,7 @@ export {
   CpOutStreamError,
   CreateAbortedError,
   CreateCleanupError,
+  ExecInterruptedError,
   HelperImageMissingError,
   InvalidOptionsError,
   InvalidSandboxNameError,
@@ -21,21 +22,31 @@ export {
   LimitError,
   SandboxExistsError,
   SandboxNotFoundError,
+  SandboxStartRefusedError,
+  ShellNeedsTerminalError,
   SourceTooLargeError,
   UnsupportedHostError,
 } from './errors.js';
 export {
+  checkExecEnv,
   DEFAULT_EXEC_MAX_BYTES,
   EXEC_TIMEOUT_EXIT_CODE,
   type ExecOptions,
   type ExecResult,
+  type ExecSink,
   execInSandbox,
+  resolveExecWorkdir,
+  type StreamExecOptions,
+  type StreamExecResult,
+  streamExecInSandbox,
 } from './exec.js';
 export { GIT_MODES, type GitMode } from './git-modes.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
-export { listSandboxes, verifySandbox } from './list.js';
+export { allowlistFirewallCheck, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
-export { openShell } from './shell.js';
+export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
+export { type StartResult, type StopResult, startSandbox, stopSandbox } from './start-stop.js';
 export { destroySandbox, prune, type TeardownFailure, type TeardownResult } from './teardown.js';
+export { TerminalFilter, type TerminalPolicy, terminalFilterStream } from './terminal-filter.js';

@@ -10,7 +10,7 @@ import {
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
 import { describeComparison, verifyFirewallRules } from '@ca-sandbox/network';
-import { type IsolationReport, verifyContainer } from '@ca-sandbox/run';
+import { type IsolationCheck, type IsolationReport, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { SandboxNotFoundError } from './errors.js';
@@ -57,17 +57,30 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const report = await verifyContainer(name);
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
-  // An allowlist box is only as closed as its host firewall rules: the exact set must be there
-  // (a host reboot or `iptables -F` removes them, one mistaken `-D` removes one; a count would
-  // not see a missing DROP beside a stray rule).
-  const allow = inspect.Config.Labels[LABEL_ALLOW];
-  const blocked = inspect.Config.Labels[LABEL_BLOCKED];
+  const check = await allowlistFirewallCheck(id, inspect.Config.Labels);
+  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+}
+
+/**
+ * An allowlist box is only as closed as its host firewall rules: the exact set must be there (a
+ * host reboot or `iptables -F` removes them, one mistaken `-D` removes one; a count would not see
+ * a missing DROP beside a stray rule). The set is rebuilt from the box's `ca.sandbox.allow` and
+ * `ca.sandbox.blocked` labels (read from the box when `labels` is not given). `verify` reports
+ * this row; `start` refuses to start an allowlist box without it.
+ */
+export async function allowlistFirewallCheck(
+  id: string,
+  labels?: Record<string, string>,
+): Promise<IsolationCheck> {
+  const own = labels ?? (await inspectContainer(boxName(id))).Config.Labels;
+  const allow = own[LABEL_ALLOW];
+  const blocked = own[LABEL_BLOCKED];
   const list = (text: string) => text.split(',').filter(Boolean);
   const rules =
     allow === undefined
       ? undefined
       : await verifyFirewallRules(id, list(allow), blocked === undefined ? undefined : list(blocked));
-  const check = {
+  return {
     id: 'allowlist-firewall',
     cis: '-',
     title: 'the exact egress rule set of the allowlist is in place on the host (IPv4 and IPv6)',
@@ -79,5 +92,4 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
         : `${rules.seen} rule(s): ${describeComparison(rules)}`,
     pass: rules?.ok === true,
   };
-  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }

@@ -1,3 +1,4 @@
+import { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from '@ca-sandbox/build';
 import {
   type ContainerInspect,
   LABEL_CREATED,
@@ -19,6 +20,10 @@ export interface SandboxRecord {
   dephash: string;
   builder: string;
   provider: string;
+  /** False when the box got the bare toolchain image (offline without a cached deps image). */
+  depsInstalled: boolean;
+  /** Versions of the tools the box offers, e.g. { node: '22.23.5', npm: '10.9.9' }. */
+  toolchain: Toolchain;
   /** The network policy. */
   network: string;
   runtime: string;
@@ -49,6 +54,7 @@ export function sandboxRecordLabels(build: {
   builder: string;
   provider: string;
   depsInstalled: boolean;
+  toolchain: Toolchain;
 }): Record<string, string> {
   return {
     [LABEL_DEPHASH]: build.dephash,
@@ -56,6 +62,7 @@ export function sandboxRecordLabels(build: {
     [LABEL_PROVIDER]: build.provider,
     [LABEL_IMAGE_CACHE_HIT]: String(build.imageCacheHit),
     [LABEL_DEPS_INSTALLED]: String(build.depsInstalled),
+    [LABEL_TOOLCHAIN]: formatToolchain(build.toolchain),
   };
 }
 
@@ -72,6 +79,9 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     dephash: labels[LABEL_DEPHASH] ?? '',
     builder: labels[LABEL_BUILDER] ?? '',
     provider: labels[LABEL_PROVIDER] ?? '',
+    // Boxes made before the label existed said nothing: they had their deps unless told otherwise.
+    depsInstalled: labels[LABEL_DEPS_INSTALLED] !== 'false',
+    toolchain: parseToolchain(labels[LABEL_TOOLCHAIN]),
     network: labels[LABEL_POLICY] ?? '',
     runtime: labels[LABEL_RUNTIME] ?? '',
     repo: labels[LABEL_REPO] ?? '',

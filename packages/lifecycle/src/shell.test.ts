@@ -1,17 +1,79 @@
+import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
-import { buildShellArgs } from './shell.js';
+import { buildShellArgs, shellEnvironment, shellPath } from './shell.js';
 
 describe('buildShellArgs', () => {
-  it('the box user at /work/repo, a TTY only when asked, bash else sh', () => {
-    const args = buildShellArgs('ca-sbx-a', true);
-    expect(args.slice(0, 8)).toEqual(['exec', '-i', '-t', '-u', '1000:1000', '-w', '/work/repo', 'ca-sbx-a']);
-    expect(args.at(-1)).toMatch(/command -v bash.*exec bash.*exec sh/);
-    expect(buildShellArgs('ca-sbx-a', false)).not.toContain('-t');
-    for (const tty of [true, false]) {
-      const options = buildShellArgs('ca-sbx-a', tty);
-      expect(options).not.toContain('--privileged');
-      expect(options).not.toContain('0');
-      expect(options).not.toContain('root');
-    }
+  const env = shellEnvironment('demo', [], 'xterm');
+
+  it('a TTY, the box user at /work/repo, PATH fixed, the launcher by path from an empty environment', () => {
+    const args = buildShellArgs('demo', env, { rows: 40, columns: 120 }, 'n0nce');
+    expect(args.slice(0, 10)).toEqual([
+      'exec',
+      '-i',
+      '-t',
+      '-u',
+      '1000:1000',
+      '-w',
+      '/work/repo',
+      '-e',
+      `PATH=${SYSTEM_PATH}`,
+      'ca-sbx-demo',
+    ]);
+    expect(args.slice(10, 12)).toEqual(['/usr/bin/env', '-i']);
+    const launcher = args[args.indexOf('/bin/sh') + 2] ?? '';
+    expect(launcher).toContain('exec /bin/bash --norc --noprofile -i');
+    expect(launcher).toContain('exec /bin/sh -i');
+    expect(args.slice(-5)).toEqual(['ca-sbx-shell', '40', '120', 'demo', 'n0nce']);
+    expect(args).not.toContain('--privileged');
+    expect(args).not.toContain('root');
+  });
+
+  it('without a known size the launcher leaves the size alone', () => {
+    expect(buildShellArgs('demo', env, undefined, 'n').slice(-4, -2)).toEqual(['', '']);
+  });
+});
+
+describe('shellEnvironment', () => {
+  it('drops what a shell acts on at start-up and sets our own prompt, PATH and HOME', () => {
+    const env = shellEnvironment(
+      'demo',
+      [
+        'PATH=/deps/node_modules/.bin:/usr/local/bin:/usr/bin:/bin',
+        'BASH_ENV=/tmp/evil',
+        'ENV=/tmp/evil',
+        'BASH_FUNC_ls%%=() { echo pwned; }',
+        'SHELLOPTS=xtrace',
+        'PS4=$(touch /tmp/x)',
+        'PROMPT_COMMAND=printf x',
+        'HOME=/root',
+        'NODE_PATH=/deps/node_modules',
+        'LANG=C.UTF-8',
+      ],
+      'xterm-256color',
+    );
+    expect(env).toEqual({
+      NODE_PATH: '/deps/node_modules',
+      LANG: 'C.UTF-8',
+      PATH: `${SYSTEM_PATH}:/deps/node_modules/.bin`,
+      HOME: '/tmp',
+      TERM: 'xterm-256color',
+      PS1: '[sandbox demo] \\w \\$ ',
+      HISTFILE: '/dev/null',
+      INPUTRC: '/etc/inputrc',
+    });
+  });
+
+  it('a TERM that is not a plain name becomes xterm-256color', () => {
+    expect(shellEnvironment('d', [], 'xterm\u001b]52;c;x\u0007').TERM).toBe('xterm-256color');
+    expect(shellEnvironment('d', [], undefined).TERM).toBe('xterm-256color');
+  });
+});
+
+describe('shellPath', () => {
+  it('system directories first; the image’s own absolute ones after, once each', () => {
+    expect(shellPath('/deps/node_modules/.bin:.:bin:/usr/bin:/opt/go/bin:/opt/go/bin')).toBe(
+      `${SYSTEM_PATH}:/deps/node_modules/.bin:/opt/go/bin`,
+    );
+    expect(shellPath(undefined)).toBe(SYSTEM_PATH);
   });
 });

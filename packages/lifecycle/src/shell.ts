@@ -1,44 +1,212 @@
-import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
+import { isatty } from 'node:tty';
+import {
+  type ContainerInspect,
+  dockerSpawnError,
+  findExecByArgument,
+  internalExecArgs,
+  LABEL_POLICY,
+  LABEL_RUNTIME,
+  resizeExec,
+  SH_BIN,
+  SYSTEM_PATH,
+  spawnDocker,
+} from '@ca-sandbox/docker';
 import { assertBoxRunning, BOX_USER, BOX_WORKDIR, boxName } from './_utils.js';
+import { ShellNeedsTerminalError } from './errors.js';
+import { TerminalFilter } from './terminal-filter.js';
 
-/** bash when the image has it, else sh. */
-const SHELL_SCRIPT = 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi';
+/**
+ * Started by path from an empty environment (see shellEnvironment): bash without any rc or
+ * profile file, else sh (ENV is unset, so it reads none either). HOME is the box's writable /tmp:
+ * a `.bashrc`, `.profile` or `.inputrc` the box planted there is never read. `$1 $2` are the
+ * terminal's rows and columns, `$3` the sandbox id for sh's prompt, `$4` the nonce that lets us
+ * find this exec to resize it.
+ */
+const LAUNCHER = [
+  'if [ -n "$1" ] && [ -x /usr/bin/stty ]; then /usr/bin/stty rows "$1" cols "$2" 2>/dev/null; fi',
+  'if [ -x /bin/bash ]; then exec /bin/bash --norc --noprofile -i; fi',
+  'PS1="[sandbox $3] \\$ "; export PS1',
+  'exec /bin/sh -i',
+].join('\n');
 
-/** The `docker exec` argv of an interactive shell: the box user at /work/repo, a TTY only when we have one. */
-export function buildShellArgs(container: string, tty: boolean): string[] {
-  return [
-    'exec',
-    '-i',
-    ...(tty ? ['-t'] : []),
-    '-u',
-    BOX_USER,
-    '-w',
-    BOX_WORKDIR,
-    container,
-    'sh',
-    '-c',
-    SHELL_SCRIPT,
-  ];
+/** Variables of the image that a shell would act on at start-up or prompt time: never passed. */
+const SHELL_STARTUP_VARIABLES = new Set([
+  'ENV',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'PS0',
+  'PS1',
+  'PS2',
+  'PS3',
+  'PS4',
+  'PROMPT_COMMAND',
+  'CDPATH',
+  'GLOBIGNORE',
+  'HISTFILE',
+  'INPUTRC',
+  'PATH',
+  'HOME',
+  'TERM',
+]);
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const TERM_VALUE = /^[A-Za-z0-9._+-]{1,64}$/;
+
+/** What the caller learns when the shell is about to start (the CLI prints its banner from it). */
+export interface ShellSession {
+  id: string;
+  container: string;
+  /** The network policy (`offline`, `clone-then-cut`, `allowlist`). */
+  network: string;
+  runtime: string;
+}
+
+export interface OpenShellOptions {
+  /** Called once the box is found running, before the shell starts. */
+  onStart?: (session: ShellSession) => void;
+  /** Aborting ends the session (the CLI's `run` on SIGINT/SIGTERM, then destroys the box). */
+  signal?: AbortSignal;
 }
 
 /**
- * Opens an interactive shell in the sandbox (stdio inherited) and resolves with its exit code.
- * Runs as 1000:1000 at /work/repo, like exec; never privileged.
+ * The shell's PATH: the system directories first, so nothing a dependency ships (`ls`, `sh`,
+ * `sudo`...) shadows a system command; then the image's other absolute directories (the deps'
+ * bins, a toolchain's), so they can still be run by name.
  */
-export async function openShell(id: string, options: { signal?: AbortSignal } = {}): Promise<number> {
+export function shellPath(imagePath: string | undefined): string {
+  const system = SYSTEM_PATH.split(':');
+  const extra = (imagePath ?? '')
+    .split(':')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+    .filter((dir) => dir.startsWith('/') && !system.includes(dir) && !/[\s\u0000-\u001f]/.test(dir));
+  return [...system, ...new Set(extra)].join(':');
+}
+
+/**
+ * The shell's whole environment: the image's variables minus anything a shell acts on at start-up
+ * (BASH_ENV, exported bash functions, SHELLOPTS, prompts...), plus ours: PATH, HOME=/tmp, TERM,
+ * a prompt that names the sandbox, no history file, readline's system configuration only.
+ */
+export function shellEnvironment(
+  id: string,
+  imageEnv: readonly string[],
+  term: string | undefined,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of imageEnv) {
+    const equals = entry.indexOf('=');
+    const name = equals > 0 ? entry.slice(0, equals) : '';
+    if (!ENV_NAME.test(name) || SHELL_STARTUP_VARIABLES.has(name) || name.startsWith('BASH_')) continue;
+    env[name] = entry.slice(equals + 1);
+  }
+  const imagePath = imageEnv.find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length);
+  return {
+    ...env,
+    PATH: shellPath(imagePath),
+    HOME: '/tmp',
+    TERM: term && TERM_VALUE.test(term) ? term : 'xterm-256color',
+    PS1: `[sandbox ${id}] \\w \\$ `,
+    HISTFILE: '/dev/null',
+    INPUTRC: '/etc/inputrc',
+  };
+}
+
+/**
+ * The `docker exec` argv of the shell: a TTY, the box user at /work/repo, never privileged, the
+ * launcher by absolute path from an empty environment.
+ */
+export function buildShellArgs(
+  id: string,
+  env: Record<string, string>,
+  size: { rows: number; columns: number } | undefined,
+  nonce: string,
+): string[] {
+  const args = internalExecArgs(
+    boxName(id),
+    [
+      SH_BIN,
+      '-c',
+      LAUNCHER,
+      'ca-sbx-shell',
+      String(size?.rows ?? ''),
+      String(size?.columns ?? ''),
+      id,
+      nonce,
+    ],
+    { user: BOX_USER, workdir: BOX_WORKDIR, env, stdin: true },
+  );
+  // `-t` right after `-i`: docker allocates the terminal; the output comes back to us to filter.
+  return [...args.slice(0, 2), '-t', ...args.slice(2)];
+}
+
+function terminalSize(): { rows: number; columns: number } | undefined {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.isTTY) {
+      const [columns, rows] = stream.getWindowSize();
+      if (rows > 0 && columns > 0) return { rows, columns };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Opens an interactive shell in the sandbox and resolves with its exit code. Needs a terminal on
+ * stdin (keystrokes are the only host input a box ever gets; a pipe would be a copy-in). Runs as
+ * 1000:1000 at /work/repo, never privileged, with no start-up file read. Everything the box sends
+ * back passes through the terminal filter (no clipboard, title or other control strings), and the
+ * modes the box switched on are switched off when it ends.
+ */
+export async function openShell(id: string, options: OpenShellOptions = {}): Promise<number> {
   const container = boxName(id);
-  await assertBoxRunning(id);
-  const argv = buildShellArgs(container, Boolean(process.stdin.isTTY && process.stdout.isTTY));
-  const child = spawnDocker(argv, { stdin: 'inherit', stdout: 'inherit', stderr: 'inherit' });
-  // A SIGTERM sent to the CLI alone (not to the terminal's process group) must end the shell too.
-  const stop = () => child.kill('SIGTERM');
-  options.signal?.addEventListener('abort', stop, { once: true });
+  if (!isatty(0)) throw new ShellNeedsTerminalError();
+  const inspect: ContainerInspect = await assertBoxRunning(id);
+  const labels = inspect.Config.Labels;
+  options.onStart?.({
+    id,
+    container,
+    network: labels[LABEL_POLICY] ?? 'unknown',
+    runtime: labels[LABEL_RUNTIME] ?? 'unknown',
+  });
+  const nonce = `ca-sbx-shell-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
+  const env = shellEnvironment(id, inspect.Config.Env, process.env.TERM);
+  const argv = buildShellArgs(id, env, terminalSize(), nonce);
+  const child = spawnDocker(argv, { stdin: 'inherit', stdout: 'pipe', stderr: 'pipe' });
+  const screen = new TerminalFilter('interactive');
+  const messages = new TerminalFilter('output');
+  child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(screen.push(chunk)));
+  child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(messages.push(chunk)));
+
+  // The docker client cannot size a terminal whose output is not its own: we do, on SIGWINCH.
+  let execId: Promise<string | undefined> | undefined;
+  const resize = () => {
+    const size = terminalSize();
+    if (!size) return;
+    execId ??= findExecByArgument(container, nonce);
+    void execId.then((found) => (found ? resizeExec(found, size.rows, size.columns) : false));
+  };
+  // SIGTERM or SIGHUP to us ends the session (docker restores the terminal); a SIGINT can only come
+  // from `kill` (the terminal is raw, Ctrl-C goes to the box as a key) and is treated alike.
+  let stoppedBy: NodeJS.Signals | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    stoppedBy ??= signal;
+    child.kill('SIGTERM');
+  };
+  const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
+  process.on('SIGWINCH', resize);
+  for (const signal of signals) process.on(signal, stop);
+  const onAbort = () => stop('SIGTERM');
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await child;
-    if (result.exitCode === undefined && !options.signal?.aborted)
-      throw dockerSpawnError(argv, undefined, '', result);
-    return result.exitCode ?? 1;
+    const tail = screen.end();
+    if (tail.length) process.stdout.write(tail);
+    if (process.stdout.isTTY) process.stdout.write(screen.restore());
+    if (stoppedBy) return 128 + (stoppedBy === 'SIGHUP' ? 1 : stoppedBy === 'SIGINT' ? 2 : 15);
+    if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, '', result);
+    return result.exitCode;
   } finally {
-    options.signal?.removeEventListener('abort', stop);
+    process.off('SIGWINCH', resize);
+    for (const signal of signals) process.off(signal, stop);
+    options.signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -44,7 +44,9 @@ export async function createWithProgress(
       throw new lifecycle.CreateAbortedError();
     }
     progress.stop();
-    out.info(summary(out, record, Date.now() - started, showNext));
+    // Loaded with the lifecycle already: no extra cost on --help.
+    const { OFFLINE_NOTICE } = await import('@ca-sandbox/build');
+    out.info(summary(out, record, Date.now() - started, { showNext, offlineNotice: OFFLINE_NOTICE }));
     return record;
   } catch (error) {
     progress.stop();
@@ -52,12 +54,30 @@ export async function createWithProgress(
   }
 }
 
-function summary(out: Output, record: SandboxRecord, elapsedMs: number, showNext: boolean): string {
+/** `node 22.23.5 · npm 10.9.9` (the versions come from an image label: sanitised). */
+export function toolchainLine(toolchain: Record<string, string>): string {
+  const parts = Object.entries(toolchain).map(([name, version]) => `${name} ${version}`);
+  return parts.length ? sanitizeName(parts.join(' · ')) : 'unknown (the image has no toolchain label)';
+}
+
+export function summary(
+  out: Output,
+  record: SandboxRecord,
+  elapsedMs: number,
+  { showNext, offlineNotice }: { showNext: boolean; offlineNotice: string },
+): string {
   const image = `${sanitizeName(record.image)}${record.imageCacheHit ? ' (cache hit)' : ''}`;
+  const deps = record.depsInstalled
+    ? record.imageCacheHit
+      ? 'installed (cached image)'
+      : 'installed'
+    : out.yellow(`none: ${offlineNotice} (--network clone-then-cut installs them)`);
   const lines = [
     `${out.green('sandbox ready:')} ${out.bold(sanitizeName(record.id))} in ${formatElapsed(elapsedMs)}`,
     `  repo     ${sanitizeName(record.repo)}`,
     `  image    ${image}`,
+    `  deps     ${deps}`,
+    `  tools    ${toolchainLine(record.toolchain)}`,
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
   ];
   // `run` goes on to the shell and the teardown itself: telling its user to do both is noise.

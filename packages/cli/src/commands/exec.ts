@@ -1,5 +1,7 @@
-import { EXIT_EXEC_TOOL_FAILED } from '../error-report.js';
-import { assertSandboxId, resolveExecOptions } from '../exec-options.js';
+import type { Writable } from 'node:stream';
+import { describeError, EXIT_EXEC_TOOL_FAILED } from '../error-report.js';
+import { assertSandboxId, type ExecFlags, resolveExecOptions } from '../exec-options.js';
+import { checkStdin, LATE_STDIN_WARNING } from '../exec-stdin.js';
 import type { ExecResult } from '../lifecycle-api.js';
 import type { Output } from '../output.js';
 
@@ -9,32 +11,102 @@ export function execExitCode(result: Pick<ExecResult, 'exitCode'>): number {
   return Number.isInteger(code) && code >= 0 && code <= 255 ? code : EXIT_EXEC_TOOL_FAILED;
 }
 
-/** `ca-sandbox exec <id> -- <cmd...>`: prints the exec contract as JSON, exits with the command's code. */
+/** The signals that stop the command in the box, and the shell's exit code for each (128 + n). */
+const STOP_SIGNALS = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
+type StopSignal = keyof typeof STOP_SIGNALS;
+
+/**
+ * `ca-sandbox exec <id> -- <cmd...>`: streams the command's stdout and stderr as they come (or,
+ * under --json, prints the exec contract), and exits with the command's code.
+ */
 export async function execCommand(
   out: Output,
   args: unknown[],
   options: Record<string, unknown>,
 ): Promise<number> {
-  return runExec(
-    out,
-    String(args[0]),
-    args[1] as string[],
-    options as { timeout?: string; maxBytes?: string },
-  );
+  return runExec(out, String(args[0]), args[1] as string[], options as ExecFlags);
 }
 
-/** The exec itself, shared by the commander command and the bin's fast path. */
-export async function runExec(
-  out: Output,
-  rawId: string,
-  argv: string[],
-  flags: { timeout?: string; maxBytes?: string },
-): Promise<number> {
+/**
+ * The exec itself, shared by the commander command and the bin's fast path. SIGINT, SIGTERM and
+ * SIGHUP stop the command inside the box (it and what it forked), then exit 130/143/129.
+ */
+export async function runExec(out: Output, rawId: string, argv: string[], flags: ExecFlags): Promise<number> {
   const id = assertSandboxId(rawId);
-  const execOptions = resolveExecOptions(flags);
-  // The exec entry alone: no zod, no execa, none of create's machinery on this hot path.
-  const { execInSandbox } = await import('@ca-sandbox/lifecycle/exec');
-  const result = await execInSandbox(id, argv, execOptions);
-  out.json(result);
-  return execExitCode(result);
+  const json = out.options.json;
+  const execOptions = resolveExecOptions(flags, json);
+  const stdin = await checkStdin();
+  const controller = new AbortController();
+  const onSignal = (signal: StopSignal) => controller.abort(signal);
+  const signals = Object.keys(STOP_SIGNALS) as StopSignal[];
+  for (const signal of signals) process.on(signal, onSignal);
+  try {
+    // The exec entry alone: no zod, no execa, none of create's machinery on this hot path.
+    const lifecycle = await import('@ca-sandbox/lifecycle/exec');
+    const options = { ...execOptions, signal: controller.signal };
+    if (json) {
+      const result = await lifecycle.execInSandbox(id, argv, options);
+      out.json(result);
+      return execExitCode(result);
+    }
+    const stdout = await sink(out.streams.stdout, process.stdout);
+    const stderr = await sink(out.streams.stderr, process.stderr);
+    try {
+      const result = await lifecycle.streamExecInSandbox(id, argv, {
+        ...options,
+        stdout: stdout.sink,
+        stderr: stderr.sink,
+      });
+      return execExitCode(result);
+    } finally {
+      await stdout.done();
+      await stderr.done();
+    }
+  } catch (error) {
+    const reason =
+      (error as { code?: unknown; reason?: unknown }).code === 'EXEC_INTERRUPTED'
+        ? (error as { reason?: unknown }).reason
+        : undefined;
+    if (typeof reason === 'string' && reason in STOP_SIGNALS) {
+      out.error(describeError(error), error);
+      return STOP_SIGNALS[reason as StopSignal];
+    }
+    throw error;
+  } finally {
+    for (const signal of signals) process.off(signal, onSignal);
+    if (stdin.stop()) out.warn(LATE_STDIN_WARNING);
+  }
+}
+
+type Sink = { sink: Writable | 'inherit'; done(): Promise<void> };
+
+/**
+ * Where streamed output goes. Our own stdout, not a terminal: the descriptor itself (raw bytes, as
+ * `docker exec` gives them, for a file or a pipe). A terminal: through the output filter
+ * (colours and progress lines kept; clipboard, title, cursor jumps and every other control
+ * string dropped), with colours reset at the end.
+ */
+async function sink(stream: Output['streams']['stdout'], own: NodeJS.WriteStream): Promise<Sink> {
+  if (!stream.isTTY) {
+    if (stream === own && own === process.stdout) return { sink: 'inherit', done: async () => {} };
+    return { sink: stream as unknown as Writable, done: async () => {} };
+  }
+  const { Writable } = await import('node:stream');
+  const { TerminalFilter } = await import('@ca-sandbox/lifecycle/terminal');
+  const filter = new TerminalFilter('output');
+  const writable = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      const clean = filter.push(chunk);
+      if (clean.length === 0) return callback();
+      stream.write(clean, (error) => callback(error ?? null));
+    },
+  });
+  return {
+    sink: writable,
+    done: async () => {
+      await new Promise<void>((resolve) => writable.end(resolve));
+      const reset = filter.restore();
+      if (reset.length) stream.write(reset);
+    },
+  };
 }

@@ -1,10 +1,13 @@
+import { isatty } from 'node:tty';
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
+import { resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
 import type { ActionContext } from '../program.js';
 import { sanitizeName } from '../sanitize.js';
-import { type CreateCommandFlags, createWithProgress } from './create.js';
+import { type CreateCommandFlags, createWithProgress, rejectWithClaude } from './create.js';
 import { reportTeardown } from './destroy.js';
+import { openShellWithBanner } from './shell.js';
 
 /** `ca-sandbox run <repo>`: create, shell, destroy (unless --keep). Exits with the shell's code. */
 export async function runCommand(
@@ -14,12 +17,18 @@ export async function runCommand(
   { signal }: ActionContext,
 ): Promise<number> {
   const flags = options as CreateCommandFlags & { keep?: boolean };
+  if (!isatty(0)) {
+    // The shell needs a terminal: refused before anything is created (bad flags are said first).
+    rejectWithClaude(flags);
+    resolveCreateOptions(String(args[0] ?? ''), flags);
+    throw new (await loadLifecycle()).ShellNeedsTerminalError();
+  }
   const record = await createWithProgress(out, String(args[0] ?? ''), flags, { signal, showNext: false });
   const lifecycle = await loadLifecycle();
   let shellCode = 0;
   try {
     // SIGINT/SIGTERM end the shell; the box is then destroyed as after any shell (unless --keep).
-    shellCode = await lifecycle.openShell(record.id, { signal });
+    shellCode = await openShellWithBanner(out, record.id, signal);
   } catch (error) {
     out.error(describeError(error), error);
     shellCode = 1;

@@ -24,8 +24,14 @@ export function jsonResult(
 /** An error as a tool result (the server never crashes on a failed call). */
 export function errorResult(error: unknown): CallToolResult {
   const report = describeError(error);
-  const body: Record<string, string> = { code: report.code, kind: report.kind, message: report.message };
+  const body: Record<string, string | string[]> = {
+    code: report.code,
+    kind: report.kind,
+    message: report.message,
+  };
   if (report.hint) body.hint = report.hint;
+  if (report.details) body.details = report.details;
+  if (report.logFile) body.logFile = report.logFile;
   return jsonResult({ error: body }, { isError: true });
 }
 

@@ -1,0 +1,92 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InstallLog, installLogDir, meaningfulLines } from './install-log.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ca-sbx-log-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('installLogDir', () => {
+  it('follows XDG_STATE_HOME, else ~/.local/state', () => {
+    expect(installLogDir({ XDG_STATE_HOME: '/s' }, '/h')).toBe('/s/ca-sandbox/logs');
+    expect(installLogDir({}, '/h')).toBe('/h/.local/state/ca-sandbox/logs');
+    expect(installLogDir({ XDG_STATE_HOME: 'relative' }, '/h')).toBe('/h/.local/state/ca-sandbox/logs');
+  });
+});
+
+describe('InstallLog', () => {
+  it('keeps the lines in a private file, and discards it on success', async () => {
+    const logs = join(dir, 'logs');
+    const kept = await InstallLog.open('repo-abc-1', logs);
+    kept.write('one');
+    kept.write('two');
+    await kept.close();
+    expect(readFileSync(kept.path, 'utf8')).toBe('one\ntwo\n');
+    expect(statSync(kept.path).mode & 0o777).toBe(0o600);
+    expect(statSync(logs).mode & 0o777).toBe(0o700);
+    const gone = await InstallLog.open('repo-abc-2', logs);
+    gone.write('x');
+    await gone.discard();
+    expect(() => statSync(gone.path)).toThrow();
+  });
+});
+
+describe('meaningfulLines', () => {
+  const frame = (step: string[]) => [
+    'Step 1/9 : FROM ca-sbx-base:node',
+    ' ---> 0123456789ab',
+    'Step 8/9 : RUN ["/bin/sh","-c","set -eu\\nnpm ci"]',
+    ' ---> Running in 0123456789ab',
+    ...step,
+    "The command '/bin/sh -c set -eu",
+    'npm ci --no-audit',
+    'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true\' returned a non-zero code: 1',
+  ];
+
+  it('picks npm, gyp, pnpm, pip and go causes of the failing step, never docker framing', () => {
+    expect(
+      meaningfulLines(
+        frame([
+          'added 3 packages',
+          'npm error code E404',
+          'npm error 404 Not Found - GET https://registry.npmjs.org/nope-xyz - Not found',
+        ]),
+      ),
+    ).toEqual([
+      'npm error code E404',
+      'npm error 404 Not Found - GET https://registry.npmjs.org/nope-xyz - Not found',
+    ]);
+    expect(
+      meaningfulLines(frame(['gyp info spawn make', 'gyp ERR! build error', 'make: *** [x] Error 1'])),
+    ).toEqual(['gyp ERR! build error']);
+    expect(
+      meaningfulLines(frame([' ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with "frozen-lockfile"'])),
+    ).toHaveLength(1);
+    expect(
+      meaningfulLines(
+        frame([
+          'Looking in indexes: http://mirror/simple',
+          'ERROR: Could not find a version that satisfies the requirement nope==9 (from versions: none)',
+          'ERROR: No matching distribution found for nope==9',
+        ]),
+      ),
+    ).toEqual([
+      'ERROR: Could not find a version that satisfies the requirement nope==9 (from versions: none)',
+      'ERROR: No matching distribution found for nope==9',
+    ]);
+    expect(
+      meaningfulLines(
+        frame(['go: example.com/x@v1.0.0: reading http://p/example.com/x/@v/v1.0.0.info: 404 Not Found']),
+      ),
+    ).toHaveLength(1);
+  });
+
+  it('falls back to the last lines of the step, bounded in count and width', () => {
+    const step = Array.from({ length: 20 }, (_, i) => `line ${i} ${'x'.repeat(i === 19 ? 500 : 1)}`);
+    const picked = meaningfulLines(frame(step), 8, 100);
+    expect(picked).toHaveLength(8);
+    expect(picked[0]).toMatch(/^line 12 /);
+    expect(picked[7]?.length).toBe(101);
+  });
+});

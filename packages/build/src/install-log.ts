@@ -1,0 +1,107 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { isBuilderFraming } from './build-log.js';
+
+/**
+ * Where full install logs are kept: `$XDG_STATE_HOME/ca-sandbox/logs`, else
+ * `~/.local/state/ca-sandbox/logs` (the XDG default). Only failed builds keep theirs.
+ */
+export function installLogDir(env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
+  const state = env.XDG_STATE_HOME;
+  const base = state && isAbsolute(state) ? state : join(home, '.local', 'state');
+  return join(base, 'ca-sandbox', 'logs');
+}
+
+/** The build's full output (already cleaned of control sequences), line by line, on the host. */
+export class InstallLog {
+  private constructor(
+    readonly path: string,
+    private readonly stream: WriteStream,
+  ) {}
+
+  /** `name` is ours (sanitised repo part, dephash, time): no path separator comes from the repo. */
+  static async open(name: string, dir = installLogDir()): Promise<InstallLog> {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const path = join(dir, `${name}.log`);
+    const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+    await new Promise<void>((resolve, reject) => {
+      stream.once('open', () => resolve());
+      stream.once('error', reject);
+    });
+    return new InstallLog(path, stream);
+  }
+
+  write(line: string): void {
+    this.stream.write(`${line}\n`);
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.stream.end(resolve));
+  }
+
+  /** A build that succeeded keeps no log. */
+  async discard(): Promise<void> {
+    await this.close();
+    await rm(this.path, { force: true });
+  }
+}
+
+/** Lines that say why an install failed, by tool. */
+const CAUSE = [
+  /npm (ERR!|error)/,
+  /gyp (ERR!|info it worked)|gyp: /,
+  /ERR_PNPM_[A-Z_]+/,
+  /\bYN0\d{3}\b.*(error|fail|couldn't|not found|✘)/i,
+  /^error /,
+  /^(ERROR|error): /,
+  /No matching distribution|Could not find a version|ResolutionImpossible|HTTP error \d+|ModuleNotFoundError|subprocess-exited-with-error/,
+  /^go: |^go\b.*(: (not found|reading|verifying|downloading)|module lookup disabled|dial tcp|410 Gone|404 Not Found)/,
+  /^(fatal|FATAL|Traceback)\b/,
+  /\b(No such file or directory|command not found|Permission denied|ENOENT|EACCES|ERESOLVE|ETIMEDOUT|ECONNREFUSED|EAI_AGAIN|ENOTFOUND|CERT_|certificate)\b/,
+];
+
+/** Lines that name the failure most precisely: the one quoted in the error message. */
+const SPECIFIC =
+  /\b(40[0-9]|Not Found|No matching distribution|Could not find|ERR_PNPM_\w+|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|certificate|gyp ERR! stack Error|fatal error|undefined reference|unknown revision|invalid version|checksum mismatch|module lookup disabled|Killed)\b/i;
+
+/** The line of `details` to quote in a one-line message. */
+export function causeLine(details: readonly string[]): string | undefined {
+  return details.find((line) => SPECIFIC.test(line)) ?? details[0];
+}
+
+/** Tools' trailers: never the cause (docker's own framing is isBuilderFraming's). */
+const NOISE = [
+  /A complete log of this run can be found in|Log files were not written/,
+  /^gyp ERR! (cwd|node -v|node-gyp -v|System|command|not ok)\b/,
+];
+
+/**
+ * The last meaningful lines of a failed build's output: those of the step that failed (after the
+ * last `Step N/M :`), cause lines first-class (npm ERR!, gyp ERR!, ERR_PNPM_*, pip's resolution
+ * errors, go's lookups); without any, the step's last lines. At most `max`, each bounded.
+ */
+export function meaningfulLines(lines: readonly string[], max = 8, width = 300): string[] {
+  let start = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (/^Step \d+\/\d+ : /.test(lines[i] ?? '')) {
+      start = i + 1;
+      break;
+    }
+  }
+  // docker's closing "The command '<our script, over many lines>' returned a non-zero code" ends it.
+  let end = lines.length;
+  for (let i = lines.length - 1; i >= start; i--) {
+    if ((lines[i] ?? '').startsWith("The command '")) {
+      end = i;
+      break;
+    }
+  }
+  const step = lines
+    .slice(start, end)
+    .filter((line) => !isBuilderFraming(line) && !NOISE.some((re) => re.test(line)));
+  const causes = step.filter((line) => CAUSE.some((re) => re.test(line)));
+  const picked = (causes.length > 0 ? causes : step).slice(-max);
+  return picked.map((line) => (line.length > width ? `${line.slice(0, width)}…` : line));
+}

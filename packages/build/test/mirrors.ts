@@ -1,0 +1,207 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { CACHE_LABEL, docker, sandboxLabels } from '@ca-sandbox/docker';
+
+/** Files served by a mirror: path (relative, posix) → content. */
+export type MirrorTree = Record<string, string | Buffer>;
+
+/**
+ * A package mirror of the test's own: an image FROM the local python base holding `tree` under
+ * /srv (a test helper image may hold its content; no bind mount), served by `python3 -m
+ * http.server` on Docker's default bridge, where the dependency builds run. Labeled with a sandbox
+ * id of its own, removed by `stop()`.
+ */
+export class Mirror {
+  readonly id = `sbx-${randomUUID().slice(0, 8)}`;
+  readonly name = `ca-sbx-${this.id}-mirror`;
+  url = '';
+
+  constructor(
+    private readonly kind: string,
+    private readonly tree: MirrorTree,
+  ) {}
+
+  /** The image is tagged by a hash of its content: a second run reuses it. */
+  get image(): string {
+    const hash = createHash('sha256');
+    for (const [path, content] of Object.entries(this.tree).sort(([a], [b]) => (a < b ? -1 : 1)))
+      hash.update(`${path}\0${createHash('sha256').update(content).digest('hex')}\n`);
+    return `ca-sbx:test-${this.kind}-mirror-${hash.digest('hex').slice(0, 16)}`;
+  }
+
+  async start(): Promise<this> {
+    const image = this.image;
+    const present = await docker(['image', 'inspect', '--', image], { allowFailure: true });
+    if (present.exitCode !== 0) {
+      const context = mkdtempSync(join(tmpdir(), 'ca-sbx-mirror-'));
+      try {
+        for (const [path, content] of Object.entries(this.tree)) {
+          mkdirSync(dirname(join(context, 'srv', path)), { recursive: true });
+          writeFileSync(join(context, 'srv', path), content);
+        }
+        writeFileSync(
+          join(context, 'Dockerfile'),
+          [
+            'FROM ca-sbx-base:python',
+            'COPY srv/ /srv/',
+            'USER 1000:1000',
+            'CMD ["python3", "-m", "http.server", "--directory", "/srv", "8000"]',
+            '',
+          ].join('\n'),
+        );
+        await docker(['build', '--quiet', '--label', `${CACHE_LABEL}=1`, '--tag', image, context], {
+          timeoutMs: 300_000,
+        });
+      } finally {
+        rmSync(context, { recursive: true, force: true });
+      }
+    }
+    const labels = Object.entries(sandboxLabels(this.id)).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
+    await docker([
+      'run',
+      '-d',
+      '--name',
+      this.name,
+      ...labels,
+      '--network',
+      'bridge',
+      '--read-only',
+      '--cap-drop',
+      'ALL',
+      '--security-opt',
+      'no-new-privileges',
+      '--user',
+      '1000:1000',
+      image,
+    ]);
+    const ip = (
+      await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', '--', this.name])
+    ).stdout.trim();
+    this.url = `http://${ip}:8000`;
+    const probe = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)";
+    for (let i = 0; i < 50; i++) {
+      const up = await docker(['exec', this.name, 'python3', '-c', probe], { allowFailure: true });
+      if (up.exitCode === 0) return this;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    throw new Error(`mirror ${this.name} did not come up`);
+  }
+
+  async stop(): Promise<void> {
+    await docker(['rm', '--force', '--', this.name], { allowFailure: true });
+  }
+}
+
+/** The PEP 503 file index pip's configuration names on this machine (`file://…/simple`), if any. */
+export async function localPypiIndex(): Promise<string | undefined> {
+  const { execFileSync } = await import('node:child_process');
+  let config = '';
+  try {
+    config = execFileSync('python3', ['-m', 'pip', 'config', 'list'], { encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+  for (const match of config.matchAll(/file:\/\/(\/[^\s']+\/simple)\b/g)) {
+    const dir = match[1] ?? '';
+    try {
+      readFileSync(join(dir, 'pytest', 'index.html'));
+      return dir;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+/** A PEP 503 subset of a file index: `simple/<name>/index.html` and the files its links name. */
+export function pypiSubset(simpleDir: string, names: readonly string[]): MirrorTree {
+  const tree: MirrorTree = {};
+  for (const name of names) {
+    const page = readFileSync(join(simpleDir, name, 'index.html'), 'utf8');
+    tree[`simple/${name}/index.html`] = page;
+    for (const match of page.matchAll(/href="\.\.\/\.\.\/(files\/[^"#]+)/g)) {
+      const file = match[1] ?? '';
+      tree[file] = readFileSync(join(simpleDir, '..', file));
+    }
+  }
+  return tree;
+}
+
+/** A zip archive of stored (uncompressed) entries: enough for a Go module zip. */
+export function storedZip(files: Record<string, string>): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const [name, text] of Object.entries(files)) {
+    const data = Buffer.from(text);
+    const nameBytes = Buffer.from(name);
+    const crc = crc32(data);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(nameBytes.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(data.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(nameBytes.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, nameBytes, data);
+    centrals.push(central, nameBytes);
+    offset += local.length + nameBytes.length + data.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(Object.keys(files).length, 8);
+  end.writeUInt16LE(Object.keys(files).length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, directory, end]);
+}
+
+/** Go's `h1:` hash (dirhash Hash1) of files by name. */
+export function goH1(files: Record<string, string>): string {
+  const lines = Object.keys(files)
+    .sort()
+    .map(
+      (name) =>
+        `${createHash('sha256')
+          .update(files[name] ?? '')
+          .digest('hex')}  ${name}\n`,
+    )
+    .join('');
+  return `h1:${createHash('sha256').update(lines).digest('base64')}`;
+}
+
+/**
+ * One module version in GOPROXY file layout (`<module>/@v/list`, `.info`, `.mod`, `.zip`) and the
+ * two go.sum lines that pin it.
+ */
+export function goModule(
+  path: string,
+  version: string,
+  files: Record<string, string>,
+): { tree: MirrorTree; goSum: string } {
+  const goMod = files['go.mod'] ?? `module ${path}\n`;
+  const prefix = `${path}@${version}/`;
+  const zipped = Object.fromEntries(Object.entries(files).map(([name, text]) => [prefix + name, text]));
+  const tree: MirrorTree = {
+    [`${path}/@v/list`]: `${version}\n`,
+    [`${path}/@v/${version}.info`]: JSON.stringify({ Version: version, Time: '2026-01-01T00:00:00Z' }),
+    [`${path}/@v/${version}.mod`]: goMod,
+    [`${path}/@v/${version}.zip`]: storedZip(zipped),
+  };
+  const goSum =
+    `${path} ${version} ${goH1(zipped)}\n` + `${path} ${version}/go.mod ${goH1({ 'go.mod': goMod })}\n`;
+  return { tree, goSum };
+}

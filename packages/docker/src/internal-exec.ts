@@ -1,0 +1,59 @@
+// The argv of every command ca-sandbox itself runs inside a box or a helper (the timeout kill, the
+// shell launcher, the clone, the manifest read, ...). Nothing of the container's environment
+// chooses the program: the image's PATH may start with /deps/node_modules/.bin (a dependency can
+// ship `sh` or `grep`), and its ENV may carry BASH_ENV, ENV, SHELLOPTS or exported bash functions.
+
+/** The only PATH our own commands see in a box or a helper: system directories, nothing writable. */
+export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** `env` by absolute path: it starts our command with an environment made from nothing (`-i`). */
+export const ENV_BIN = '/usr/bin/env';
+/** The POSIX shell by absolute path, for our scripts. */
+export const SH_BIN = '/bin/sh';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface InternalExecOptions {
+  /** `-u`; our commands never run as root unless a caller says so. */
+  user: string;
+  /** `-w`, when the command needs a working directory. */
+  workdir?: string;
+  /** The only variables the command gets besides PATH and HOME. */
+  env?: Record<string, string>;
+  /** `-i`: docker's stdin is passed to the command (a tar stream into a helper). */
+  stdin?: boolean;
+}
+
+/**
+ * `docker exec` argv for one of OUR commands in a container: PATH fixed on the exec itself, then
+ * `/usr/bin/env -i` so the command starts with PATH, HOME and `env` only, whatever the image set.
+ * `command[0]` must be an absolute path (no PATH lookup picks the program).
+ */
+export function internalExecArgs(
+  container: string,
+  command: readonly string[],
+  options: InternalExecOptions,
+): string[] {
+  const program = command[0];
+  if (!program?.startsWith('/')) {
+    throw new Error(`internal exec: the program must be an absolute path, got ${JSON.stringify(program)}`);
+  }
+  const env = { PATH: SYSTEM_PATH, HOME: '/tmp', ...options.env };
+  for (const name of Object.keys(env)) {
+    if (!ENV_NAME.test(name)) throw new Error(`internal exec: invalid variable name ${JSON.stringify(name)}`);
+  }
+  return [
+    'exec',
+    ...(options.stdin ? ['-i'] : []),
+    '-u',
+    options.user,
+    ...(options.workdir ? ['-w', options.workdir] : []),
+    '-e',
+    `PATH=${SYSTEM_PATH}`,
+    container,
+    ENV_BIN,
+    '-i',
+    ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
+    ...command,
+  ];
+}

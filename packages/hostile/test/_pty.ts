@@ -1,0 +1,69 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { BIN } from './_harness.js';
+
+/** A shell word for `script -c` (single quotes, any quote inside closed and escaped). */
+function quote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The CLI bin in a real pseudo-terminal (util-linux `script` allocates it), as a person runs it:
+ * stdin, stdout and stderr are the terminal, keystrokes (Ctrl-C included) go through its line
+ * discipline. `output` is every byte the terminal received.
+ */
+export class PtySession {
+  private chunks: Buffer[] = [];
+  private readonly exited: Promise<number>;
+  private readonly child: ChildProcessWithoutNullStreams;
+
+  constructor(
+    args: string[],
+    options: { env?: Record<string, string>; rows?: number; columns?: number } = {},
+  ) {
+    const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+    const size = `stty rows ${options.rows ?? 30} cols ${options.columns ?? 100}`;
+    this.child = spawn('script', ['-qfec', `${size}; exec ${command}`, '/dev/null'], {
+      env: { ...process.env, TERM: 'xterm-256color', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdout.on('data', (chunk: Buffer) => this.chunks.push(chunk));
+    this.child.stderr.on('data', (chunk: Buffer) => this.chunks.push(chunk));
+    this.exited = new Promise((resolve) => this.child.once('close', (code) => resolve(code ?? -1)));
+  }
+
+  get output(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
+  get text(): string {
+    return this.output.toString('utf8');
+  }
+
+  /** Waits until the terminal has shown `pattern`; fails with what it did show. */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(this.text)) {
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${pattern}; terminal showed:\n${this.text}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`exited before ${pattern}; terminal showed:\n${this.text}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Types into the terminal. */
+  type(text: string): void {
+    this.child.stdin.write(text);
+  }
+
+  /** The bin's exit code (`script -e` passes it on). */
+  async exit(timeoutMs = 60_000): Promise<number> {
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+      this.child.stdin.end();
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import { docker, LABEL_POLICY } from '@ca-sandbox/docker';
+import { type IsolationReport, IsolationViolationError } from '@ca-sandbox/run';
+import { inspectBox } from './_utils.js';
+import { SandboxStartRefusedError } from './errors.js';
+import { allowlistFirewallCheck, verifySandbox } from './list.js';
+import { boxName } from './names.js';
+
+/** What `start` reports: the box is running and passed the isolation gate (its report). */
+export interface StartResult {
+  id: string;
+  /** False when the box was already running (the gate is re-run all the same). */
+  started: boolean;
+  report: IsolationReport;
+}
+
+export interface StopResult {
+  id: string;
+  /** False when the box was not running. */
+  stopped: boolean;
+}
+
+/**
+ * Starts a stopped box again (after a reboot or `stop`) behind the same gate as create: an
+ * allowlist box only while its host egress rules are in place (else it stays stopped,
+ * SandboxStartRefusedError); then, right after `docker start` and before anything else can run in
+ * it, `verifySandbox` on a fresh inspect; a failing check stops the box again and throws
+ * IsolationViolationError. Only the box's keep-alive process runs in between.
+ */
+export async function startSandbox(id: string): Promise<StartResult> {
+  const inspect = await inspectBox(id);
+  const name = boxName(id);
+  const running = inspect.State.Running;
+  if (!running) {
+    if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
+      const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
+      if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
+    }
+    await docker(['start', '--', name]);
+  }
+  const report = await verifySandbox(id);
+  if (!report.ok) {
+    await docker(['stop', '--time', '0', '--', name], { allowFailure: true });
+    throw new IsolationViolationError(
+      name,
+      report.checks.filter((check) => !check.pass),
+    );
+  }
+  return { id, started: !running, report };
+}
+
+/** Stops a box (its processes end; the volume, network and labels stay); `start` brings it back. */
+export async function stopSandbox(id: string): Promise<StopResult> {
+  const inspect = await inspectBox(id);
+  if (!inspect.State.Running) return { id, stopped: false };
+  // docker-init passes SIGTERM on; what exec started gets 2 s, then docker sends SIGKILL.
+  await docker(['stop', '--time', '2', '--', boxName(id)]);
+  return { id, stopped: true };
+}
