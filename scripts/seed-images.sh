@@ -45,7 +45,7 @@ probe='for t in node npm corepack pnpm yarn python3 pip uv go gcc; do
 done'
 
 # Order matters: each layer builds FROM the one before it.
-for name in debian git node python go; do
+for name in debian git node python go gateway; do
   tag="ca-sbx-base:$name"
   file="$here/images/$name.Dockerfile"
   parent=$(awk '$1 == "FROM" { print $2; exit }' "$file")

@@ -18,11 +18,19 @@ export interface BuildLimits {
 
 export interface BuildArgvInput {
   image: string;
-  network: 'bridge' | 'none';
+  /** `none`, `bridge`, or the sandbox's internal egress network. */
+  network: string;
+  /** The egress gateway: set as the install's proxy (the predefined proxy build args). */
+  proxyUrl?: string;
   labels: Record<string, string>;
   dockerfile: string;
   context: string;
   limits: BuildLimits;
+}
+
+/** HTTP(S) proxy variables point at the gateway; FTP, ALL (socks) and NO_PROXY stay empty. */
+function proxyValue(name: string, proxyUrl: string | undefined): string {
+  return proxyUrl && /^(https?_proxy)$/i.test(name) ? proxyUrl : '';
 }
 
 /** The `docker build` argv (legacy builder): limits, blanked proxies, labels, then the context. */
@@ -46,7 +54,7 @@ export function buildArgv(input: BuildArgvInput): string[] {
     `nproc=${limits.processes}:${limits.processes}`,
     '--ulimit',
     `fsize=${limits.fileSize}:${limits.fileSize}`,
-    ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=`]),
+    ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=${proxyValue(name, input.proxyUrl)}`]),
     '--tag',
     input.image,
     ...Object.entries(input.labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]),

@@ -75,7 +75,7 @@ export type PrepareEvent =
   | { type: 'manifests'; count: number; skipped: number }
   | { type: 'dephash'; dephash: string; image: string }
   | { type: 'cache-hit'; image: string }
-  | { type: 'build'; image: string; network: 'bridge' | 'none' }
+  | { type: 'build'; image: string; network: string }
   | { type: 'built'; image: string }
   | { type: 'no-install'; image: string }
   | { type: 'build-failed'; image: string; logFile?: string };
@@ -145,11 +145,23 @@ const PrepareOptionsSchema = z.strictObject({
     .min(1000)
     .max(24 * 3_600_000)
     .optional(),
+  /**
+   * Opens the way out for the install (the lifecycle starts the sandbox's egress gateway here): the
+   * build joins `network` and the install's tools get `proxyUrl` as their proxy. Called only when an
+   * install really runs. Without it the install uses Docker's default bridge (library callers).
+   */
+  egress: z.custom<(provider: Provider) => Promise<InstallEgress>>((v) => typeof v === 'function').optional(),
   onLog: z.custom<(line: string) => void>((v) => typeof v === 'function').optional(),
   onEvent: z.custom<(event: PrepareEvent) => void>((v) => typeof v === 'function').optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
+
+/** Where an install's traffic goes: a network with no route out and the proxy on it. */
+export interface InstallEgress {
+  network: string;
+  proxyUrl: string;
+}
 export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
   buildTimeoutMs: number;
   maxDepsSize: number;
@@ -375,7 +387,9 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
       buildLabels,
     });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
-    const network = recipe.install.length > 0 ? 'bridge' : 'none';
+    const egress =
+      recipe.install.length > 0 && opts.egress ? await opts.egress(input.detection.provider) : undefined;
+    const network = recipe.install.length === 0 ? 'none' : (egress?.network ?? 'bridge');
     const labels = {
       [CACHE_LABEL]: '1',
       [CACHE_LABEL_DEPHASH]: input.dephash,
@@ -389,6 +403,7 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
       labels,
       dockerfile: join(context, 'Dockerfile'),
       context,
+      ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
       limits: {
         memory: opts.buildMemory,
         cpus: opts.buildCpus,

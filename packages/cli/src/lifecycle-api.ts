@@ -21,8 +21,13 @@ export function loadLifecycle(): Promise<Lifecycle> {
   return loaded;
 }
 
-/** Text printed every time the allowlist policy is selected (owned by @ca-sandbox/network). */
-export async function allowlistWarning(): Promise<string> {
+/**
+ * The warning printed when an allowlist of addresses only (host firewall rules, EXPERIMENTAL) is
+ * selected; undefined for an allowlist the egress gateway enforces. Owned by @ca-sandbox/network.
+ */
+export async function allowlistWarning(allow: readonly string[]): Promise<string | undefined> {
+  const network = await import('@ca-sandbox/network');
+  if (network.allowlistEnforcement(allow) === 'gateway') return undefined;
   // Output.warn adds its own prefix.
-  return (await import('@ca-sandbox/network')).ALLOWLIST_WARNING.replace(/^warning:\s*/i, '');
+  return network.ALLOWLIST_WARNING.replace(/^warning:\s*/i, '');
 }

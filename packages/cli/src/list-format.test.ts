@@ -23,6 +23,7 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     source: '/src/hello',
     status: 'running',
     createdAt: '2026-12-01T09:55:00Z',
+    egress: [],
     ...over,
   };
 }

@@ -26,7 +26,7 @@ const CreateFlagsSchema = z.object({
   network: z
     .enum(NETWORK_POLICIES, { error: `expected one of ${NETWORK_POLICIES.join(', ')}` })
     .default('offline'),
-  allow: z.array(z.string().trim().min(1, 'expected an ip or cidr')).default([]),
+  allow: z.array(z.string().trim().min(1, 'expected a domain, ip or cidr')).default([]),
   builder: z.enum(BUILDERS, { error: `expected one of ${BUILDERS.join(', ')}` }).optional(),
   ref: z
     .string()
@@ -79,7 +79,10 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
     throw new UsageError('--allow only applies to --network allowlist', 'INVALID_OPTIONS');
   }
   if (parsed.network === 'allowlist' && parsed.allow.length === 0) {
-    throw new UsageError('--network allowlist needs at least one --allow <ip|cidr>', 'INVALID_OPTIONS');
+    throw new UsageError(
+      '--network allowlist needs at least one --allow <domain|ip|cidr>[:port]',
+      'INVALID_OPTIONS',
+    );
   }
   const request: CreateRequest = { source, network: parsed.network };
   for (const key of [

@@ -66,8 +66,8 @@ function addCreateOptions(command: Command): Command {
         .default('offline'),
     )
     .option(
-      '--allow <ip|cidr>',
-      'with --network allowlist: an address the box may reach (repeatable)',
+      '--allow <dest>',
+      'with --network allowlist: a destination the box may reach through the egress gateway: example.com, *.example.com, an IP or CIDR, each with an optional :port (default 443,80); repeatable. Addresses alone use EXPERIMENTAL host firewall rules',
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
@@ -303,6 +303,13 @@ failed before the command ran.
     .argument('<id>', 'sandbox id')
     .addHelpText('after', example(['ca-sandbox verify demo', 'ca-sandbox verify demo --json']))
     .action(action(async () => (await import('./commands/verify.js')).verifyCommand));
+
+  program
+    .command('egress')
+    .description('what the clone and the install reached through the egress gateway, and what was refused')
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox egress demo', 'ca-sandbox egress demo --json']))
+    .action(action(async () => (await import('./commands/egress.js')).egressCommand));
 
   program
     .command('mcp')

@@ -361,4 +361,25 @@ describe.skipIf(!LIFECYCLE_BUILT)('exit codes through the bin', () => {
       expect(result.stderr).toMatch(/^warning: .*EXPERIMENTAL/m);
     }
   });
+
+  it('an allowlist with a domain goes through the gateway: no EXPERIMENTAL warning; runsc refused with the reason', async () => {
+    const result = await runBin([
+      'create',
+      '.',
+      '--network',
+      'allowlist',
+      '--allow',
+      '*.example.com',
+      '--runtime',
+      'runsc',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).not.toMatch(/EXPERIMENTAL/);
+    expect(result.stderr).toMatch(
+      /^error: runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none/m,
+    );
+    const bad = await runBin(['create', '.', '--network', 'allowlist', '--allow', 'exa mple.com']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error: invalid egress destination 'exa mple.com'/m);
+  });
 });

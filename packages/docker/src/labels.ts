@@ -16,6 +16,8 @@ export const LABEL_NETWORK = 'ca.sandbox.network';
 export const LABEL_ALLOWED_ENV = 'ca.sandbox.allowed-env';
 /** The resolver choice a container was started with (`default` or `blackhole`), for the gate. */
 export const LABEL_DNS = 'ca.sandbox.dns';
+/** Networks a container may join besides its `--network` (a gateway's internal network). */
+export const LABEL_EXTRA_NETWORKS = 'ca.sandbox.extra-networks';
 
 /** `--filter` value that selects everything we own. */
 export const SANDBOX_FILTER = `label=${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`;

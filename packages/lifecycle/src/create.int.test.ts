@@ -12,7 +12,15 @@ import {
 } from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
+import {
+  destroyAll,
+  hostAddress,
+  labeledObjects,
+  makeGitRepo,
+  removeDir,
+  tempDir,
+  uniqueId,
+} from '../test/helpers.js';
 import { cleanupCreate, createSandbox } from './create.js';
 import {
   CreateCleanupError,
@@ -205,6 +213,8 @@ describe.skipIf(!ready)('createSandbox refuses bad input before anything runs', 
 describe.skipIf(!ready)('createSandbox from a git server (git daemon in a container)', () => {
   let server: StartedTestContainer;
   let host: string;
+  /** The daemon as a real git host: published on this host's address, reached through the gateway. */
+  let published: string;
   let commit: string;
 
   beforeAll(async () => {
@@ -224,9 +234,11 @@ describe.skipIf(!ready)('createSandbox from a git server (git daemon in a contai
       .withUser('1000:1000')
       .withLabels({ 'ca.lifecycle.test': 'git-server' })
       .withCommand(['sh', '-c', script])
+      .withExposedPorts(9418)
       .withWaitStrategy(Wait.forLogMessage(/Ready to rumble/))
       .start();
     host = server.getIpAddress('bridge');
+    published = `${hostAddress()}:${server.getMappedPort(9418)}`;
     const rev = await server.exec(['git', '-C', '/tmp/srv/git/repo.git', 'rev-parse', 'v1^{commit}'], {
       user: '1000:1000',
     });
@@ -253,20 +265,20 @@ describe.skipIf(!ready)('createSandbox from a git server (git daemon in a contai
 
   it('clones a branch with --ref', async () => {
     const id = uniqueId(created);
-    await createSandbox({ source: `git://${host}/repo.git`, name: id, ref: 'feature' });
+    await createSandbox({ source: `git://${published}/repo.git`, name: id, ref: 'feature' });
     expect((await sh(id, 'cat feature.txt')).stdout).toBe('feature\n');
   });
 
   it('checks out a commit sha with --ref', async () => {
     expect(commit).toMatch(/^[0-9a-f]{40}$/);
     const id = uniqueId(created);
-    await createSandbox({ source: `git://${host}/repo.git`, name: id, ref: commit });
+    await createSandbox({ source: `git://${published}/repo.git`, name: id, ref: commit });
     expect((await sh(id, 'cat file.txt')).stdout).toBe('first\n');
   });
 
   it('a clone that fails removes everything it made', async () => {
     const id = uniqueId(created);
-    await expect(createSandbox({ source: `git://${host}/missing.git`, name: id })).rejects.toThrow(
+    await expect(createSandbox({ source: `git://${published}/missing.git`, name: id })).rejects.toThrow(
       /git clone failed in the helper/,
     );
     expect(await labeledObjects(id)).toEqual([]);
@@ -278,6 +290,7 @@ const hasPython = await imageExists('ca-sbx-base:python').catch(() => false);
 describe.skipIf(!ready || !hasPython)('createSandbox from an http URL carrying a token', () => {
   let server: StartedTestContainer;
   let host: string;
+  let port: number;
   const token = 'ghp_lcTestT0ken123';
 
   beforeAll(async () => {
@@ -299,9 +312,12 @@ describe.skipIf(!ready || !hasPython)('createSandbox from an http URL carrying a
       .withUser('1000:1000')
       .withLabels({ 'ca.lifecycle.test': 'http-server' })
       .withCommand(['sh', '-c', script])
+      .withExposedPorts(8000)
       .withWaitStrategy(Wait.forLogMessage(/Serving HTTP/))
       .start();
-    host = server.getIpAddress('bridge');
+    // Published on this host's address: the clone goes through the egress gateway to it.
+    host = hostAddress();
+    port = server.getMappedPort(8000);
   });
   afterAll(async () => {
     await server?.stop();
@@ -310,12 +326,12 @@ describe.skipIf(!ready || !hasPython)('createSandbox from an http URL carrying a
   it('the token reaches neither the box (origin, FETCH_HEAD, reflogs) nor the labels', async () => {
     const id = uniqueId(created);
     const record = await createSandbox({
-      source: `http://${token}@${host}:8000/cgi-bin/git/repo.git`,
+      source: `http://${token}@${host}:${port}/cgi-bin/git/repo.git`,
       name: id,
     });
-    expect(record.source).toBe(`http://***@${host}:8000/cgi-bin/git/repo.git`);
+    expect(record.source).toBe(`http://***@${host}:${port}/cgi-bin/git/repo.git`);
     expect((await sh(id, 'cat file.txt; grep url .git/config')).stdout).toBe(
-      `over http\n\turl = http://${host}:8000/cgi-bin/git/repo.git\n`,
+      `over http\n\turl = http://${host}:${port}/cgi-bin/git/repo.git\n`,
     );
     const grep = await sh(id, `grep -rl -- '${token}' /work/repo/.git; echo "exit $?"`);
     expect(grep.stdout).toBe('exit 1\n');
@@ -329,21 +345,21 @@ describe.skipIf(!ready || !hasPython)('createSandbox from an http URL carrying a
     const head = (await server.exec(['git', '-C', '/tmp/git/repo.git', 'rev-parse', 'main'])).output.trim();
     expect(head).toMatch(/^[0-9a-f]{40}$/);
     await createSandbox({
-      source: `http://lcuser9:${token}@${host}:8000/cgi-bin/git/repo.git`,
+      source: `http://lcuser9:${token}@${host}:${port}/cgi-bin/git/repo.git`,
       name: id,
       ref: head,
     });
     const grep = await sh(id, `grep -rl -e '${token}' -e 'lcuser9' /work/repo/.git; echo "exit $?"`);
     expect(grep.stdout).toBe('exit 1\n');
     expect((await sh(id, 'grep url .git/config')).stdout).toBe(
-      `\turl = http://${host}:8000/cgi-bin/git/repo.git\n`,
+      `\turl = http://${host}:${port}/cgi-bin/git/repo.git\n`,
     );
   });
 
   it('a failed clone does not echo the token in its error', async () => {
     const id = uniqueId(created);
     const error = await createSandbox({
-      source: `http://${token}@${host}:8001/repo.git`,
+      source: `http://${token}@${host}:1/repo.git`,
       name: id,
     }).then(
       () => new Error('the clone succeeded'),

@@ -23,17 +23,36 @@ import {
   applyAllowlist,
   assertFirewallUsable,
   createSandboxNetwork,
+  installEgressRules,
   removeFirewallRules,
 } from '@ca-sandbox/network';
-import { ContainerNameInUseError, RuntimeUnavailableError, runContainer } from '@ca-sandbox/run';
+import {
+  ContainerNameInUseError,
+  GatewayImageMissingError,
+  gatewayImage,
+  RuntimeUnavailableError,
+  runContainer,
+} from '@ca-sandbox/run';
 import { listIds, sandboxNames } from './_utils.js';
 import {
   buildLocalCloneSteps,
   buildUrlCloneSteps,
+  GIT_ENV,
   installCloneCa,
   runCloneSteps,
   sendLocalTree,
 } from './clone.js';
+import {
+  CreateEgress,
+  cloneRules,
+  describeSummaryRow,
+  type EgressSummaryRow,
+  LABEL_EGRESS,
+  proxyEnv,
+  relayEnv,
+  relayInstallStep,
+  summariseDecisions,
+} from './egress.js';
 import {
   CreateAbortedError,
   CreateCleanupError,
@@ -89,6 +108,7 @@ export async function createSandbox(
     return await run.execute();
   } catch (error) {
     run.failCurrent(error);
+    await run.egress.settled();
     const leftovers = await run.cleanup();
     const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
     if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
@@ -144,6 +164,8 @@ class CreateRun {
   private current?: { phase: CreatePhase; started: number };
   /** Set before applyAllowlist runs: only then may a cleanup touch the id's firewall rules. */
   private firewallTouched = false;
+  /** The egress gateway of the clone and the install (started only when one of them needs it). */
+  readonly egress: CreateEgress;
   /** The box's memory/cpus/pids, fitted to the engine in preflight. */
   private limits: BoxLimits;
 
@@ -161,20 +183,24 @@ class CreateRun {
       [LABEL_CREATED]: new Date().toISOString(),
       [LABEL_SOURCE]: source.display,
       [LABEL_INSTANCE]: this.instance,
-      ...(options.policy === 'allowlist' ? { [LABEL_ALLOW]: options.allow.join(',') } : {}),
     });
+    this.egress = new CreateEgress(id, this.labels, hooks.signal);
   }
 
   async execute(): Promise<SandboxRecord> {
     await this.phase('preflight', () => this.preflight());
     await this.phase('clone', () => this.clone());
     const prepared = await this.build();
+    // The helper sits on the gateway's internal network: it goes first, then the gateway.
     await this.removeHelper();
+    const egress = await this.settleEgress();
+    // The gateway goes while the box starts: nothing of the box depends on it.
+    const closing = this.boxUsesGateway() ? Promise.resolve() : this.egress.close();
     this.checkAborted();
     this.start('run');
     // 'run' ends when `docker run` returns and 'verify' is runContainer's gate (inspect + checks),
     // which removes a box failing any check before it is handed out.
-    const box = await this.startBox(prepared);
+    const [box] = await Promise.all([this.startBox(prepared, egress), closing]);
     this.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
     return recordFromInspect(box.inspect);
   }
@@ -187,7 +213,10 @@ class CreateRun {
     }
     if (!(await imageExists(this.options.helperImage)))
       throw new HelperImageMissingError(this.options.helperImage);
-    if (this.options.policy === 'allowlist') await assertFirewallUsable();
+    if (this.needsGateway() && !(await imageExists(gatewayImage())))
+      throw new GatewayImageMissingError(gatewayImage());
+    if (this.options.policy === 'allowlist' && this.options.allowVia === 'firewall')
+      await assertFirewallUsable();
     const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
     const [containers, volumes] = await Promise.all([
       listIds('container', filters),
@@ -201,18 +230,30 @@ class CreateRun {
     const scan =
       this.source.kind === 'local' ? await scanDirectory(this.source.path, DEFAULT_PACK_LIMITS) : undefined;
     this.checkAborted();
+    // An install will need the gateway: start it while the local tree is copied (a URL clone
+    // starts it anyway, for itself).
+    if (this.source.kind === 'local' && this.options.policy !== 'offline') this.egress.prestart();
     await docker(buildVolumeCreateArgs(this.names.volume, this.labels));
     await this.assertOwnVolume();
     this.checkAborted();
+    // A URL clone reaches the repo's host through the gateway and nothing else (unless the caller
+    // named a network of its own); a local source needs no network at all.
+    const gateway =
+      this.source.kind === 'url' && this.options.cloneNetwork === undefined
+        ? await this.egress.open('clone', cloneRules(this.source))
+        : undefined;
+    let network = 'none';
+    if (this.source.kind === 'url') network = gateway?.network ?? this.options.cloneNetwork ?? 'none';
     await runContainer({
       sandboxId: this.id,
       name: this.names.helper,
       image: this.options.helperImage,
       role: 'helper',
       volume: this.names.volume,
-      network: this.source.kind === 'local' ? 'none' : this.options.cloneNetwork,
+      network,
       tmpfsSize: '1g',
       labels: this.labels,
+      ...(gateway ? { env: proxyEnv(gateway) } : {}),
     }).catch((error: unknown) => {
       if (error instanceof ContainerNameInUseError) throw new SandboxExistsError(this.id);
       throw error;
@@ -222,9 +263,14 @@ class CreateRun {
     const signal = this.hooks.signal;
     if (this.source.kind === 'url') {
       const steps = buildUrlCloneSteps(this.source, this.options.ref, limit);
+      // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.
+      const relay = gateway && (this.source.scheme === 'git' || this.source.scheme === 'ssh');
+      if (relay) await runCloneSteps(this.names.helper, [{ argv: relayInstallStep() }], limit, signal);
       const caFile = resolveCaCertificates();
       const caEnv = caFile ? await installCloneCa(this.names.helper, readExtraCa(caFile)) : {};
-      await runCloneSteps(this.names.helper, steps, limit, signal, caEnv);
+      const extraEnv = { ...caEnv, ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}) };
+      await runCloneSteps(this.names.helper, steps, limit, signal, extraEnv);
+      await this.egress.collect();
       return this.source.display;
     }
     if (!scan) throw new Error('unreachable: local source without a scan');
@@ -263,6 +309,11 @@ class CreateRun {
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
       ...(this.options.maxDepsSize ? { maxDepsSize: this.options.maxDepsSize } : {}),
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
+      // The install reaches its provider's registries (and configured mirrors) through the gateway.
+      egress: async (provider) => {
+        const gateway = await this.egress.open('install', installEgressRules(provider));
+        return { network: gateway.network, proxyUrl: gateway.proxyUrl };
+      },
       onLog: (line) => this.log(line),
       onEvent: (event) => {
         if (event.type === 'dephash') {
@@ -280,20 +331,50 @@ class CreateRun {
     return prepared;
   }
 
+  /**
+   * Once clone and install are done: says what they reached (execute then removes the gateway,
+   * unless the box itself uses it: an allowlist of domains).
+   */
+  private async settleEgress(): Promise<EgressSummaryRow[]> {
+    await this.egress.collect();
+    const summary = summariseDecisions(this.egress.decisions);
+    for (const row of summary) this.log(`egress: ${describeSummaryRow(row)}`);
+    return summary;
+  }
+
   private async removeHelper(): Promise<void> {
     await docker(['rm', '--force', '--', this.names.helper]);
     this.checkAborted();
   }
 
-  private async startBox(prepared: PreparedImage) {
+  /** A URL clone, an install or an allowlist of domains goes through the egress gateway. */
+  private needsGateway(): boolean {
+    const urlClone = this.source.kind === 'url' && this.options.cloneNetwork === undefined;
+    return urlClone || this.options.policy !== 'offline';
+  }
+
+  private boxUsesGateway(): boolean {
+    return this.options.policy === 'allowlist' && this.options.allowVia === 'gateway';
+  }
+
+  private async startBox(prepared: PreparedImage, egress: EgressSummaryRow[]) {
     let network = 'none';
     const boxLabels: Record<string, string> = {};
-    if (this.options.policy === 'allowlist') {
+    let env: Record<string, string> = {};
+    if (this.boxUsesGateway()) {
+      // The box reaches the listed destinations through the gateway and nothing else: its network
+      // is internal (no route out), and names resolve only in the gateway.
+      const gateway = await this.egress.open('box', this.options.allowRules);
+      network = gateway.network;
+      env = proxyEnv(gateway);
+      this.checkAborted();
+    } else if (this.options.policy === 'allowlist') {
       const net = await createSandboxNetwork(this.id, this.labels);
       this.firewallTouched = true;
       // The rules go in before the box starts: it never runs with open egress.
       const applied = await applyAllowlist(this.id, net, this.options.allow);
       // verify rebuilds the exact rule set from these, whatever the host's routes become.
+      boxLabels[LABEL_ALLOW] = applied.allowed.join(',');
       boxLabels[LABEL_BLOCKED] = applied.blocked.join(',');
       network = net.name;
       this.checkAborted();
@@ -306,8 +387,9 @@ class CreateRun {
         role: 'box',
         volume: this.names.volume,
         network,
+        env,
         // On its user-defined network Docker's resolver would forward to the host's DNS servers:
-        // an allowlist box resolves nothing (the rules allow addresses, never names).
+        // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
         ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
         runtime: this.options.runtime,
         memory: this.limits.memory,
@@ -324,6 +406,7 @@ class CreateRun {
             depsInstalled: prepared.depsInstalled,
             toolchain: prepared.toolchain,
           }),
+          ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
         },
       },
       {

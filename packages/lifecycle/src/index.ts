@@ -1,3 +1,4 @@
+export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';
 export { type CpOutOptions, type CpOutResult, cpOut, cpOutToStream, resolveBoxPath } from './cp-out.js';
 export {
   type CreateHooks,
@@ -6,6 +7,7 @@ export {
   createSandbox,
   type PhaseEvent,
 } from './create.js';
+export { type EgressSummaryRow, LABEL_EGRESS } from './egress.js';
 export {
   CloneFailedError,
   CpOutDestinationError,
@@ -42,7 +44,7 @@ export {
 } from './exec.js';
 export { GIT_MODES, type GitMode } from './git-modes.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
-export { allowlistFirewallCheck, listSandboxes, verifySandbox } from './list.js';
+export { allowlistFirewallCheck, egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
 export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';

@@ -9,10 +9,16 @@ import {
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
-import { describeComparison, verifyFirewallRules } from '@ca-sandbox/network';
-import { type IsolationCheck, type IsolationReport, verifyContainer } from '@ca-sandbox/run';
+import {
+  assertInternalNetwork,
+  describeComparison,
+  egressNames,
+  verifyFirewallRules,
+} from '@ca-sandbox/network';
+import { type IsolationCheck, type IsolationReport, readGatewayLog, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
+import { type EgressSummaryRow, egressFromLabels, summariseDecisions } from './egress.js';
 import { SandboxNotFoundError } from './errors.js';
 import { LABEL_ALLOW, LABEL_BLOCKED, recordFromInspect, type SandboxRecord } from './record.js';
 
@@ -57,6 +63,10 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const report = await verifyContainer(name);
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
+  if (inspect.HostConfig.NetworkMode === egressNames(id).internal) {
+    const check = await gatewayCheck(id);
+    return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+  }
   const check = await allowlistFirewallCheck(id, inspect.Config.Labels);
   return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }
@@ -91,5 +101,54 @@ export async function allowlistFirewallCheck(
         ? `${rules.seen} rule(s), as expected`
         : `${rules.seen} rule(s): ${describeComparison(rules)}`,
     pass: rules?.ok === true,
+  };
+}
+
+/**
+ * What a sandbox's phases asked the egress gateway for: the clone's and the install's decisions
+ * (kept in the box's labels, their gateway is gone), then a live gateway's (an allowlist box's).
+ */
+export async function egressLog(id: string): Promise<EgressSummaryRow[]> {
+  const name = boxName(id);
+  const inspect = await inspectContainer(name).catch((error: unknown) => {
+    if (error instanceof DockerCommandError) return undefined;
+    throw error;
+  });
+  if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
+  // A live gateway (an allowlist box's) also served the clone and install: their lines are older
+  // than the box and already in its labels.
+  const since = inspect.Created ?? '';
+  const live = summariseDecisions(
+    (await readGatewayLog(id))
+      .filter((entry) => entry.time >= since)
+      .map((entry) => ({ ...entry, phase: 'box' })),
+  );
+  return [...egressFromLabels(inspect.Config.Labels), ...live];
+}
+
+/**
+ * The gateway an allowlist box goes through: it must be running and pass its own isolation gate,
+ * or the box has no way out at all (fail closed) but is not what its record says.
+ */
+async function gatewayCheck(id: string): Promise<IsolationCheck> {
+  const { gateway, internal } = egressNames(id);
+  const report = await verifyContainer(gateway).catch(() => undefined);
+  const running = report ? (await inspectContainer(gateway)).State.Running : false;
+  const failed = report?.checks.filter((check) => !check.pass).map((check) => check.id) ?? [];
+  const networkOk = await assertInternalNetwork(internal).then(
+    () => true,
+    () => false,
+  );
+  if (!networkOk) failed.push('internal-network');
+  let seen = 'missing';
+  if (report && !running) seen = 'stopped';
+  else if (report) seen = failed.length ? `failing: ${failed.join(',')}` : 'running, all checks pass';
+  return {
+    id: 'allowlist-gateway',
+    cis: '-',
+    title: 'the allowlist gateway runs and passes its own checks; the box network is internal',
+    expected: `${gateway} running, all checks pass; ${internal} internal, no host address`,
+    seen,
+    pass: Boolean(report?.ok) && running && networkOk,
   };
 }

@@ -13,9 +13,10 @@ describe('resolveCreateOptions', () => {
       cpus: 2,
       pids: 512,
       chosen: { memory: false, cpus: false },
-      cloneNetwork: 'bridge',
       helperImage: 'ca-sbx-base:git',
     });
+    // No clone network: a URL clone goes through the egress gateway.
+    expect(resolveCreateOptions({ source: '.' }, {}).cloneNetwork).toBeUndefined();
   });
 
   it('reads the helper image from CA_SANDBOX_HELPER_IMAGE', () => {
@@ -33,7 +34,9 @@ describe('resolveCreateOptions', () => {
     [{ source: '.', network: 'open' }, /unknown network policy/],
     [{ source: '.', network: 'allowlist' }, /at least one --allow/],
     [{ source: '.', allow: ['1.2.3.4'] }, /only for the allowlist/],
-    [{ source: '.', network: 'allowlist', allow: ['1.2.3.4'], runtime: 'runsc' }, /network-less/],
+    [{ source: '.', network: 'allowlist', allow: ['1.2.3.4'], runtime: 'runsc' }, /--network=none/],
+    [{ source: '.', network: 'allowlist', allow: ['example.com'], runtime: 'runsc' }, /--network=none/],
+    [{ source: '.', network: 'allowlist', allow: ['exa mple.com'] }, /invalid egress destination/],
     [{ source: '.', ref: '--upload-pack=x' }, /invalid ref/],
     [{ source: '.', memory: '1 gig' }, /^memory '1 gig' is not a number/],
     [{ source: '.', memory: '1k' }, /^memory 1k is below docker's minimum of 6 MiB$/],
@@ -44,10 +47,19 @@ describe('resolveCreateOptions', () => {
     expect(() => resolveCreateOptions(input, {})).toThrow(message);
   });
 
-  it('allowlist entries are normalised', () => {
-    expect(resolveCreateOptions({ source: '.', network: 'allowlist', allow: ['1.2.3.4'] }, {}).allow).toEqual(
-      ['1.2.3.4/32'],
+  it('allowlist entries are normalised: addresses only go to the firewall, any domain or port to the gateway', () => {
+    const firewall = resolveCreateOptions({ source: '.', network: 'allowlist', allow: ['1.2.3.4'] }, {});
+    expect(firewall).toMatchObject({ allowVia: 'firewall', allow: ['1.2.3.4/32'], allowRules: [] });
+    const gateway = resolveCreateOptions(
+      { source: '.', network: 'allowlist', allow: ['*.example.com', '1.2.3.4', '10.0.0.0/8:8443'] },
+      {},
     );
+    expect(gateway).toMatchObject({ allowVia: 'gateway', allow: [] });
+    expect(gateway.allowRules).toEqual([
+      { kind: 'domain', domain: 'example.com', subdomains: true, ports: [443, 80] },
+      { kind: 'cidr', cidr: '1.2.3.4/32', ports: [443, 80] },
+      { kind: 'cidr', cidr: '10.0.0.0/8', ports: [8443] },
+    ]);
   });
 });
 

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
-import { type NetworkPolicy, parseAllowEntries, resolveNetworkPolicy } from '@ca-sandbox/network';
+import {
+  allowlistEnforcement,
+  type EgressRule,
+  type NetworkPolicy,
+  parseAllowEntries,
+  parseEgressRules,
+  resolveNetworkPolicy,
+} from '@ca-sandbox/network';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors.js';
 import { BOX_LIMITS, checkLimits } from './limits.js';
@@ -24,7 +31,11 @@ export const CreateOptionsSchema = z.strictObject({
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
   /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
   maxDepsSize: z.string().max(64).optional(),
-  /** The docker network the clone helper joins (default 'bridge'); never the box's. */
+  /**
+   * A docker network for the clone helper to join directly, bypassing the egress gateway (tests
+   * and special set-ups). Default: the clone goes through the sandbox's gateway, to the repo's
+   * host only.
+   */
   cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
 });
 
@@ -34,7 +45,11 @@ export interface ResolvedCreateOptions {
   source: string;
   id: string;
   policy: NetworkPolicy;
+  /** Normalised CIDRs, for an allowlist enforced by host firewall rules (addresses only). */
   allow: string[];
+  /** Destinations for an allowlist enforced by the egress gateway (any domain among them). */
+  allowRules: EgressRule[];
+  allowVia: 'firewall' | 'gateway';
   builder: 'auto' | 'builtin' | 'nixpacks';
   ref?: { ref: string; commit: boolean };
   runtime: 'runc' | 'runsc';
@@ -46,7 +61,7 @@ export interface ResolvedCreateOptions {
   baseImage?: string;
   /** Bytes; undefined: the build package's default (env, else 4 GiB). */
   maxDepsSize?: number;
-  cloneNetwork: string;
+  cloneNetwork?: string;
   helperImage: string;
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
@@ -74,17 +89,24 @@ export function resolveCreateOptions(
   const options = parsed.data;
   checkLimits(options);
   const policy = resolveNetworkPolicy(options.network);
-  const allow = options.allow?.length ? parseAllowEntries(options.allow) : [];
-  if (allow.length > 0 && policy !== 'allowlist') {
+  const entries = options.allow ?? [];
+  if (entries.length > 0 && policy !== 'allowlist') {
     throw new InvalidOptionsError('--allow is only for the allowlist network policy');
   }
-  if (policy === 'allowlist' && allow.length === 0) {
-    throw new InvalidOptionsError('the allowlist policy needs at least one --allow <ip|cidr>');
+  if (policy === 'allowlist' && entries.length === 0) {
+    throw new InvalidOptionsError(
+      'the allowlist policy needs at least one --allow <domain|*.domain|ip|cidr>[:port]',
+    );
   }
+  // Addresses only: host firewall rules (any port and protocol; EXPERIMENTAL). Any domain or port:
+  // the egress gateway, which resolves names itself and lets proxy-aware clients through.
+  const allowVia = allowlistEnforcement(entries);
+  const allow = allowVia === 'firewall' ? parseAllowEntries(entries) : [];
+  const allowRules = allowVia === 'gateway' ? parseEgressRules(entries) : [];
   const runtime = options.runtime ?? 'runc';
   if (runtime === 'runsc' && policy === 'allowlist') {
     throw new InvalidOptionsError(
-      'runtime runsc works here only for network-less boxes: use offline or clone-then-cut',
+      'runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs; use runtime runc, or the offline or clone-then-cut policy',
     );
   }
   const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
@@ -98,6 +120,8 @@ export function resolveCreateOptions(
     id: options.name === undefined ? '' : validateSandboxName(options.name),
     policy,
     allow,
+    allowRules,
+    allowVia,
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
     runtime,
@@ -107,7 +131,7 @@ export function resolveCreateOptions(
     chosen: { memory: options.memory !== undefined, cpus: options.cpus !== undefined },
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
     ...(maxDepsSize === undefined ? {} : { maxDepsSize }),
-    cloneNetwork: options.cloneNetwork ?? 'bridge',
+    ...(options.cloneNetwork === undefined ? {} : { cloneNetwork: options.cloneNetwork }),
     helperImage,
     cloneTimeoutSeconds: 600,
   };

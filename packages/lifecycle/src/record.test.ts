@@ -49,6 +49,7 @@ describe('recordFromInspect', () => {
       source: 'https://example.com/demo.git',
       status: 'running',
       createdAt: '2026-01-02T03:04:05.000Z',
+      egress: [],
     });
   });
 });

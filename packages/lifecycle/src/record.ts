@@ -8,6 +8,7 @@ import {
   LABEL_RUNTIME,
 } from '@ca-sandbox/docker';
 import { BOX_WORKDIR } from './_utils.js';
+import { type EgressSummaryRow, egressFromLabels } from './egress.js';
 import { redactUserinfo } from './source.js';
 
 /** The sandbox record of DESIGN.md (JSON of `create`, items of `list`). Read back from labels only. */
@@ -31,6 +32,8 @@ export interface SandboxRecord {
   source: string;
   status: string;
   createdAt: string;
+  /** What the clone and install reached or were refused through the egress gateway (refusals first). */
+  egress: EgressSummaryRow[];
 }
 
 /** Where the source came from, as shown (any URL userinfo, user and password, is masked). */
@@ -89,5 +92,6 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     source: redactUserinfo(labels[LABEL_SOURCE] ?? ''),
     status: inspect.State.Status,
     createdAt: labels[LABEL_CREATED] ?? inspect.Created ?? '',
+    egress: egressFromLabels(labels),
   };
 }

@@ -6,7 +6,16 @@ export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
 
 /** A source that passed validation; nothing has run yet. */
 export type ParsedSource =
-  | { kind: 'url'; url: string; scheme: CloneScheme; display: string; repoName: string }
+  | {
+      kind: 'url';
+      url: string;
+      scheme: CloneScheme;
+      display: string;
+      repoName: string;
+      /** The server's host (no brackets) and explicit port: the clone's only egress destination. */
+      host: string;
+      port?: number;
+    }
   | { kind: 'local'; path: string; display: string; repoName: string };
 
 const SANDBOX_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
@@ -113,6 +122,8 @@ function parseUrl(source: string, scheme: string): ParsedSource {
     scheme: scheme as CloneScheme,
     display: redactUserinfo(source),
     repoName: repoNameOf(parsed.pathname),
+    host: parsed.hostname.replace(/^\[|\]$/g, ''),
+    ...(parsed.port ? { port: Number(parsed.port) } : {}),
   };
 }
 
@@ -147,6 +158,7 @@ function parseScpLike(source: string, user: string | undefined, host: string, pa
     scheme: 'ssh',
     display: redactUserinfo(source),
     repoName: repoNameOf(path),
+    host: host.replace(/^\[|\]$/g, ''),
   };
 }
 

@@ -1,4 +1,5 @@
 import { docker, LABEL_POLICY } from '@ca-sandbox/docker';
+import { egressNames } from '@ca-sandbox/network';
 import { type IsolationReport, IsolationViolationError } from '@ca-sandbox/run';
 import { inspectBox } from './_utils.js';
 import { SandboxStartRefusedError } from './errors.js';
@@ -31,7 +32,12 @@ export async function startSandbox(id: string): Promise<StartResult> {
   const name = boxName(id);
   const running = inspect.State.Running;
   if (!running) {
-    if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
+    const { gateway, internal } = egressNames(id);
+    if (inspect.HostConfig.NetworkMode === internal) {
+      // An allowlist of domains: its gateway first (verifySandbox then checks it); without it the
+      // box has no way out at all, never an open one.
+      await docker(['start', '--', gateway], { allowFailure: true });
+    } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
       const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
       if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
     }

@@ -4,7 +4,7 @@ import { createSandbox } from '../dist/index.js';
 
 const [source, name] = process.argv.slice(2);
 await createSandbox(
-  { source, name },
+  { source, name, cloneNetwork: 'bridge' },
   { onPhase: (event) => process.stdout.write(`${JSON.stringify(event)}\n`) },
 );
 process.stdout.write('created\n');

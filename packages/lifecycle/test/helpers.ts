@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { docker, LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
 import { destroySandbox } from '../src/teardown.js';
@@ -63,4 +63,18 @@ export async function makeGitRepo(dir: string, files: Record<string, string>): P
   git('add', '-A');
   git('commit', '-q', '-m', 'fixture');
   return dir;
+}
+
+/**
+ * An address of this host that containers reach (its first non-loopback IPv4 outside docker's
+ * bridges): test servers publish their port there, so a clone through the egress gateway (which
+ * sits on a network of its own) reaches them as it would a real git host.
+ */
+export function hostAddress(): string {
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    if (name === 'docker0' || name.startsWith('br-') || name.startsWith('veth')) continue;
+    const v4 = addresses?.find((info) => info.family === 'IPv4' && !info.internal);
+    if (v4) return v4.address;
+  }
+  throw new Error('no non-loopback IPv4 address on this host');
 }

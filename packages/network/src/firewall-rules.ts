@@ -24,7 +24,7 @@ export interface FirewallRule {
 
 /**
  * The fixed blocks never reachable through a broad allow such as 0.0.0.0/0 (the host's own
- * prefixes are added at apply time, see hostBlockedRanges). Only an allow entry that lies inside
+ * prefixes are added at apply time, see firewallBlockedRanges). Only an allow entry that lies inside
  * one of them opens it.
  */
 export const BLOCKED_RANGES: Record<Family, readonly string[]> = FIXED_BLOCKED_RANGES;

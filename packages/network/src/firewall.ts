@@ -15,7 +15,7 @@ import {
   parseRuleListing,
   type RuleSetComparison,
 } from './firewall-rules.js';
-import { type HostRanges, hostBlockedRanges } from './host-ranges.js';
+import { firewallBlockedRanges, type HostRanges } from './host-ranges.js';
 import {
   assertFirewallUsable,
   commandName,
@@ -149,7 +149,7 @@ export async function applyAllowlist(
   await assertFirewallUsable();
   await assertOwnNetwork(sandboxId, net);
   const families: Family[] = firewallFamilies();
-  const blocked = await hostBlockedRanges();
+  const blocked = await firewallBlockedRanges();
   const before = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
   await insertRules(buildGuardRules(sandboxId, net.bridge, families));
   await deleteRules(before.filter((rule) => !isGuardRule(rule)));
@@ -207,7 +207,7 @@ export async function verifyFirewallRules(
   blocked?: readonly string[],
 ): Promise<FirewallVerification> {
   assertSandboxId(sandboxId);
-  const ranges = blocked === undefined ? await hostBlockedRanges() : rangesByFamily(blocked);
+  const ranges = blocked === undefined ? await firewallBlockedRanges() : rangesByFamily(blocked);
   return compareWithExpected(sandboxId, parseAllowEntries(cidrs), ranges);
 }
 

@@ -112,7 +112,7 @@ async function ipJson(args: string[]): Promise<unknown> {
 }
 
 /** The ranges an allowlist box may not reach on this host: the fixed ones plus the host's own. */
-export async function hostBlockedRanges(): Promise<HostRanges> {
+export async function firewallBlockedRanges(): Promise<HostRanges> {
   const [addr, routes4, routes6] = await Promise.all([
     ipJson(['addr', 'show']),
     ipJson(['-4', 'route', 'show', 'table', 'main']),

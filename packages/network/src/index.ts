@@ -1,6 +1,25 @@
 export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
 export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 export {
+  cloneEgressRule,
+  INSTALL_ALLOW_ENV,
+  INSTALL_REGISTRIES,
+  installEgressRules,
+  MIRROR_ENV_NAMES,
+} from './egress-defaults.js';
+export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
+export {
+  ALWAYS_BLOCKED_RANGES,
+  allowlistEnforcement,
+  DEFAULT_EGRESS_PORTS,
+  describeEgressRule,
+  type EgressRule,
+  egressBlockedRanges,
+  hostBlockedRanges,
+  parseEgressRule,
+  parseEgressRules,
+} from './egress-rules.js';
+export {
   FIREWALL_HINT,
   FirewallCommandError,
   FirewallUnavailableError,
@@ -33,8 +52,8 @@ export {
   blockedRanges,
   deriveHostRanges,
   FIXED_BLOCKED_RANGES,
+  firewallBlockedRanges,
   type HostRanges,
-  hostBlockedRanges,
 } from './host-ranges.js';
 export { assertFirewallUsable } from './iptables.js';
 export {
@@ -62,4 +81,11 @@ export {
   removeSandboxNetworks,
   type SandboxNetwork,
 } from './sandbox-network.js';
+export {
+  GATEWAY_PORT,
+  type GatewayConfigInput,
+  type GatewayLogEntry,
+  parseGatewayLog,
+  renderSquidConfig,
+} from './squid-config.js';
 export { teardownSandboxNetwork } from './teardown.js';

@@ -8,7 +8,7 @@ import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainer
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxNetworkMismatchError } from './errors.js';
 import { applyAllowlist, listFirewallRules, removeFirewallRules, verifyFirewallRules } from './firewall.js';
-import { hostBlockedRanges } from './host-ranges.js';
+import { firewallBlockedRanges } from './host-ranges.js';
 import { assertFirewallUsable, firewallFamilies } from './iptables.js';
 import { bridgeName } from './names.js';
 import {
@@ -443,7 +443,7 @@ describe.skipIf(!imagePresent || !isRoot)('allowlist firewall on the real engine
       ]);
       const target = `${subnet}.10:8080`;
       // The host reaches it: a local listener, on a prefix none of the fixed ranges covers.
-      const blocked = await hostBlockedRanges();
+      const blocked = await firewallBlockedRanges();
       expect(blocked[4]).toContain(`${subnet}.0/24`);
 
       const net = await createSandboxNetwork(id);

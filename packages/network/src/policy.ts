@@ -9,9 +9,9 @@ export type NetworkPolicy = z.infer<typeof NetworkPolicySchema>;
 
 export const DEFAULT_NETWORK_POLICY: NetworkPolicy = 'offline';
 
-/** Printed every time `allowlist` is selected (CLI, MCP, library callers). */
+/** Printed every time an allowlist of addresses only (host firewall rules) is selected. */
 export const ALLOWLIST_WARNING =
-  "warning: network policy 'allowlist' is EXPERIMENTAL: the box gets a per-sandbox network whose egress host iptables rules limit to the listed IPs/CIDRs (LAN ranges, 169.254.0.0/16 and the host are dropped); the rules live only in the running kernel, and DNS names are not resolved for you";
+  'warning: an allowlist of addresses only is EXPERIMENTAL: the box gets a per-sandbox network whose egress host iptables rules limit to the listed IPs/CIDRs (LAN ranges, 169.254.0.0/16 and the host are dropped); the rules live only in the running kernel, and DNS names are not resolved for you. Name a domain (or a port) to go through the egress gateway instead';
 
 /** The policy named by `input`, `offline` when absent; InvalidNetworkPolicyError otherwise. */
 export function resolveNetworkPolicy(input?: unknown): NetworkPolicy {

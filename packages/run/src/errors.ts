@@ -58,3 +58,24 @@ export class IsolationViolationError extends Error {
     );
   }
 }
+
+/** The egress gateway (squid) did not come up; its container and networks are left for cleanup. */
+export class GatewayStartError extends Error {
+  override name = 'GatewayStartError';
+  readonly code = 'GATEWAY_START_FAILED';
+  readonly kind = 'failure' as const;
+  constructor(container: string, why: string) {
+    super(`the egress gateway ${container} did not start: ${why}`);
+  }
+}
+
+/** The gateway image is not on this engine (no registry: scripts/seed-images.sh builds it). */
+export class GatewayImageMissingError extends Error {
+  override name = 'GatewayImageMissingError';
+  readonly code = 'GATEWAY_IMAGE_MISSING';
+  readonly kind = 'prerequisite' as const;
+  readonly hint = 'bash scripts/seed-images.sh builds ca-sbx-base:gateway (Debian squid)';
+  constructor(image: string) {
+    super(`the egress gateway image ${image} is missing`);
+  }
+}

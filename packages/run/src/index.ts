@@ -1,10 +1,23 @@
 export {
   ContainerNameInUseError,
+  GatewayImageMissingError,
+  GatewayStartError,
   InvalidRunOptionsError,
   IsolationViolationError,
   RuntimeUnavailableError,
   UnsupportedCombinationError,
 } from './errors.js';
+export {
+  DEFAULT_GATEWAY_IMAGE,
+  type EgressGateway,
+  GATEWAY_IMAGE_ENV,
+  type GatewayOptions,
+  gatewayImage,
+  readGatewayLog,
+  reconfigureGateway,
+  startGateway,
+  stopGateway,
+} from './gateway.js';
 export {
   type IsolationCheck,
   type IsolationExpectations,

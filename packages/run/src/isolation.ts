@@ -23,6 +23,13 @@ export interface IsolationExpectations {
   sandboxId?: string;
   /** Helpers may run without the source volume; boxes must have it at /work/repo. */
   requireRepoVolume?: boolean;
+  /** A gateway: no volume at all may be mounted (it must never see the source). */
+  forbidVolumes?: boolean;
+  /**
+   * Networks the container may be attached to besides `network` (a gateway sits on the sandbox's
+   * internal network as well). Anything else attached fails the `attached-networks` row.
+   */
+  extraNetworks?: string[];
   /** Env names the caller set on purpose: a proxy variable among them may carry a value. */
   allowedEnv?: string[];
   /**
@@ -132,7 +139,10 @@ const RULES: Rule[] = [
       title: 'the source volume mounts only at /work/repo',
       expected: REPO_DIR,
       seen: list(targets),
-      pass: onlyRepo && volumes.length <= 1 && (!required || volumes.length === 1),
+      pass:
+        onlyRepo &&
+        volumes.length <= (e.forbidVolumes ? 0 : 1) &&
+        (!required || e.forbidVolumes || volumes.length === 1),
     };
   },
   (i) => ({
@@ -332,6 +342,18 @@ const RULES: Rule[] = [
     seen: i.HostConfig.NetworkMode || 'default',
     pass: i.HostConfig.NetworkMode === e.network,
   }),
+  (i, e) => {
+    const attached = Object.keys(i.NetworkSettings.Networks).sort();
+    const allowed = new Set([e.network, ...(e.extraNetworks ?? [])]);
+    return {
+      id: 'attached-networks',
+      cis: '5.29',
+      title: 'the container is attached to no network but the ones its role names',
+      expected: list([...allowed].sort()),
+      seen: list(attached),
+      pass: attached.every((name) => allowed.has(name)),
+    };
+  },
   (i, e) => ({
     id: 'runtime',
     cis: '5.24',

@@ -21,10 +21,13 @@ export const RunOptionsSchema = z.strictObject({
   sandboxId: z.string().regex(ID, 'must match [a-z0-9][a-z0-9_.-]{0,62}'),
   name: z.string().regex(NAME, 'must be a plain container name'),
   image: z.string().regex(IMAGE, 'must be an image reference'),
-  role: z.enum(['box', 'helper']).default('box'),
-  volume: z.string().regex(NAME, 'must be a volume name'),
+  /** `gateway`: the egress proxy of a sandbox; it alone runs without the source volume. */
+  role: z.enum(['box', 'helper', 'gateway']).default('box'),
+  volume: z.string().regex(NAME, 'must be a volume name').optional(),
   volumeReadOnly: z.boolean().default(false),
   network: z.string().regex(NETWORK, 'must be none, bridge or a network name').default('none'),
+  /** Networks a gateway joins after start (`docker network connect`); only gateways have any. */
+  extraNetworks: z.array(z.string().regex(NETWORK, 'must be a network name')).max(4).default([]),
   runtime: z.enum(['runc', 'runsc']).default('runc'),
   memory: dockerSize(DOCKER_MIN_MEMORY_BYTES).default('2g'),
   cpus: z.number().min(DOCKER_MIN_CPUS).max(256).default(2),
@@ -56,6 +59,16 @@ export const RunOptionsSchema = z.strictObject({
 });
 
 export type RunOptionsInput = z.input<typeof RunOptionsSchema>;
+
+/** Boxes and helpers work on the source volume; a gateway must never see it. */
+function volumeProblem(options: z.output<typeof RunOptionsSchema>): string | undefined {
+  if (options.role === 'gateway' && options.volume !== undefined)
+    return 'volume is not allowed for a gateway';
+  if (options.role !== 'gateway' && options.volume === undefined) return 'volume is required';
+  if (options.role !== 'gateway' && options.extraNetworks.length > 0)
+    return 'extraNetworks is only for a gateway';
+  return undefined;
+}
 export type RunOptions = z.output<typeof RunOptionsSchema>;
 
 /** Validates untrusted options and fills every default. */
@@ -70,5 +83,7 @@ export function resolveRunOptions(input: unknown): RunOptions {
         : `${where} ${issue?.message ?? 'is invalid'}`;
     throw new InvalidRunOptionsError(detail);
   }
+  const problem = volumeProblem(parsed.data);
+  if (problem) throw new InvalidRunOptionsError(problem);
   return parsed.data;
 }

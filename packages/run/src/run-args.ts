@@ -2,6 +2,7 @@ import {
   DOCKER_CLI_PROXY_VARIABLES,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
+  LABEL_EXTRA_NETWORKS,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -47,6 +48,7 @@ export function containerLabels(options: RunOptions): Record<string, string> {
       [LABEL_NETWORK]: options.network,
       [LABEL_ALLOWED_ENV]: Object.keys(options.env).sort().join(','),
       [LABEL_DNS]: options.dns,
+      ...(options.extraNetworks.length ? { [LABEL_EXTRA_NETWORKS]: options.extraNetworks.join(',') } : {}),
     }),
   };
 }
@@ -63,7 +65,7 @@ export function buildRunArgs(options: RunOptions): string[] {
     '--name',
     options.name,
     '--hostname',
-    'sandbox',
+    options.role === 'gateway' ? 'gateway' : 'sandbox',
     '--user',
     SANDBOX_USER,
     '--cap-drop',
@@ -90,11 +92,13 @@ export function buildRunArgs(options: RunOptions): string[] {
     options.network,
     ...(options.dns === 'blackhole' ? ['--dns', BLACKHOLE_DNS] : []),
     ...buildMountArgs([
-      { type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly },
+      ...(options.volume === undefined
+        ? []
+        : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
       { type: 'tmpfs', target: '/tmp', size: options.tmpfsSize, exec: true },
     ]),
     '--workdir',
-    REPO_DIR,
+    options.volume === undefined ? '/tmp' : REPO_DIR,
     ...Object.entries(env).flatMap(([key, value]) => ['--env', `${key}=${value}`]),
     ...labelArgs(containerLabels(options)),
     '--',

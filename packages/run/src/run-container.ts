@@ -6,6 +6,7 @@ import {
   inspectContainer,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
+  LABEL_EXTRA_NETWORKS,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -91,6 +92,9 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       allowedEnv: Object.keys(options.env),
       daemonSecurityOptions,
       dns: options.dns,
+      requireRepoVolume: options.role !== 'gateway',
+      forbidVolumes: options.role === 'gateway',
+      extraNetworks: options.extraNetworks,
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -117,7 +121,9 @@ export async function verifyContainer(ref: string): Promise<IsolationReport> {
   return verifyIsolation(inspect, {
     network: labels[LABEL_NETWORK] ?? '(missing label)',
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
-    requireRepoVolume: labels[LABEL_ROLE] !== 'helper',
+    requireRepoVolume: labels[LABEL_ROLE] !== 'helper' && labels[LABEL_ROLE] !== 'gateway',
+    forbidVolumes: labels[LABEL_ROLE] === 'gateway',
+    extraNetworks: (labels[LABEL_EXTRA_NETWORKS] ?? '').split(',').filter(Boolean),
     allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
     daemonSecurityOptions: securityOptions,
     // A box labeled blackhole must still have it; an unlabeled box (older) is not held to it.

@@ -27,7 +27,8 @@ export async function createWithProgress(
 ): Promise<SandboxRecord> {
   rejectWithClaude(flags);
   const request = resolveCreateOptions(source, flags);
-  if (request.network === 'allowlist') out.warn(await allowlistWarning());
+  const warning = request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
+  if (warning) out.warn(warning);
   const lifecycle = await loadLifecycle();
   const progress = new Progress(out);
   const started = Date.now();
@@ -80,6 +81,15 @@ export function summary(
     `  tools    ${toolchainLine(record.toolchain)}`,
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
   ];
+  const egress = record.egress ?? [];
+  if (egress.length > 0) {
+    const count = (allowed: boolean) =>
+      egress.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
+    const refused = egress.filter((row) => !row.allowed).map((row) => sanitizeName(row.destination));
+    lines.push(
+      `  egress   ${count(true)} allowed, ${count(false)} refused${refused.length ? ` (${refused.slice(0, 3).join(', ')}${refused.length > 3 ? ', ...' : ''})` : ''}   ca-sandbox egress ${sanitizeName(record.id)}`,
+    );
+  }
   // `run` goes on to the shell and the teardown itself: telling its user to do both is noise.
   if (showNext) {
     lines.push(

@@ -37,6 +37,13 @@ export async function neededImages(env: NodeJS.ProcessEnv): Promise<ImageNeed[]>
       required: true,
       source: 'helper',
     },
+    {
+      // URL clones, installs and allowlists of domains go through it (@ca-sandbox/run owns the name).
+      check: 'egress gateway image',
+      image: env.CA_SANDBOX_GATEWAY_IMAGE || (await import('@ca-sandbox/lifecycle')).DEFAULT_GATEWAY_IMAGE,
+      required: true,
+      source: 'gateway',
+    },
   ];
   // The build package owns base-image resolution (flag > env > config > official default).
   const build = await import('@ca-sandbox/build');

@@ -62,8 +62,15 @@ const createShape = {
   network: z
     .enum(NETWORK_POLICIES)
     .optional()
-    .describe('offline (default), clone-then-cut, or allowlist (EXPERIMENTAL)'),
-  allow: z.array(z.string()).optional().describe('with network allowlist: IPs/CIDRs the box may reach'),
+    .describe(
+      'offline (default), clone-then-cut, or allowlist (the box reaches only the allow list, through the egress gateway)',
+    ),
+  allow: z
+    .array(z.string())
+    .optional()
+    .describe(
+      'with network allowlist: destinations the box may reach through the egress gateway: domains (*.example.com for subdomains), IPs or CIDRs, each with an optional :port (default 443 and 80); addresses only, without a port, use EXPERIMENTAL host firewall rules instead',
+    ),
   builder: z.enum(BUILDERS).optional(),
   ref: z.string().optional().describe('branch, tag or commit'),
   runtime: z.enum(RUNTIMES).optional().describe('runsc (gVisor) for a kernel boundary; offline boxes only'),
@@ -99,8 +106,9 @@ export function createMcpServer(version: string): McpServer {
         ...(pids === undefined ? {} : { pids: String(pids) }),
       });
       const notes: string[] = [];
-      if (request.network === 'allowlist') {
-        const warning = await allowlistWarning();
+      const warning =
+        request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
+      if (warning) {
         notes.push(`warning: ${warning}`);
         process.stderr.write(`warning: ${warning}\n`);
       }

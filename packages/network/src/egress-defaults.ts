@@ -1,0 +1,70 @@
+import { type EgressRule, parseEgressRule, parseEgressRules } from './egress-rules.js';
+
+/**
+ * The registries an install of each provider reaches by default: the npm registry (and yarn's
+ * mirror of it and yarn berry's plugin host), PyPI's index and files, the Go module proxy and
+ * checksum database, crates.io's index and downloads.
+ */
+export const INSTALL_REGISTRIES: Readonly<Record<string, readonly string[]>> = {
+  node: ['registry.npmjs.org', 'registry.yarnpkg.com', 'repo.yarnpkg.com'],
+  python: ['pypi.org', 'files.pythonhosted.org'],
+  go: ['proxy.golang.org', 'sum.golang.org'],
+  rust: ['crates.io', 'index.crates.io', 'static.crates.io'],
+  plain: [],
+};
+
+/** Extra install destinations, comma-separated (`--allow` syntax): a private registry, say. */
+export const INSTALL_ALLOW_ENV = 'CA_SANDBOX_INSTALL_ALLOW';
+
+/** Mirror settings whose hosts an install must reach (URLs; a non-URL value names no host). */
+export const MIRROR_ENV_NAMES: readonly string[] = [
+  'CA_SANDBOX_NPM_REGISTRY',
+  'CA_SANDBOX_PIP_INDEX_URL',
+  'CA_SANDBOX_GOPROXY',
+];
+
+function mirrorDestinations(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  for (const name of MIRROR_ENV_NAMES) {
+    for (const value of (env[name] ?? '').split(/[,|]/)) {
+      try {
+        const url = new URL(value.trim());
+        if (url.protocol === 'https:' || url.protocol === 'http:') {
+          const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+          out.push(`${url.hostname.replace(/^\[|\]$/g, '')}:${port}`);
+        }
+      } catch {
+        // not a URL (`off`, `direct`): no host to open
+      }
+    }
+  }
+  return out;
+}
+
+/** What the install of `provider` may reach: its registries, configured mirrors and extras. */
+export function installEgressRules(provider: string, env: NodeJS.ProcessEnv = process.env): EgressRule[] {
+  const extra = (env[INSTALL_ALLOW_ENV] ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const registries = parseEgressRules(INSTALL_REGISTRIES[provider] ?? []);
+  // Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
+  // allowed wherever they resolve, like the repo's host.
+  const configured = parseEgressRules([...mirrorDestinations(env), ...extra]).map((rule) =>
+    rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule,
+  );
+  return [...registries, ...configured];
+}
+
+const SCHEME_PORTS: Readonly<Record<string, number>> = { https: 443, http: 80, git: 9418, ssh: 22 };
+
+/**
+ * The clone reaches the repo's host only, on the URL's port (or the scheme's). The user named that
+ * host, so it is allowed wherever it resolves (an internal git server included).
+ */
+export function cloneEgressRule(source: { host: string; port?: number; scheme: string }): EgressRule {
+  const port = source.port ?? SCHEME_PORTS[source.scheme] ?? 443;
+  const host = source.host.includes(':') ? `[${source.host}]` : source.host;
+  const rule = parseEgressRule(`${host}:${port}`);
+  return rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule;
+}

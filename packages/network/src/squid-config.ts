@@ -1,0 +1,92 @@
+import type { EgressRule } from './egress-rules.js';
+
+/** The port the gateway's proxy listens on, on the sandbox's internal network only. */
+export const GATEWAY_PORT = 3128;
+
+export interface GatewayConfigInput {
+  rules: readonly EgressRule[];
+  /** Address blocks refused after name resolution (see egressBlockedRanges). */
+  blocked: readonly string[];
+}
+
+/**
+ * The squid configuration of one gateway. Order matters: the user's explicit address blocks and
+ * hosts first (naming an address or the repo's host is a decision), then every blocked range (a name that resolves there is
+ * refused), then the allowed domains, then deny. Nothing is cached; every decision is logged to
+ * stdout (`docker logs`), one line per request in the format parseGatewayLog reads.
+ */
+export function renderSquidConfig(input: GatewayConfigInput): string {
+  const lines = [
+    `http_port ${GATEWAY_PORT}`,
+    'pid_filename /tmp/squid.pid',
+    'coredump_dir /tmp',
+    'cache deny all',
+    'cache_mem 8 MB',
+    'memory_pools off',
+    'pinger_enable off',
+    'shutdown_lifetime 0 seconds',
+    'connect_timeout 20 seconds',
+    'via off',
+    'forwarded_for delete',
+    'httpd_suppress_version_string on',
+    'logformat ca %ts.%03tu %>a %Ss/%03>Hs %rm %ru %<a',
+    'access_log stdio:/dev/stdout ca',
+    'cache_log stdio:/dev/stderr',
+    `acl blocked dst ${input.blocked.join(' ')}`,
+  ];
+  const allowAddresses: string[] = [];
+  const allowDomains: string[] = [];
+  input.rules.forEach((rule, index) => {
+    const name = `r${index}`;
+    lines.push(`acl ${name}_ports port ${rule.ports.join(' ')}`);
+    if (rule.kind === 'cidr') {
+      lines.push(`acl ${name} dst ${rule.cidr}`);
+      allowAddresses.push(`http_access allow ${name} ${name}_ports`);
+    } else {
+      // -n: match the name as asked, never by a reverse lookup of an address.
+      lines.push(`acl ${name} dstdomain -n ${rule.subdomains ? '.' : ''}${rule.domain}`);
+      const allow = `http_access allow ${name} ${name}_ports`;
+      (rule.resolvesAnywhere ? allowAddresses : allowDomains).push(allow);
+    }
+  });
+  lines.push(...allowAddresses, 'http_access deny blocked', ...allowDomains, 'http_access deny all');
+  return `${lines.join('\n')}\n`;
+}
+
+/** One request the gateway decided on. */
+export interface GatewayLogEntry {
+  time: string;
+  allowed: boolean;
+  /** squid's result code, e.g. TCP_TUNNEL/200 or TCP_DENIED/403. */
+  result: string;
+  method: string;
+  /** `host:port` for CONNECT, the URL for plain HTTP. */
+  destination: string;
+  /** The address the gateway connected to, when it did. */
+  address?: string;
+}
+
+const LOG_LINE = /^([0-9]+)\.([0-9]{3}) \S+ (\S+) (\S+) (\S+) (\S+)$/;
+
+/**
+ * Reads the gateway's access log (its stdout). Lines that are not in our format (squid's own
+ * start-up chatter goes to stderr, but be strict anyway) are ignored; the URL is box-controlled
+ * text and is returned as is: callers sanitise before printing.
+ */
+export function parseGatewayLog(text: string): GatewayLogEntry[] {
+  const out: GatewayLogEntry[] = [];
+  for (const line of text.split('\n')) {
+    const match = LOG_LINE.exec(line.trim());
+    if (!match) continue;
+    const [, seconds, millis, result, method, destination, address] = match as unknown as string[];
+    out.push({
+      time: new Date(Number(seconds) * 1000 + Number(millis)).toISOString(),
+      allowed: !/DENIED|\/403$|\/000$/.test(result as string),
+      result: result as string,
+      method: method as string,
+      destination: destination as string,
+      ...(address && address !== '-' ? { address } : {}),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,174 @@
+import { docker, inspectContainer } from '@ca-sandbox/docker';
+import {
+  createEgressNetworks,
+  type EgressRule,
+  egressBlockedRanges,
+  egressNames,
+  GATEWAY_PORT,
+  type GatewayLogEntry,
+  parseGatewayLog,
+  renderSquidConfig,
+} from '@ca-sandbox/network';
+import { GatewayStartError, IsolationViolationError } from './errors.js';
+import { runContainer, verifyContainer } from './run-container.js';
+
+/** The local image with Debian's squid (scripts/seed-images.sh); env CA_SANDBOX_GATEWAY_IMAGE overrides. */
+export const DEFAULT_GATEWAY_IMAGE = 'ca-sbx-base:gateway';
+export const GATEWAY_IMAGE_ENV = 'CA_SANDBOX_GATEWAY_IMAGE';
+
+/** The variable that carries the squid configuration into the gateway (no mount, no copy-in). */
+const CONFIG_ENV = 'CA_SANDBOX_SQUID_CONF';
+const START_COMMAND = [
+  '/bin/sh',
+  '-c',
+  `printf '%s\\n' "$${CONFIG_ENV}" > /tmp/squid.conf && exec /usr/sbin/squid -N -f /tmp/squid.conf`,
+];
+const READY = /Accepting HTTP Socket connections/;
+const READY_TIMEOUT_MS = 15_000;
+
+export interface GatewayOptions {
+  sandboxId: string;
+  /** Destinations let through; everything else, and every blocked range, is refused. */
+  rules: readonly EgressRule[];
+  /** Extra labels (e.g. a create's instance label, so its cleanup finds the gateway). */
+  labels?: Record<string, string>;
+  image?: string;
+  signal?: AbortSignal;
+}
+
+/** A running gateway: what a build or box on `network` sets as its proxy. */
+export interface EgressGateway {
+  container: string;
+  /** The internal network (no route out) the client joins. */
+  network: string;
+  /** `http://<gateway address on the internal network>:3128`. */
+  proxyUrl: string;
+  /** Addresses refused after name resolution (fixed ranges plus the host's own). */
+  blocked: string[];
+}
+
+/**
+ * Starts a sandbox's egress gateway: two labeled networks, then Debian's squid in a container of
+ * role `gateway` (the same hardening as every box: non-root, no capabilities, read-only root, no
+ * volume), attached to the outward network, then connected to the internal one, re-verified, and
+ * waited for until squid accepts connections. On any failure what was made is left for the caller's
+ * label-based cleanup (the networks and container carry the sandbox's labels).
+ */
+/** The gateway image in use: env CA_SANDBOX_GATEWAY_IMAGE, else the seeded local image. */
+export function gatewayImage(): string {
+  return process.env[GATEWAY_IMAGE_ENV] || DEFAULT_GATEWAY_IMAGE;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<EgressGateway> {
+  const names = egressNames(options.sandboxId);
+  const labels = options.labels ?? {};
+  const blocked = egressBlockedRanges();
+  const networks = await createEgressNetworks(options.sandboxId, labels);
+  await runContainer({
+    sandboxId: options.sandboxId,
+    name: names.gateway,
+    image: options.image ?? gatewayImage(),
+    role: 'gateway',
+    network: networks.outward,
+    extraNetworks: [networks.internal],
+    memory: '256m',
+    cpus: 1,
+    pidsLimit: 128,
+    tmpfsSize: '64m',
+    env: { [CONFIG_ENV]: renderSquidConfig({ rules: options.rules, blocked }) },
+    labels,
+    command: START_COMMAND,
+  });
+  await docker(['network', 'connect', '--', networks.internal, names.gateway]);
+  const report = await verifyContainer(names.gateway);
+  if (!report.ok) {
+    throw new IsolationViolationError(
+      names.gateway,
+      report.checks.filter((check) => !check.pass),
+    );
+  }
+  await waitUntilReady(names.gateway, 0, options.signal);
+  const inspect = await inspectContainer(names.gateway);
+  const address = inspect?.NetworkSettings.Networks[networks.internal]?.IPAddress;
+  if (!address) throw new GatewayStartError(names.gateway, 'it has no address on the internal network');
+  return {
+    container: names.gateway,
+    network: networks.internal,
+    proxyUrl: `http://${address}:${GATEWAY_PORT}`,
+    blocked,
+  };
+}
+
+/** How many times squid has opened its port so far (once at start, again after each reconfigure). */
+async function readyCount(container: string): Promise<{ count: number; last: string }> {
+  const logs = await docker(['logs', '--', container], { allowFailure: true });
+  const lines = logs.stderr.split('\n');
+  return {
+    count: lines.filter((line) => READY.test(line)).length,
+    last: lines.filter(Boolean).slice(-1)[0] ?? '',
+  };
+}
+
+async function waitUntilReady(container: string, after: number, signal?: AbortSignal): Promise<void> {
+  const deadline = performance.now() + READY_TIMEOUT_MS;
+  let last = '';
+  while (performance.now() < deadline) {
+    if (signal?.aborted) throw new GatewayStartError(container, 'the create was aborted');
+    const seen = await readyCount(container);
+    if (seen.count > after) return;
+    last = seen.last;
+    const state = await inspectContainer(container);
+    if (!state?.State.Running) throw new GatewayStartError(container, `squid exited: ${last.slice(0, 200)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new GatewayStartError(
+    container,
+    `squid did not accept connections within 15 s: ${last.slice(0, 200)}`,
+  );
+}
+
+/**
+ * Points a running gateway at other destinations: rewrites squid's configuration in place and has
+ * it re-read (`squid -k reconfigure`), then waits until squid listens again, so the next phase's
+ * first connection is never refused by a reload in progress.
+ */
+export async function reconfigureGateway(
+  gateway: EgressGateway,
+  rules: readonly EgressRule[],
+  signal?: AbortSignal,
+): Promise<void> {
+  const before = (await readyCount(gateway.container)).count;
+  await docker(
+    [
+      'exec',
+      '--user',
+      '1000:1000',
+      '--env',
+      `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
+      '--',
+      gateway.container,
+      '/bin/sh',
+      '-c',
+      `printf '%s\\n' "$${CONFIG_ENV}" > /tmp/squid.conf && /usr/sbin/squid -k reconfigure -f /tmp/squid.conf`,
+    ],
+    { timeoutMs: 15_000 },
+  );
+  await waitUntilReady(gateway.container, before, signal);
+}
+
+/** What the gateway decided so far (its access log), oldest first. */
+export async function readGatewayLog(sandboxId: string): Promise<GatewayLogEntry[]> {
+  const { gateway } = egressNames(sandboxId);
+  const logs = await docker(['logs', '--', gateway], { allowFailure: true });
+  return logs.exitCode === 0 ? parseGatewayLog(logs.stdout) : [];
+}
+
+/** Removes a sandbox's gateway container and both its networks; absent objects are fine. */
+export async function stopGateway(sandboxId: string): Promise<void> {
+  const names = egressNames(sandboxId);
+  await docker(['rm', '--force', '--', names.gateway], { allowFailure: true });
+  await Promise.all([
+    docker(['network', 'rm', '--', names.internal], { allowFailure: true }),
+    docker(['network', 'rm', '--', names.outward], { allowFailure: true }),
+  ]);
+}
