@@ -11,21 +11,15 @@ pnpm install --frozen-lockfile
 pnpm build
 ln -sf "$PWD/packages/cli/bin/ca-sandbox.js" /usr/local/bin/ca-sandbox
 
-# This machine has no registry: point the builders at the local stand-ins for the official images.
-export CA_SANDBOX_BASE_IMAGE_NODE=${CA_SANDBOX_BASE_IMAGE_NODE:-ca-sbx-base:node}
-export CA_SANDBOX_BASE_IMAGE_PYTHON=${CA_SANDBOX_BASE_IMAGE_PYTHON:-ca-sbx-base:python}
-export CA_SANDBOX_BASE_IMAGE_GO=${CA_SANDBOX_BASE_IMAGE_GO:-ca-sbx-base:go}
-export CA_SANDBOX_BASE_IMAGE_PLAIN=${CA_SANDBOX_BASE_IMAGE_PLAIN:-ca-sbx-base:debian}
-# Behind a TLS-intercepting proxy, dependency installs need the host's CA bundle.
-if [ -z "${CA_SANDBOX_CA_CERTS:-}" ]; then
-  for bundle in "${NODE_EXTRA_CA_CERTS:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
-    if [ -n "$bundle" ] && [ -f "$bundle" ]; then export CA_SANDBOX_CA_CERTS=$bundle; break; fi
-  done
-fi
+# The settings live in ca-sandbox's configuration file, so they hold in every new shell, for the
+# MCP server and for the plugin: the local stand-ins for the official base images (this machine has
+# no registry), and the host's CA bundle for installs behind a TLS-intercepting proxy.
+echo "== configuration: $(node scripts/write-config.mjs)"
 
 echo
 echo "== main job: a sandbox from examples/hello-node"
 ca-sandbox doctor
+ca-sandbox config
 id=$(ca-sandbox create examples/hello-node --network clone-then-cut --quiet)
 trap 'ca-sandbox destroy "$id" >/dev/null' EXIT
 ca-sandbox verify "$id"

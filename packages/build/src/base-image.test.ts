@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '@ca-sandbox/config';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BASE_IMAGES, readExtraCa, resolveBaseImage } from './base-image.js';
 import { BaseImageMissingError, BuildConfigError } from './errors.js';
@@ -40,29 +41,27 @@ describe('resolveBaseImage', () => {
     expect(resolveBaseImage('python', { env })).toEqual({ image: 'env-all:1', source: 'env' });
     expect(resolveBaseImage('go', { env: { CA_SANDBOX_CONFIG: config } })).toEqual({
       image: 'cfg-go:1',
-      source: 'config',
+      source: 'file',
     });
-    expect(resolveBaseImage('go', { configFile: config, env: {} }).image).toBe('cfg-go:1');
-    expect(resolveBaseImage('rust', { configFile: config, env: {} }).source).toBe('default');
+    expect(resolveBaseImage('rust', { env: { CA_SANDBOX_CONFIG: config } }).source).toBe('default');
   });
 
   it('refuses image references that could inject into FROM or argv', () => {
     expect(() => resolveBaseImage('node', { baseImage: 'a\nRUN x', env: {} })).toThrow(BuildConfigError);
     expect(() => resolveBaseImage('node', { baseImage: '--help', env: {} })).toThrow(BuildConfigError);
     expect(() => resolveBaseImage('node', { env: { CA_SANDBOX_BASE_IMAGE_NODE: 'a b' } })).toThrow(
-      BuildConfigError,
+      ConfigError,
     );
   });
 
   it('reports a bad config file as a usage error', () => {
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ baseImages: { node: 'x y' } }));
-    expect(() => resolveBaseImage('node', { configFile: bad, env: {} })).toThrow(/config file/);
-    expect(() => resolveBaseImage('node', { configFile: join(dir, 'missing.json'), env: {} })).toThrow(
-      /cannot read config file/,
-    );
+    const env = (file: string) => ({ env: { CA_SANDBOX_CONFIG: file } });
+    expect(() => resolveBaseImage('node', env(bad))).toThrow(/config file .*: baseImages\.node: /);
+    expect(() => resolveBaseImage('node', env(join(dir, 'missing.json')))).toThrow(/cannot read config file/);
     writeFileSync(bad, '{nope');
-    expect(() => resolveBaseImage('node', { configFile: bad, env: {} })).toThrow(/not valid json/);
+    expect(() => resolveBaseImage('node', env(bad))).toThrow(/not valid json/);
   });
 
   it('names the image and the way to provide it when missing', () => {

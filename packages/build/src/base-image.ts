@@ -1,68 +1,29 @@
 import { readFileSync, statSync } from 'node:fs';
+import {
+  currentSettings,
+  DEFAULT_BASE_IMAGES,
+  DEFINITIONS,
+  ImageRefSchema,
+  loadSettings,
+  type SettingSource,
+} from '@ca-sandbox/config';
 import { docker, inspectImage } from '@ca-sandbox/docker';
-import { z } from 'zod';
 import { BaseImageMissingError, BuildConfigError } from './errors.js';
-import { PROVIDERS, type Provider } from './provider.js';
+import type { Provider } from './provider.js';
 
-/** The official images each provider builds on (seeded locally by scripts/seed-images.sh as ca-sbx-base:*). */
-export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
-  // Full images (not -slim) where the install compiles: node-gyp addons, C extensions, cgo.
-  node: 'node:22-bookworm',
-  python: 'python:3.11-bookworm',
-  go: 'golang:1.27-bookworm',
-  rust: 'rust:1-slim-bookworm',
-  plain: 'debian:bookworm-slim',
-};
-
-// The name ends up in a Dockerfile FROM line and in argv: a strict reference grammar, no spaces.
-export const ImageRefSchema = z
-  .string()
-  .max(255)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._/:-]*(@sha256:[a-f0-9]{64})?$/, 'not a valid image reference');
-
-const ConfigSchema = z.object({
-  baseImages: z.partialRecord(z.enum(PROVIDERS as [Provider, ...Provider[]]), ImageRefSchema).optional(),
-});
+// One home for both (the settings package): re-exported for the build's callers.
+export { DEFAULT_BASE_IMAGES, ImageRefSchema };
 
 export interface BaseImageChoice {
   image: string;
-  source: 'option' | 'env' | 'config' | 'default';
+  source: 'option' | Exclude<SettingSource, 'unset'>;
 }
 
 export interface BaseImageInputs {
   baseImage?: string | undefined;
   baseImages?: Partial<Record<Provider, string>> | undefined;
-  configFile?: string | undefined;
+  /** Settings from this environment instead of the process's (tests). */
   env?: Record<string, string | undefined>;
-}
-
-/** Reads `baseImages` from the JSON config file (user-owned, still validated). */
-export function readConfigBaseImages(path: string): Partial<Record<Provider, string>> {
-  let text: string;
-  try {
-    if (statSync(path).size > 1024 * 1024)
-      throw new BuildConfigError(`config file ${path} is larger than 1 MiB`);
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    if (error instanceof BuildConfigError) throw error;
-    throw new BuildConfigError(
-      `cannot read config file ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
-    );
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new BuildConfigError(`config file ${path} is not valid json`);
-  }
-  const parsed = ConfigSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new BuildConfigError(
-      `config file ${path}: ${issue?.path.join('.') ?? ''} ${issue?.message.toLowerCase() ?? 'invalid'}`.trim(),
-    );
-  }
-  return parsed.data.baseImages ?? {};
 }
 
 function checked(image: string, where: string): string {
@@ -76,25 +37,18 @@ function checked(image: string, where: string): string {
 
 /**
  * The base image of a provider: option `baseImage` (the `--base-image` flag) > option
- * `baseImages[provider]` > env CA_SANDBOX_BASE_IMAGE_<PROVIDER> > env CA_SANDBOX_BASE_IMAGE >
- * config file (option or env CA_SANDBOX_CONFIG, key `baseImages`) > the official default.
+ * `baseImages[provider]` > the `baseImages.<provider>` setting (env CA_SANDBOX_BASE_IMAGE_<PROVIDER>
+ * > env CA_SANDBOX_BASE_IMAGE > the configuration file) > the official default.
  */
 export function resolveBaseImage(provider: Provider, inputs: BaseImageInputs = {}): BaseImageChoice {
-  const env = inputs.env ?? process.env;
   if (inputs.baseImage) return { image: checked(inputs.baseImage, 'base image'), source: 'option' };
   const fromOption = inputs.baseImages?.[provider];
   if (fromOption) return { image: checked(fromOption, `base image for ${provider}`), source: 'option' };
-  const specific = env[`CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()}`];
-  if (specific)
-    return { image: checked(specific, `CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()}`), source: 'env' };
-  const all = env.CA_SANDBOX_BASE_IMAGE;
-  if (all) return { image: checked(all, 'CA_SANDBOX_BASE_IMAGE'), source: 'env' };
-  const configFile = inputs.configFile ?? env.CA_SANDBOX_CONFIG;
-  if (configFile) {
-    const fromConfig = readConfigBaseImages(configFile)[provider];
-    if (fromConfig) return { image: fromConfig, source: 'config' };
-  }
-  return { image: DEFAULT_BASE_IMAGES[provider], source: 'default' };
+  const settings = inputs.env ? loadSettings({ env: inputs.env }) : currentSettings();
+  const setting = settings.get(`baseImages.${provider}`);
+  if (setting.value === undefined || setting.source === 'unset')
+    return { image: DEFAULT_BASE_IMAGES[provider], source: 'default' };
+  return { image: setting.value, source: setting.source };
 }
 
 /**
@@ -122,14 +76,18 @@ const MAX_CA_BYTES = 4 * 1024 * 1024;
 const MAX_CA_CERTS = 500;
 
 /** Names the CA bundle of a TLS-intercepting proxy, for the install and the clone alike. */
-export const CA_CERTS_ENV = 'CA_SANDBOX_CA_CERTS';
+export const CA_CERTS_ENV = DEFINITIONS.caCertificates.env[0] as string;
 
-/** The bundle to trust: the option, else CA_SANDBOX_CA_CERTS; undefined when neither is set. */
+/**
+ * The bundle to trust: the option, else the caCertificates setting (env CA_SANDBOX_CA_CERTS, then
+ * the configuration file); undefined when none is set.
+ */
 export function resolveCaCertificates(
   option?: string,
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
-  return option || env[CA_CERTS_ENV] || undefined;
+  if (option) return option;
+  return (env === process.env ? currentSettings() : loadSettings({ env })).value('caCertificates');
 }
 
 /**

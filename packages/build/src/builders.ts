@@ -8,7 +8,7 @@ export type BuilderName = 'builtin' | 'nixpacks';
 export type BuilderChoice = 'auto' | BuilderName;
 
 /** Bump when the built-in Dockerfile template changes: it is part of the dephash key. */
-export const BUILTIN_VERSION = '2';
+export const BUILTIN_VERSION = '4';
 
 export interface RecipeInput {
   files: readonly ManifestFile[];

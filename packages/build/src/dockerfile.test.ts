@@ -16,10 +16,15 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('COPY --chown=1000:1000 manifests/ /deps/src/');
     expect(text).not.toMatch(/^(ARG|ADD|VOLUME|EXPOSE|ONBUILD)\b/m);
     expect(text).toContain('ENV NODE_PATH="/deps/node_modules"');
-    expect(text).toContain('ENV PATH="/deps/node_modules/.bin:$PATH"');
+    expect(text).toContain('ENV PATH="/deps/pm/bin:/deps/node_modules/.bin:$PATH"');
+    expect(text).toContain('ENV COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
+    expect(text).toContain('ENV pnpm_config_verify_deps_before_run="false"');
     expect(text).toContain('ENV HOME="/tmp"');
     expect(text).toContain('npm ci --no-audit');
-    expect(text).toContain('mv node_modules /deps/node_modules');
+    // node_modules stay in /deps/src (workspace links rewritten into /work/repo); /deps/node_modules links there.
+    expect(text).not.toContain('mv node_modules');
+    expect(text).toContain('ln -sfn src/node_modules /deps/node_modules');
+    expect(text).toContain('workspace link(s) now point into');
     // /work/repo exists and belongs to 1000; the image ends as non-root at /work/repo.
     expect(text).toContain('chown 1000:1000 /deps /deps/src /work/repo');
     const users = lines.filter((l) => l.startsWith('USER '));
@@ -29,20 +34,44 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(lines.indexOf('USER 1000:1000')).toBeLessThan(lines.findIndex((l) => l.includes('npm ci')));
   });
 
+  it('the install RUN line names the image: concurrent builds of other repos never share it', () => {
+    const files = [f('package.json', '{}'), f('package-lock.json', '{}')];
+    const recipe = builtinRecipe(files, detectProvider(files));
+    const run = (image: string) =>
+      renderDockerfile('node:22', recipe, { image })
+        .split('\n')
+        .find((line) => line.startsWith('RUN') && line.includes('npm ci'));
+    expect(run('ca-sbx:a-1')).toContain(': ca-sandbox install for ca-sbx:a-1');
+    expect(run('ca-sbx:a-1')).not.toBe(run('ca-sbx:b-2'));
+    expect(() => renderDockerfile('node:22', recipe, { image: 'x\nRUN evil' })).toThrow(/invalid image/);
+  });
+
   it('node package managers: pnpm, yarn, yarn berry, bun, npm install', () => {
-    expect(render([f('package.json', '{}'), f('pnpm-lock.yaml')])).toContain(
-      'pnpm install --frozen-lockfile',
+    const pnpm = render([f('package.json', '{}'), f('pnpm-lock.yaml', "lockfileVersion: '9.0'\n")]);
+    expect(pnpm).toContain(
+      "npm install --global --prefix /deps/pm --no-audit --no-fund --loglevel=error 'pnpm@9'",
     );
+    expect(pnpm).toContain('pnpm install --frozen-lockfile');
     expect(render([f('package.json', '{"packageManager":"pnpm@8.15.1"}')])).toContain("'pnpm@8.15.1'");
-    expect(render([f('package.json', '{}'), f('yarn.lock')])).toContain(
-      'yarn install --non-interactive --frozen-lockfile',
-    );
+    const classic = render([f('package.json', '{}'), f('yarn.lock')]);
+    expect(classic).toContain("'yarn@1'");
+    expect(classic).toContain('yarn install --non-interactive --frozen-lockfile');
     const berry = builtinRecipe([f('package.json', '{}'), f('yarn.lock'), f('.yarnrc.yml')], {
       provider: 'node',
       packageManager: 'yarn-berry',
     });
     expect(installScript(berry)).toContain("export YARN_IGNORE_PATH='1'");
-    expect(installScript(berry)).toContain("export YARN_NODE_LINKER='node-modules'");
+    expect(installScript(berry)).toContain("'@yarnpkg/cli-dist@4'");
+    // node_modules, not PnP, in the install and in the box alike.
+    expect(berry.env).toContainEqual({ name: 'YARN_NODE_LINKER', value: 'node-modules' });
+    // With its release in the context, the repo's own yarn runs the install (no YARN_IGNORE_PATH).
+    const release = '.yarn/releases/yarn-3.6.4.cjs';
+    const own = builtinRecipe(
+      [f('package.json', '{}'), f('yarn.lock'), f('.yarnrc.yml', `yarnPath: ${release}\n`), f(release, '//')],
+      { provider: 'node', packageManager: 'yarn-berry' },
+    );
+    expect(installScript(own)).not.toContain('YARN_IGNORE_PATH');
+    expect(installScript(own)).toContain("'@yarnpkg/cli-dist@3.6.4'");
     const bun = builtinRecipe([f('package.json', '{}'), f('bun.lockb')], {
       provider: 'node',
       packageManager: 'bun',

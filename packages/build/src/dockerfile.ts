@@ -50,6 +50,11 @@ export interface RenderOptions {
    * container carries them (docker build's own `--label`s land on the final image only).
    */
   buildLabels?: Record<string, string>;
+  /**
+   * The image being built: named in the install step, so that its RUN line (by which a stopped
+   * build's containers are found and removed) differs from other repos' concurrent builds.
+   */
+  image?: string;
 }
 
 /** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
@@ -97,8 +102,11 @@ const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -
 
 /** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
+  if (options.image !== undefined && !/^[a-z0-9][a-z0-9._:-]{0,200}$/.test(options.image))
+    throw new Error(`invalid image name ${JSON.stringify(options.image.slice(0, 100))}`);
   return [
     'set -eu',
+    ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,

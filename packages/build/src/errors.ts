@@ -41,8 +41,9 @@ export class BaseImageMissingError extends Error {
   ) {
     super(`base image ${image} for provider ${provider} is neither local nor pullable`);
     this.hint =
-      `seed the local images with scripts/seed-images.sh, or name a local image with ` +
-      `CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} (or --base-image, or "baseImages" in the CA_SANDBOX_CONFIG file)`;
+      `seed the local images with scripts/seed-images.sh and name a local one as "baseImages": ` +
+      `{"${provider}": ...} in the configuration file (ca-sandbox config path; scripts/setup.sh writes it), ` +
+      `or with CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} or --base-image`;
   }
 }
 
@@ -65,7 +66,7 @@ export class NixpacksPlanError extends Error {
   readonly code = 'NIXPACKS_PLAN';
 }
 
-/** The config file named by the option or CA_SANDBOX_CONFIG cannot be used. */
+/** A base image reference or the CA bundle named by the user cannot be used. */
 export class BuildConfigError extends Error {
   override name = 'BuildConfigError';
   readonly kind: ErrorKind = 'usage';
@@ -127,7 +128,7 @@ export class ImageBuildTimeoutError extends Error {
   ) {
     super(
       `docker build of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
-        `(buildTimeoutMs, env CA_SANDBOX_BUILD_TIMEOUT in seconds)`,
+        `(buildTimeoutMs; setting build.timeoutSeconds or env CA_SANDBOX_BUILD_TIMEOUT, in seconds)`,
     );
     this.details = report.details ?? [];
     if (report.logFile) {

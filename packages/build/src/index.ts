@@ -3,7 +3,6 @@ export {
   CA_CERTS_ENV,
   DEFAULT_BASE_IMAGES,
   ensureBaseImage,
-  readConfigBaseImages,
   readExtraCa,
   resolveBaseImage,
   resolveCaCertificates,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, removeImages } from '../test/fixture-volume.js';
+import { INSTALL_CODE_MARKER, installCodeRepo as postinstall } from '../test/install-code.js';
 import {
   DepsImageTooLargeError,
   ImageBuildError,
@@ -18,12 +19,6 @@ const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA
 const run = `t${randomUUID().slice(0, 6)}`;
 const images = new Set<string>();
 const repos: FixtureRepo[] = [];
-
-function postinstall(script: string) {
-  return {
-    'package.json': JSON.stringify({ name: 'limits', version: '1.0.0', scripts: { postinstall: script } }),
-  };
-}
 
 /** Runs prepareImage on a fresh fixture; returns the result or the error, the log and the build containers seen. */
 async function attempt(tree: Record<string, string>, options: Partial<PrepareImageOptions>) {
@@ -66,9 +61,9 @@ afterEach(async () => {
 afterAll(async () => removeImages(images));
 
 describe('prepareImage: build limits (real engine)', () => {
-  it('a postinstall memory bomb hits the memory limit and fails the build with a clear error', async () => {
-    const bomb = 'node -e "const a=[];for(;;)a.push(Buffer.alloc(1<<20,1))"';
-    const { error, lines, ms } = await attempt(postinstall(bomb), { buildMemory: '128m' });
+  it('a memory bomb in the install code hits the memory limit and fails the build with a clear error', async () => {
+    const bomb = 'const a=[];for(;;)a.push(Buffer.alloc(1<<20,1))';
+    const { error, lines, ms } = await attempt(postinstall('true', { js: bomb }), { buildMemory: '128m' });
     console.info(`memory bomb under 128m: failed after ${ms} ms: ${(error as Error).message}`);
     expect(error).toBeInstanceOf(ImageBuildError);
     const failure = error as ImageBuildError;
@@ -77,6 +72,8 @@ describe('prepareImage: build limits (real engine)', () => {
       /^dependency install failed \(docker build of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ exited \d+\): /,
     );
     expect(failure.message).toMatch(/memory limit 128m/);
+    // The repo's install code ran, and it is what the limit killed.
+    expect(lines).toContain(INSTALL_CODE_MARKER);
     expect(lines.join('\n')).toMatch(/SIGKILL|137/);
     for (const id of buildContainers(lines)) {
       const left = await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`]);
@@ -84,13 +81,17 @@ describe('prepareImage: build limits (real engine)', () => {
     }
   });
 
-  it('a postinstall that never ends is stopped at buildTimeoutMs; no build container is left behind', async () => {
-    const { error, lines, ms } = await attempt(postinstall('sleep 600'), { buildTimeoutMs: 5000 });
-    console.info(`sleep 600 with buildTimeoutMs 5000: failed after ${ms} ms: ${(error as Error).message}`);
+  it('install code that never ends is stopped at buildTimeoutMs; no build container is left behind', async () => {
+    const { error, lines, ms } = await attempt(postinstall('sleep 600'), {
+      // pnpm is installed first (a download); then the repo's code sleeps until the limit.
+      buildTimeoutMs: 90_000,
+    });
+    console.info(`sleep 600 with buildTimeoutMs 90000: failed after ${ms} ms: ${(error as Error).message}`);
     expect(error).toBeInstanceOf(ImageBuildTimeoutError);
     const timeout = error as ImageBuildTimeoutError;
-    expect(timeout).toMatchObject({ kind: 'failure', code: 'IMAGE_BUILD_TIMEOUT', timeoutMs: 5000 });
-    expect(timeout.message).toMatch(/ran past the time limit of 5 s/);
+    expect(timeout).toMatchObject({ kind: 'failure', code: 'IMAGE_BUILD_TIMEOUT', timeoutMs: 90_000 });
+    expect(timeout.message).toMatch(/ran past the time limit of 90 s/);
+    expect(lines).toContain(INSTALL_CODE_MARKER);
     const ids = buildContainers(lines);
     expect(ids.length).toBeGreaterThan(0);
     for (const id of ids) {

@@ -1,39 +1,115 @@
 import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
+import { z } from 'zod';
 import { ManifestReadError } from './errors.js';
 
 export interface LinkResult {
   linked: boolean;
   /** Why nothing was linked: not needed, or the repo has its own node_modules. */
   reason?: string;
+  /** node_modules directories made in the volume, repo-relative (`node_modules`, `packages/a/node_modules`). */
+  dirs?: string[];
+  /** node_modules the repo has itself (or whose folder is not a plain directory): left as they are. */
+  kept?: string[];
+  /** Entries linked in all. */
+  entries?: number;
 }
 
-const SCRIPT = [
-  'cd -- "$1" || exit 97',
-  // Anything named node_modules (dir, file, symlink) is the repo's: never replaced.
-  'if [ -e node_modules ] || [ -L node_modules ]; then echo exists; exit 0; fi',
-  'ln -s /deps/node_modules node_modules && echo linked',
-].join('\n');
+// Runs with the base's node (never a `node` bin of a dependency) in a container of the deps
+// image with the volume at `root`: for every node_modules of /deps/src (the root's and each
+// workspace package's, never one inside another), a real directory at the same place in the
+// volume whose entries link to the baked ones; `.bin` and `@scope` folders are real directories
+// too, so tools can add to them. Anything the repo has at that path is kept. Yarn berry's install
+// state goes next to the repo's .yarn so `yarn run` knows the project is installed.
+const LINK_JS = `
+const fs = require('fs'), path = require('path');
+const SRC = '/deps/src', ROOT = process.argv[1];
+const out = { dirs: [], kept: [], entries: 0 };
+function exists(p) { try { fs.lstatSync(p); return true; } catch { return false; } }
+function plainDir(p) { try { return fs.realpathSync(p) === p && fs.statSync(p).isDirectory(); } catch { return false; } }
+function find(dir, rel, acc, depth) {
+  if (depth > 32) return;
+  let entries;
+  try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    const r = rel ? rel + '/' + e.name : e.name;
+    if (e.name === 'node_modules') acc.push(r); else find(dir + '/' + e.name, r, acc, depth + 1);
+  }
+}
+function linkAll(from, to) {
+  for (const e of fs.readdirSync(from, { withFileTypes: true })) {
+    const src = from + '/' + e.name, dst = to + '/' + e.name;
+    if ((e.name === '.bin' || e.name.startsWith('@')) && e.isDirectory()) {
+      fs.mkdirSync(dst);
+      for (const name of fs.readdirSync(src)) { fs.symlinkSync(src + '/' + name, dst + '/' + name); out.entries++; }
+    } else { fs.symlinkSync(src, dst); out.entries++; }
+  }
+}
+const dirs = [];
+find(SRC, '', dirs, 0);
+for (const rel of dirs.sort()) {
+  const target = ROOT + '/' + rel;
+  if (!plainDir(path.dirname(target)) || exists(target)) { out.kept.push(rel); continue; }
+  fs.mkdirSync(target);
+  linkAll(SRC + '/' + rel, target);
+  out.dirs.push(rel);
+}
+for (const rel of ['.yarn/install-state.gz']) {
+  const target = ROOT + '/' + rel;
+  if (!exists(SRC + '/' + rel) || exists(target)) continue;
+  if (!exists(path.dirname(target))) { if (!plainDir(ROOT)) continue; fs.mkdirSync(path.dirname(target)); }
+  if (plainDir(path.dirname(target))) fs.symlinkSync(SRC + '/' + rel, target);
+}
+process.stdout.write(JSON.stringify(out));
+`;
+
+const LinkOutput = z.object({
+  dirs: z.array(z.string().max(4096)).max(100_000),
+  kept: z.array(z.string().max(4096)).max(100_000),
+  entries: z.number().int().min(0),
+});
 
 /**
- * ESM ignores NODE_PATH: for `import 'dep'` from /work/repo, the helper container (volume at
- * `root`) gets a `node_modules` symlink to /deps/node_modules — a dangling link in the helper,
- * resolved in the box, whose image has the deps. Never over the repo's own node_modules.
+ * Makes /work/repo/node_modules (and each workspace package's) real, writable directories in the
+ * volume whose entries link to the deps baked at /deps/src: vite's node_modules/.vite,
+ * tsbuildinfo files and tool caches land in the volume, the deps stay in the image. Runs in a
+ * RUNNING container of the deps image with the volume at `root` (the box, before anything of the
+ * repo runs in it: the helper has no /deps), as its user, with the base's node and no
+ * NODE_OPTIONS. A node_modules the repo has itself is never replaced.
  */
 export async function linkDependencies(
   containerId: string,
   prepared: { linkNodeModules: boolean },
-  options: { root?: string } = {},
+  options: { root?: string; timeoutMs?: number } = {},
 ): Promise<LinkResult> {
   if (!prepared.linkNodeModules) return { linked: false, reason: 'not needed' };
   const root = options.root ?? '/work/repo';
   if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
-  const { stdout } = await docker(
-    internalExecArgs(containerId, [SH_BIN, '-c', SCRIPT, 'sh', root], { user: '1000:1000' }),
-    { timeoutMs: 60_000 },
-  );
-  return stdout.trim() === 'linked'
-    ? { linked: true }
-    : { linked: false, reason: 'the repo has its own node_modules' };
+  // env -i and the system PATH (internalExecArgs): the image's node, no NODE_OPTIONS or NODE_PATH.
+  const argv = internalExecArgs(containerId, [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root], {
+    user: '1000:1000',
+  });
+  const { stdout } = await docker(argv, { timeoutMs: options.timeoutMs ?? 120_000 });
+  const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
+  if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
+  const { dirs, kept, entries } = parsed.data;
+  if (dirs.length === 0)
+    return {
+      linked: false,
+      reason: kept.length ? 'the repo has its own node_modules' : 'no node_modules in the image',
+      dirs,
+      kept,
+      entries,
+    };
+  return { linked: true, dirs, kept, entries };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

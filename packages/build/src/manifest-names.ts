@@ -9,6 +9,9 @@ export const MANIFEST_NAMES: readonly string[] = [
   'pnpm-workspace.yaml',
   'yarn.lock',
   '.yarnrc.yml',
+  '.yarnrc',
+  '.pnpmfile.cjs',
+  '.pnpmfile.mjs',
   'bun.lock',
   'bun.lockb',
   '.npmrc',
@@ -40,6 +43,22 @@ export const MANIFEST_NAMES: readonly string[] = [
 /** Shell globs (find -name) for manifests whose names vary. */
 export const MANIFEST_GLOBS: readonly string[] = ['requirements*.txt'];
 
+/**
+ * Files the package managers read during the install that are not named like a manifest, as
+ * find -path patterns (matched on `./<path>`): yarn berry's releases (yarnPath), plugins and
+ * patches, and patch files of pnpm (`patchedDependencies`), bun and patch-package, which live
+ * in a folder named `patches` by convention.
+ */
+export const MANIFEST_PATH_GLOBS: readonly string[] = [
+  '*/.yarn/releases/*',
+  '*/.yarn/plugins/*',
+  '*/.yarn/patches/*',
+  '*/patches/*.patch',
+];
+
+const MANIFEST_PATHS =
+  /(^|\/)\.yarn\/(releases|plugins|patches)\/.+$|(^|\/)patches\/(?:[^/]*\/)*[^/]+\.patch$/s;
+
 /** Directories never descended into: not part of the repo's declared dependencies. */
 export const PRUNED_DIRS: readonly string[] = ['.git', 'node_modules', 'vendor'];
 
@@ -48,6 +67,12 @@ const NAME_SET = new Set(MANIFEST_NAMES);
 /** True when a file's base name belongs to the manifest set. */
 export function isManifestName(base: string): boolean {
   return NAME_SET.has(base) || /^requirements.*\.txt$/s.test(base);
+}
+
+/** True when a repo-relative path belongs to the set: a manifest name, or an install input by path. */
+export function isManifestPath(path: string): boolean {
+  const base = path.slice(path.lastIndexOf('/') + 1);
+  return isManifestName(base) || MANIFEST_PATHS.test(path);
 }
 
 /** True when a path (relative, posix) lies under a pruned directory. */

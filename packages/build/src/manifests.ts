@@ -4,10 +4,11 @@ import { z } from 'zod';
 import { parseOptions } from './_utils.js';
 import { ManifestLimitError, ManifestReadError } from './errors.js';
 import {
-  isManifestName,
+  isManifestPath,
   isUnderPrunedDir,
   MANIFEST_GLOBS,
   MANIFEST_NAMES,
+  MANIFEST_PATH_GLOBS,
   PRUNED_DIRS,
   unsafePathReason,
 } from './manifest-names.js';
@@ -57,7 +58,10 @@ export function resolveReadManifestsOptions(input: unknown = {}): ResolvedReadOp
 function findScript(): string {
   const quote = (s: string) => `'${s}'`;
   const prune = PRUNED_DIRS.map((d) => `-name ${quote(d)}`).join(' -o ');
-  const names = [...MANIFEST_NAMES, ...MANIFEST_GLOBS].map((n) => `-name ${quote(n)}`).join(' -o ');
+  const names = [
+    ...[...MANIFEST_NAMES, ...MANIFEST_GLOBS].map((n) => `-name ${quote(n)}`),
+    ...MANIFEST_PATH_GLOBS.map((p) => `-path ${quote(p)}`),
+  ].join(' -o ');
   return [
     'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
     `find . \\( ${prune} \\) -prune -o \\( -type f -o -type l \\) \\( ${names} \\) -print0 2>/dev/null` +
@@ -208,8 +212,7 @@ function skipReason(path: string, header: Header, seen: Set<string>): string | u
   if (header.type === 'symlink') return 'symlink (not followed)';
   if (header.type !== 'file' && header.type !== 'contiguous-file')
     return `not a regular file (${header.type ?? 'unknown'})`;
-  const base = path.slice(path.lastIndexOf('/') + 1);
-  if (!isManifestName(base)) return 'not a manifest name';
+  if (!isManifestPath(path)) return 'not a manifest name';
   if (isUnderPrunedDir(path)) return 'under a pruned directory';
   if (seen.has(path)) return 'duplicate entry';
   return undefined;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { hasControlChar } from './_utils.js';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
 import type { ManifestFile } from './manifests.js';
+import { NODE_FINISH } from './node-layout.js';
 import type { Detection, Provider } from './provider.js';
 import { builtinRecipe, type EnvEntry, type InstallRecipe, providerEnv } from './recipe.js';
 
@@ -181,9 +182,8 @@ export function nixpacksRecipe(
       ],
     };
   }
-  const moveNodeModules = 'if [ -d node_modules ]; then mv node_modules /deps/node_modules; fi';
   const install = [...translated.install];
-  if (detection.provider === 'node') install.push(moveNodeModules);
+  if (detection.provider === 'node') install.push(...NODE_FINISH);
   // nixpacks' /opt/venv becomes /deps/venv: make its site-packages importable without activation.
   if (install.some((cmd) => cmd.includes('/deps/venv'))) {
     env.push(

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { docker, inspectImage, SANDBOX_LABEL, setDockerTracer } from '@ca-sandbox/docker';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
+import { installCodeRepo } from '../test/install-code.js';
 import {
   linkDependencies,
   PROXY_BUILD_ARGS,
@@ -90,8 +91,20 @@ describe('prepareImage: node (real engine)', () => {
       expect(builds[0]).toEqual(expect.arrayContaining(['--memory', '2g', '--memory-swap', '2g']));
       expect(events.map((e) => e.type)).toEqual(['manifests', 'dephash', 'build', 'built']);
 
-      expect(await linkDependencies(fixture.container, result)).toEqual({ linked: true });
-      expect((await fixture.exec('readlink /work/repo/node_modules')).trim()).toBe('/deps/node_modules');
+      // The box links node_modules (the helper has no /deps): a real directory of the volume.
+      const boxName = await fixture.startBox(result.image);
+      expect(await linkDependencies(boxName, result)).toMatchObject({
+        linked: true,
+        dirs: ['node_modules'],
+        kept: [],
+      });
+      expect(
+        (
+          await fixture.exec(
+            'test ! -L /work/repo/node_modules && readlink /work/repo/node_modules/is-number',
+          )
+        ).trim(),
+      ).toBe('/deps/src/node_modules/is-number');
       const box = await fixture.runBox(
         result.image,
         'node index.mjs && node check.cjs && node -e "require(\'is-number\')" && id -u',
@@ -166,13 +179,15 @@ describe('prepareImage: node (real engine)', () => {
     expect(afterLock.builds).toEqual([]);
   });
 
-  it('offline runs no install: a postinstall canary never runs (and does run under clone-then-cut)', async () => {
+  it('offline runs no install: install code never runs (and does under clone-then-cut, the root postinstall not)', async () => {
     const tree = {
+      ...installCodeRepo('echo ran > /deps/src/canary-postinstall'),
       'package.json': JSON.stringify({
         name: 'canary',
         version: '1.0.0',
+        packageManager: 'pnpm@9.15.9',
         scripts: {
-          postinstall: "node -e \"require('fs').writeFileSync('/deps/src/canary-postinstall', 'ran')\"",
+          postinstall: "node -e \"require('fs').writeFileSync('/deps/src/canary-root-script', 'ran')\"",
         },
       }),
     };
@@ -194,8 +209,15 @@ describe('prepareImage: node (real engine)', () => {
 
     const online = await prepare(fixture, { policy: 'clone-then-cut', repoName: `canary/${run}` });
     expect(online.builds).toHaveLength(1);
-    const ran = await fixture.runBox(online.result.image, 'cat /deps/src/canary-postinstall');
-    expect(ran.stdout).toBe('ran');
+    const ran = await fixture.runBox(
+      online.result.image,
+      'cat /deps/src/canary-postinstall; test -e /deps/src/canary-root-script && echo ROOT-SCRIPT-RAN',
+    );
+    expect(ran.stdout).toBe('ran\n');
+    // The repo's own lifecycle scripts are skipped (the install has only the manifests) and reported.
+    expect(online.result.notes.join('\n')).toMatch(
+      /own install scripts were skipped .*package\.json \(postinstall\)/,
+    );
 
     // Now that a cached image exists for the dephash, offline reuses it without a build.
     argvs = [];
@@ -209,9 +231,12 @@ describe('prepareImage: node (real engine)', () => {
       ...readFixture(fixtureDir),
       'node_modules/own/index.js': 'module.exports = 1;\n',
     });
-    expect(await linkDependencies(fixture.container, { linkNodeModules: true })).toEqual({
+    const { result } = await prepare(fixture, {});
+    const boxName = await fixture.startBox(result.image);
+    expect(await linkDependencies(boxName, result)).toMatchObject({
       linked: false,
       reason: 'the repo has its own node_modules',
+      kept: ['node_modules'],
     });
     expect((await fixture.exec('test -d /work/repo/node_modules/own && echo kept')).trim()).toBe('kept');
     expect(await linkDependencies(fixture.container, { linkNodeModules: false })).toEqual({

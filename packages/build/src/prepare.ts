@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
+import { BUILD_DEFAULTS, currentSettings, DEFINITIONS } from '@ca-sandbox/config';
 import {
   BUILD_LABEL,
   BUILD_LABEL_DEPHASH,
@@ -80,20 +81,21 @@ export type PrepareEvent =
   | { type: 'no-install'; image: string }
   | { type: 'build-failed'; image: string; logFile?: string };
 
-export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
-export const DEFAULT_BUILD_MEMORY = '2g';
-export const DEFAULT_BUILD_CPUS = 2;
-export const DEFAULT_BUILD_PROCESSES = 4096;
-export const DEFAULT_BUILD_FILE_SIZE = 4 * 1024 ** 3;
+// Defaults and their overrides (file, env) live with the settings: @ca-sandbox/config.
+export const DEFAULT_BUILD_TIMEOUT_MS = BUILD_DEFAULTS.timeoutSeconds * 1000;
+export const DEFAULT_BUILD_MEMORY = BUILD_DEFAULTS.memory;
+export const DEFAULT_BUILD_CPUS = BUILD_DEFAULTS.cpus;
+export const DEFAULT_BUILD_PROCESSES = BUILD_DEFAULTS.processes;
+export const DEFAULT_BUILD_FILE_SIZE = BUILD_DEFAULTS.fileSizeBytes;
 /** Env override of the build time limit, in whole seconds. */
-export const BUILD_TIMEOUT_ENV = 'CA_SANDBOX_BUILD_TIMEOUT';
+export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0] as string;
 /** What the install may add to the base image, in bytes. */
 export const DEFAULT_MAX_DEPS_SIZE = 4 * 1024 ** 3;
 /** Env override of the deps image cap, a docker size (`4g`, `512m`) or bytes. */
 export const MAX_DEPS_SIZE_ENV = 'CA_SANDBOX_MAX_DEPS_SIZE';
 const MIN_MAX_DEPS_SIZE = 1024 ** 2;
 
-const providerEnum = z.enum(PROVIDERS as [Provider, ...Provider[]]);
+const providerEnum = z.enum(PROVIDERS);
 
 const PrepareOptionsSchema = z.strictObject({
   containerId: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, 'must be a container name or id'),
@@ -102,8 +104,7 @@ const PrepareOptionsSchema = z.strictObject({
   builder: z.enum(['auto', 'builtin', 'nixpacks']).default('auto'),
   baseImage: z.string().max(255).optional(),
   baseImages: z.partialRecord(providerEnum, z.string().max(255)).optional(),
-  configFile: z.string().max(4096).optional(),
-  /** PEM bundle the install step trusts (TLS-intercepting proxy); default env CA_SANDBOX_CA_CERTS. */
+  /** PEM bundle the install step trusts (TLS-intercepting proxy); default: setting caCertificates. */
   caCertificates: z.string().max(4096).optional(),
   /** Mirrors every install uses; default env CA_SANDBOX_NPM_REGISTRY / _PIP_INDEX_URL / _GOPROXY. */
   registries: RegistriesSchema.optional(),
@@ -138,7 +139,7 @@ const PrepareOptionsSchema = z.strictObject({
     .min(MIN_MAX_DEPS_SIZE)
     .max(2 ** 53 - 1)
     .optional(),
-  /** Wall-clock limit of `docker build`; default env CA_SANDBOX_BUILD_TIMEOUT (seconds), else 15 min. */
+  /** Wall-clock limit of `docker build`; default: setting build.timeoutSeconds, else 15 min. */
   buildTimeoutMs: z
     .number()
     .int()
@@ -181,12 +182,40 @@ export interface PreparedImage {
   toolchain: Toolchain;
 }
 
-/** Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. */
+/**
+ * Validates prepareImage options (InvalidBuildOptionsError, usage) and fills the defaults. What the
+ * options leave out comes from the settings (file, env: @ca-sandbox/config), checked by the same
+ * schema as an option.
+ */
 export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
-  const opts = parseOptions(PrepareOptionsSchema, input, 'prepareImage');
+  const settings = currentSettings();
+  const timeoutSeconds = settings.value('build.timeoutSeconds');
+  const mirrors = Object.fromEntries(
+    Object.entries({
+      npm: settings.value('mirrors.npmRegistry'),
+      pip: settings.value('mirrors.pypiIndex'),
+      go: settings.value('mirrors.goProxy'),
+    }).filter(([, value]) => value !== undefined),
+  );
+  const fromSettings = Object.fromEntries(
+    Object.entries({
+      caCertificates: settings.value('caCertificates'),
+      buildMemory: settings.value('build.memory'),
+      buildCpus: settings.value('build.cpus'),
+      buildProcesses: settings.value('build.processes'),
+      buildFileSize: settings.value('build.fileSizeBytes'),
+      buildTimeoutMs: timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000,
+      registries: Object.keys(mirrors).length > 0 ? mirrors : undefined,
+    }).filter(([, value]) => value !== undefined),
+  );
+  const merged =
+    input !== null && typeof input === 'object' && !Array.isArray(input)
+      ? { ...fromSettings, ...input }
+      : input;
+  const opts = parseOptions(PrepareOptionsSchema, merged, 'prepareImage');
   return {
     ...opts,
-    buildTimeoutMs: opts.buildTimeoutMs ?? envBuildTimeoutMs(),
+    buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS,
     maxDepsSize: opts.maxDepsSize ?? envMaxDepsSize(),
     registries: resolveRegistries(opts.registries),
   };
@@ -201,17 +230,6 @@ function envMaxDepsSize(): number {
       `invalid ${MAX_DEPS_SIZE_ENV}: must be a size of at least 1m such as 4g or 512m`,
     );
   return bytes;
-}
-
-function envBuildTimeoutMs(): number {
-  const raw = process.env[BUILD_TIMEOUT_ENV]?.trim();
-  if (!raw) return DEFAULT_BUILD_TIMEOUT_MS;
-  const seconds = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!(seconds >= 1 && seconds <= 86_400))
-    throw new InvalidBuildOptionsError(
-      `invalid ${BUILD_TIMEOUT_ENV}: must be whole seconds between 1 and 86400`,
-    );
-  return seconds * 1000;
 }
 
 /**
@@ -385,6 +403,7 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
       extraCa: Boolean(caFile),
       buildId,
       buildLabels,
+      image,
     });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
     const egress =

@@ -1,7 +1,8 @@
+import type { Provider } from '@ca-sandbox/config';
 import type { ManifestFile } from './manifests.js';
 
-export type Provider = 'node' | 'python' | 'go' | 'rust' | 'plain';
-export const PROVIDERS: readonly Provider[] = ['node', 'python', 'go', 'rust', 'plain'];
+// The list lives with the settings (one base image per provider); re-exported for the build's callers.
+export { PROVIDERS, type Provider } from '@ca-sandbox/config';
 
 export interface Detection {
   provider: Provider;

@@ -2,6 +2,9 @@ import { posix } from 'node:path';
 import { shellQuote } from './_utils.js';
 import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
+import { nodeContextFiles } from './node-context.js';
+import { NODE_FINISH, PM_PREFIX } from './node-layout.js';
+import { planPackageManager } from './package-manager.js';
 import type { Detection, Provider } from './provider.js';
 import { pythonInstall } from './recipe-python.js';
 
@@ -10,8 +13,6 @@ export const DEPS_DIR = '/deps';
 /** Where the manifests are copied for the install (the build context's only content). */
 export const DEPS_SRC = '/deps/src';
 export const REPO_DIR = '/work/repo';
-/** Scratch space of the install step, emptied at its end. */
-const TOOLS = '/tmp/ca-sbx-tools';
 
 /** One ENV entry. `expand` lets docker substitute `$PATH`; only our own constants use it. */
 export interface EnvEntry {
@@ -40,8 +41,15 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
   if (provider === 'node') {
     env.push(
       { name: 'NODE_PATH', value: '/deps/node_modules' },
-      { name: 'PATH', value: '/deps/node_modules/.bin:$PATH', expand: true },
+      { name: 'PATH', value: `${PM_PREFIX}/bin:/deps/node_modules/.bin:$PATH`, expand: true },
       { name: 'npm_config_update_notifier', value: 'false' },
+      // A corepack shim never prompts or pins: the pinned package manager is in PM_PREFIX already.
+      { name: 'COREPACK_ENABLE_DOWNLOAD_PROMPT', value: '0' },
+      { name: 'COREPACK_ENABLE_AUTO_PIN', value: '0' },
+      // pnpm 10+ may check the install before `pnpm run` and re-install (offline: it hangs) because
+      // its state names /deps/src; the deps were installed for exactly these manifests.
+      { name: 'npm_config_verify_deps_before_run', value: 'false' },
+      { name: 'pnpm_config_verify_deps_before_run', value: 'false' },
     );
   } else if (provider === 'python') {
     const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
@@ -78,7 +86,9 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
 
 /**
  * The manifests as they go into the build context: requirements*.txt lose their local-path
- * entries (the source is not in the context; those paths resolve from /work/repo at run time).
+ * entries (the source is not in the context; those paths resolve from /work/repo at run time);
+ * package.json files lose the repo's own lifecycle scripts and rc files the settings a repo never
+ * chooses (see node-context.ts).
  */
 export function contextFiles(files: readonly ManifestFile[]): { files: ManifestFile[]; notes: string[] } {
   const notes: string[] = [];
@@ -91,65 +101,71 @@ export function contextFiles(files: readonly ManifestFile[]): { files: ManifestF
     );
     return { path: file.path, content: Buffer.from(text, 'utf8') };
   });
-  return { files: out, notes };
+  const node = nodeContextFiles(out);
+  return { files: node.files, notes: [...notes, ...node.notes] };
 }
 
 const NODE_INSTALL_FLAGS = '--no-audit --no-fund --loglevel=error';
-const MOVE_NODE_MODULES =
-  'if [ -d node_modules ]; then mv node_modules /deps/node_modules; else mkdir -p /deps/node_modules; fi';
 
-function tool(spec: string): string {
-  return `npm install --prefix ${TOOLS} ${NODE_INSTALL_FLAGS} ${shellQuote(spec)}`;
+function globalTool(npmPackage: string, spec: string): string {
+  return `npm install --global --prefix ${PM_PREFIX} ${NODE_INSTALL_FLAGS} ${shellQuote(`${npmPackage}@${spec}`)}`;
 }
+
+// Image ENV of a yarn berry repo, for the install and the box alike: node_modules (not PnP, whose
+// loader would live in /deps), no telemetry.
+const BERRY_ENV: EnvEntry[] = [
+  { name: 'YARN_NODE_LINKER', value: 'node-modules' },
+  { name: 'YARN_ENABLE_TELEMETRY', value: '0' },
+];
 
 function nodeInstall(
   files: readonly ManifestFile[],
   detection: Detection,
-): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> {
+): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes' | 'env'> {
   const has = (name: string) => files.some((file) => file.path === name);
-  const version = detection.packageManagerVersion;
+  const pm = planPackageManager(files, detection);
   const notes: string[] = [];
   const installEnv: EnvEntry[] = [];
-  let install: string[];
-  switch (detection.packageManager) {
+  const env: EnvEntry[] = [];
+  const install: string[] = [];
+  if (pm.npmPackage && pm.spec) {
+    install.push(globalTool(pm.npmPackage, pm.spec));
+    notes.push(
+      `package manager ${pm.npmPackage}@${pm.spec} (from ${pm.source}) installed in ${PM_PREFIX}/bin`,
+    );
+  }
+  switch (pm.name) {
     case 'pnpm':
-      install = [
-        tool(`pnpm@${version ?? '9'}`),
-        `${TOOLS}/node_modules/.bin/pnpm install ${has('pnpm-lock.yaml') ? '--frozen-lockfile' : ''}`.trim(),
-      ];
+      install.push(`pnpm install ${has('pnpm-lock.yaml') ? '--frozen-lockfile' : ''}`.trim());
       break;
     case 'yarn':
-      install = [
-        tool(`yarn@${version ?? '1'}`),
-        `${TOOLS}/node_modules/.bin/yarn install --non-interactive ${has('yarn.lock') ? '--frozen-lockfile' : ''}`.trim(),
-      ];
+      install.push(`yarn install --non-interactive ${has('yarn.lock') ? '--frozen-lockfile' : ''}`.trim());
       break;
     case 'yarn-berry':
-      // The repo's yarnPath (.yarn/releases) is not in the manifests-only context: ignore it.
+      env.push(...BERRY_ENV);
       installEnv.push(
-        { name: 'YARN_IGNORE_PATH', value: '1' },
-        { name: 'YARN_NODE_LINKER', value: 'node-modules' },
         { name: 'YARN_ENABLE_IMMUTABLE_INSTALLS', value: 'false' },
-        { name: 'YARN_ENABLE_TELEMETRY', value: '0' },
         { name: 'YARN_ENABLE_GLOBAL_CACHE', value: 'false' },
         { name: 'YARN_CACHE_FOLDER', value: '/tmp/ca-sbx-yarn-cache' },
       );
-      install = [tool(`@yarnpkg/cli-dist@${version ?? '4'}`), `${TOOLS}/node_modules/.bin/yarn install`];
+      // The repo's own release (yarnPath) runs the install when it is in the context; the
+      // launcher in /deps/pm hands over to it in the box as well.
+      if (!pm.yarnPath) installEnv.push({ name: 'YARN_IGNORE_PATH', value: '1' });
+      install.push('yarn install');
       break;
     default: {
-      if (detection.packageManager === 'bun')
-        notes.push('bun is not available in the build: dependencies installed with npm');
+      if (pm.name === 'bun') notes.push('bun is not available in the build: dependencies installed with npm');
       const lock = has('package-lock.json') || has('npm-shrinkwrap.json');
-      install = [`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`];
+      install.push(`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`);
     }
   }
   const root = files.find((file) => file.path === 'package.json')?.content.toString('utf8') ?? '';
   if (has('pnpm-workspace.yaml') || /"workspaces"\s*:/.test(root)) {
     notes.push(
-      'workspace packages are installed from their manifests only; import them by relative path from /work/repo',
+      'workspace packages: each gets its node_modules; links between them resolve to their source in /work/repo',
     );
   }
-  return { install: [...install, MOVE_NODE_MODULES], installEnv, notes };
+  return { install: [...install, ...NODE_FINISH], installEnv, notes, env };
 }
 
 /** Go's own default GOPROXY, for the install step. */
@@ -175,8 +191,10 @@ export function builtinRecipe(files: readonly ManifestFile[], detection: Detecti
   const env = providerEnv(detection.provider, files);
   const base = { provider: detection.provider, env, linkNodeModules: false };
   switch (detection.provider) {
-    case 'node':
-      return { ...base, ...nodeInstall(files, detection), linkNodeModules: true };
+    case 'node': {
+      const part = nodeInstall(files, detection);
+      return { ...base, ...part, env: [...env, ...part.env], linkNodeModules: true };
+    }
     case 'python': {
       const paths = pythonLocalPaths(files);
       const notes = paths.length

@@ -1,3 +1,4 @@
+import { DEFINITIONS } from '@ca-sandbox/config';
 import { z } from 'zod';
 import { hasControlChar } from './_utils.js';
 import { InvalidBuildOptionsError } from './errors.js';
@@ -9,10 +10,12 @@ import type { EnvEntry } from './recipe.js';
  * resolves them: the `registries` option of prepareImage (a config file loader feeds it) wins over
  * these environment variables.
  */
+// The variables are the mirrors.* settings' (one home: @ca-sandbox/config, which also reads the
+// configuration file and feeds the `registries` option).
 export const REGISTRY_ENV = {
-  npm: 'CA_SANDBOX_NPM_REGISTRY',
-  pip: 'CA_SANDBOX_PIP_INDEX_URL',
-  go: 'CA_SANDBOX_GOPROXY',
+  npm: DEFINITIONS['mirrors.npmRegistry'].env[0] as 'CA_SANDBOX_NPM_REGISTRY',
+  pip: DEFINITIONS['mirrors.pypiIndex'].env[0] as 'CA_SANDBOX_PIP_INDEX_URL',
+  go: DEFINITIONS['mirrors.goProxy'].env[0] as 'CA_SANDBOX_GOPROXY',
 } as const;
 
 export type RegistryKind = keyof typeof REGISTRY_ENV;

@@ -37,7 +37,9 @@ export function readFixture(dir: string, prefix = ''): FixtureTree {
 async function tarOf(tree: FixtureTree): Promise<Buffer> {
   const tar = pack();
   for (const [name, entry] of Object.entries(tree)) {
-    if (typeof entry === 'string') tar.entry({ name, mode: 0o644, uid: 1000, gid: 1000 }, entry);
+    // Scripts (#!) are executable, as git checks them out.
+    const mode = typeof entry === 'string' && entry.startsWith('#!') ? 0o755 : 0o644;
+    if (typeof entry === 'string') tar.entry({ name, mode, uid: 1000, gid: 1000 }, entry);
     else tar.entry({ name, type: 'symlink', linkname: entry.symlink, uid: 1000, gid: 1000 });
   }
   tar.finalize();
@@ -117,7 +119,42 @@ export class FixtureRepo {
     );
   }
 
+  /** Starts a long-running box of `image` (hardened as runBox) with the volume; returns its name. */
+  async startBox(image: string): Promise<string> {
+    const name = `${this.container.replace(/-helper$/, '')}-box${this.boxes.length}`;
+    this.boxes.push(name);
+    await docker([
+      'run',
+      '-d',
+      '--name',
+      name,
+      ...HARDENED,
+      '--tmpfs',
+      '/tmp:exec',
+      '--workdir',
+      '/work/repo',
+      ...Object.entries(sandboxLabels(this.id)).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
+      '--mount',
+      `type=volume,src=${this.volume},dst=/work/repo`,
+      image,
+      'sleep',
+      'infinity',
+    ]);
+    return name;
+  }
+
+  /** Runs `script` with sh in a container started by startBox. */
+  async execIn(
+    container: string,
+    script: string,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    return docker(['exec', container, 'sh', '-c', script], { allowFailure: true, timeoutMs: 180_000 });
+  }
+
+  private readonly boxes: string[] = [];
+
   async cleanup(): Promise<void> {
+    if (this.boxes.length) await docker(['rm', '-f', '--', ...this.boxes], { allowFailure: true });
     await docker(['rm', '-f', '--', this.container], { allowFailure: true });
     await docker(['volume', 'rm', '-f', '--', this.volume], { allowFailure: true });
   }

@@ -9,7 +9,9 @@ const root = new URL('..', import.meta.url).pathname;
 rmSync(`${root}dist/bundle`, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: ['dist/main.js'],
+  // main.js for the bin, index.js for `import 'ca-sandbox'`: the published package carries no
+  // runtime dependency, everything it loads is in dist/bundle.
+  entryPoints: ['dist/main.js', 'dist/index.js'],
   outdir: 'dist/bundle',
   bundle: true,
   splitting: true,
@@ -31,16 +33,40 @@ writeFileSync(`${root}dist/bundle/meta.json`, JSON.stringify(result.metafile));
 
 // The bin's `exec` fast path: one CommonJS file, so a plain exec skips the ESM loader as well as
 // commander. What only failure paths need (the docker barrel with its schemas, execa) stays
-// outside and is loaded on first use.
+// outside, in its own bundled file, loaded on first use (require of an ES module: Node >= 22.12).
+const DOCKER_BARREL = 'fast-exec-docker.mjs';
 const lazyOutside = {
   name: 'lazy-outside',
   setup(pluginBuild) {
-    pluginBuild.onResolve({ filter: /^(@ca-sandbox\/docker|zod)$/ }, (args) => ({
-      path: args.path,
+    pluginBuild.onResolve({ filter: /^@ca-sandbox\/docker$/ }, () => ({
+      path: `./${DOCKER_BARREL}`,
       external: true,
     }));
+    pluginBuild.onResolve({ filter: /^zod$/ }, () => {
+      throw new Error('the exec fast path must not load zod');
+    });
   },
 };
+await build({
+  absWorkingDir: root,
+  stdin: {
+    contents: "export * from '@ca-sandbox/docker';",
+    resolveDir: root,
+    sourcefile: 'docker-barrel.js',
+  },
+  outfile: `dist/bundle/${DOCKER_BARREL}`,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  minify: true,
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  banner: {
+    js: "import { createRequire as __caSbxRequire } from 'node:module'; const require = __caSbxRequire(import.meta.url);",
+  },
+  logLevel: 'warning',
+});
 await build({
   absWorkingDir: root,
   entryPoints: ['dist/fast-exec.js'],

@@ -22,6 +22,7 @@ const COMMANDS = [
   'destroy',
   'prune',
   'verify',
+  'config',
   'egress',
   'mcp',
 ];

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
@@ -303,6 +303,20 @@ failed before the command ran.
     .argument('<id>', 'sandbox id')
     .addHelpText('after', example(['ca-sandbox verify demo', 'ca-sandbox verify demo --json']))
     .action(action(async () => (await import('./commands/verify.js')).verifyCommand));
+
+  program
+    .command('config')
+    .description('show each effective setting and where it came from (file, env, flag, default)')
+    .addArgument(new Argument('[path]', 'print only the configuration file path').choices(['path']))
+    .addHelpText(
+      'after',
+      `${example(['ca-sandbox config', 'ca-sandbox config --json', 'ca-sandbox config path'])}
+Settings come from one file (Linux: $XDG_CONFIG_HOME/ca-sandbox/config.json, default ~/.config/...;
+macOS: ~/Library/Application Support/ca-sandbox/config.json; CA_SANDBOX_CONFIG names another),
+then CA_SANDBOX_* variables, then the flags of each command. bash scripts/setup.sh writes the file.
+`,
+    )
+    .action(action(async () => (await import('./commands/config.js')).configCommand));
 
   program
     .command('egress')

@@ -32,9 +32,44 @@ export interface BinResult {
 
 /** Runs the real bin (a new node process, as a user would) and collects its output. */
 export function runBin(args: string[], env: Record<string, string> = {}, input?: string): Promise<BinResult> {
+  return runBinWithExactEnv(
+    args,
+    { ...(process.env as Record<string, string>), ...LOCAL_IMAGES_ENV, NO_COLOR: '1', ...env },
+    input,
+  );
+}
+
+/**
+ * The environment of a new login shell: PATH, the docker endpoint and the given variables, none
+ * of the CA_SANDBOX_* settings the test runner exports.
+ */
+export function freshShellEnv(extra: Record<string, string>): Record<string, string> {
+  const keep = [
+    'PATH',
+    'DOCKER_HOST',
+    'LANG',
+    'TMPDIR',
+    'HTTP_PROXY',
+    'HTTPS_PROXY',
+    'NO_PROXY',
+    'http_proxy',
+    'https_proxy',
+    'no_proxy',
+  ];
+  const env: Record<string, string> = { NO_COLOR: '1' };
+  for (const name of keep) if (process.env[name]) env[name] = process.env[name] as string;
+  return { ...env, ...extra };
+}
+
+/** Runs the real bin with exactly `env` (nothing inherited). */
+export function runBinWithExactEnv(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<BinResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...LOCAL_IMAGES_ENV, NO_COLOR: '1', ...env },
+      env,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

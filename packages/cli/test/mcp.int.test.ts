@@ -1,22 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BIN,
   dockerReachable,
   forceRemoveSandbox,
+  freshShellEnv,
   LIFECYCLE_BUILT,
-  LOCAL_IMAGES_ENV,
   remainingObjects,
 } from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
-type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
+type ToolResult = {
+  content: { type: string; text: string }[];
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+};
 
 function payload(result: unknown): unknown {
   const first = (result as ToolResult).content[0];
@@ -24,18 +30,42 @@ function payload(result: unknown): unknown {
   return JSON.parse(first.text);
 }
 
+/**
+ * The server as a client that passes no CA_SANDBOX_* variable starts it: every setting comes from
+ * the configuration file at the XDG place (issue 13.2), and the client offers MCP roots (9.9).
+ */
 describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
   const id = `sbx-${randomUUID().slice(0, 8)}`;
-  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-mcp-'));
-  const client = new Client({ name: 'ca-sandbox-test', version: '0.0.0' });
+  const home = mkdtempSync(join(tmpdir(), 'ca-sbx-mcp-'));
+  const work = join(home, 'project');
+  const outputRoot = join(home, 'out');
+  const client = new Client({ name: 'ca-sandbox-test', version: '0.0.0' }, { capabilities: { roots: {} } });
   let stderr = '';
 
   beforeAll(async () => {
+    mkdirSync(work);
     writeFileSync(join(work, 'README.md'), 'mcp fixture\n');
+    // A manifest no cached image has: the install really runs (and is slow enough to need progress).
+    writeFileSync(
+      join(work, 'package.json'),
+      JSON.stringify({ name: `mcp-fixture-${id}`, version: '1.0.0', dependencies: { 'is-number': '7.0.0' } }),
+    );
+    mkdirSync(join(home, 'config', 'ca-sandbox'), { recursive: true });
+    writeFileSync(
+      join(home, 'config', 'ca-sandbox', 'config.json'),
+      JSON.stringify({
+        baseImages: { node: 'ca-sbx-base:node', plain: 'ca-sbx-base:debian' },
+        ...(process.env.CA_SANDBOX_CA_CERTS ? { caCertificates: process.env.CA_SANDBOX_CA_CERTS } : {}),
+        mcp: { outputRoot },
+      }),
+    );
+    client.setRequestHandler(ListRootsRequestSchema, () => ({
+      roots: [{ uri: pathToFileURL(work).href, name: 'project' }],
+    }));
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [BIN, 'mcp'],
-      env: { ...(process.env as Record<string, string>), ...LOCAL_IMAGES_ENV },
+      env: freshShellEnv({ HOME: home, XDG_CONFIG_HOME: join(home, 'config') }),
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (chunk) => {
@@ -47,10 +77,10 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
   afterAll(async () => {
     await client.close();
     forceRemoveSandbox(id);
-    rmSync(work, { recursive: true, force: true });
+    rmSync(home, { recursive: true, force: true });
   });
 
-  it('lists the seven tools, each with an input schema', async () => {
+  it('lists the seven tools, each with an input and an output schema', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'sandbox_cp_out',
@@ -61,9 +91,30 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       'sandbox_prune',
       'sandbox_verify',
     ]);
-    for (const tool of tools) expect(tool.inputSchema.type).toBe('object');
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.outputSchema?.type).toBe('object');
+    }
     const exec = tools.find((t) => t.name === 'sandbox_exec');
     expect(exec?.inputSchema.required).toEqual(expect.arrayContaining(['id', 'command']));
+    expect(exec?.outputSchema?.required).toEqual(expect.arrayContaining(['exitCode', 'stdout', 'stderr']));
+  });
+
+  it('tells the client that what comes from a box is untrusted data', () => {
+    const instructions = client.getInstructions() ?? '';
+    expect(instructions).toMatch(/UNTRUSTED DATA/);
+    expect(instructions).toMatch(/never instructions/i);
+    expect(instructions).toMatch(/progress notifications/);
+  });
+
+  it('describes runtimes and policies as the CLI enforces them', async () => {
+    const { tools } = await client.listTools();
+    const properties = tools.find((t) => t.name === 'sandbox_create')?.inputSchema.properties as Record<
+      string,
+      { description?: string }
+    >;
+    expect(properties.runtime?.description).toMatch(/runsc .*offline or clone-then-cut, not allowlist/);
+    expect(properties.network?.description).toMatch(/allowlist \(the box reaches only the allow list/);
   });
 
   it('marks the tools that delete host or docker state as destructive', async () => {
@@ -76,6 +127,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     for (const name of ['sandbox_list', 'sandbox_verify']) {
       expect(byName.get(name)?.annotations?.readOnlyHint).toBe(true);
     }
+    expect(byName.get('sandbox_destroy')?.annotations?.idempotentHint).toBe(true);
     const properties = (byName.get('sandbox_cp_out')?.inputSchema.properties ?? {}) as Record<
       string,
       { description?: string }
@@ -86,7 +138,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     expect(properties.git?.description).toMatch(/sanitized/);
   });
 
-  it('returns errors as isError results and keeps serving', async () => {
+  it('returns errors as isError results in the tools’ words (no CLI flags) and keeps serving', async () => {
     const missing = await client.callTool({
       name: 'sandbox_exec',
       arguments: { id: `${id}-nope`, command: ['true'] },
@@ -101,73 +153,131 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     expect(badId.isError).toBe(true);
     expect(payload(badId)).toMatchObject({ error: { code: 'INVALID_SANDBOX_ID' } });
 
-    const copyOpts = await client.callTool({ name: 'sandbox_create', arguments: { source: work, cpus: -1 } });
-    expect(copyOpts.isError).toBe(true);
+    for (const args of [
+      { source: work, memory: 'lots' },
+      { source: work, allow: ['10.0.0.1'] },
+      { source: work, network: 'allowlist' },
+    ]) {
+      const refused = await client.callTool({ name: 'sandbox_create', arguments: args });
+      expect(refused.isError).toBe(true);
+      const text = (refused as ToolResult).content[0]?.text ?? '';
+      expect(text).not.toMatch(/--[a-z]|see --help/);
+      expect(text).toMatch(/`(memory|allow|network)`/);
+    }
 
-    expect(Array.isArray(payload(await client.callTool({ name: 'sandbox_list', arguments: {} })))).toBe(true);
+    expect(payload(await client.callTool({ name: 'sandbox_list', arguments: {} }))).toHaveProperty(
+      'sandboxes',
+    );
   });
 
-  it('create → exec → cp_out → verify → destroy, with the CLI contracts', async () => {
-    const created = await client.callTool({ name: 'sandbox_create', arguments: { source: work, name: id } });
+  it('create sends progress (phases, install log lines, a heartbeat) often enough for a short timeout', async () => {
+    const notes: { progress: number; message?: string; at: number }[] = [];
+    const started = Date.now();
+    const created = await client.callTool(
+      { name: 'sandbox_create', arguments: { source: work, name: id, network: 'clone-then-cut' } },
+      undefined,
+      {
+        // Far below the default 60 s: only progress keeps this call alive through the install.
+        timeout: 8_000,
+        resetTimeoutOnProgress: true,
+        onprogress: (progress) => notes.push({ ...progress, at: Date.now() }),
+      },
+    );
+    const finished = Date.now();
     expect(created.isError ?? false).toBe(false);
-    expect(payload(created)).toMatchObject({ id, network: 'offline', status: 'running' });
+    expect((created as ToolResult).structuredContent).toMatchObject({
+      id,
+      network: 'clone-then-cut',
+      status: 'running',
+    });
+    expect(payload(created)).toEqual((created as ToolResult).structuredContent);
+    const messages = notes.map((n) => n.message ?? '');
+    expect(messages).toEqual(
+      expect.arrayContaining(
+        ['clone', 'dephash', 'build', 'run', 'verify'].map((phase) =>
+          expect.stringMatching(new RegExp(`^${phase} done`)),
+        ),
+      ),
+    );
+    // Log lines of the install itself, not only the phases.
+    expect(messages.filter((m) => m.startsWith('build: ')).length).toBeGreaterThan(0);
+    const progress = notes.map((n) => n.progress);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(new Set(progress).size).toBe(progress.length);
+    const gaps = [started, ...notes.map((n) => n.at), finished].map((at, i, all) =>
+      i === 0 ? 0 : at - (all[i - 1] ?? at),
+    );
+    expect(Math.max(...gaps)).toBeLessThan(7_000);
+  });
 
-    const listed = payload(await client.callTool({ name: 'sandbox_list', arguments: {} })) as {
-      id: string;
-    }[];
-    expect(listed.map((r) => r.id)).toContain(id);
-
+  it('exec → cp_out (under the output root) → verify, with structured content', async () => {
     const exec = await client.callTool({
       name: 'sandbox_exec',
       arguments: { id, command: ['sh', '-c', 'cat README.md; exit 3'] },
     });
     expect(exec.isError ?? false).toBe(false);
-    expect(payload(exec)).toMatchObject({
+    expect((exec as ToolResult).structuredContent).toMatchObject({
       exitCode: 3,
       stdout: 'mcp fixture\n',
       timedOut: false,
       truncated: false,
     });
 
-    const dest = join(work, 'out.md');
     const cp = await client.callTool({
       name: 'sandbox_cp_out',
-      arguments: { id, path: '/work/repo/README.md', destination: dest },
+      arguments: { id, path: '/work/repo/README.md', destination: 'out.md' },
     });
-    expect(payload(cp)).toMatchObject({ files: 1 });
-    expect(readFileSync(dest, 'utf8')).toBe('mcp fixture\n');
+    expect(cp.isError ?? false).toBe(false);
+    expect((cp as ToolResult).structuredContent).toMatchObject({
+      files: 1,
+      destination: join(outputRoot, 'out.md'),
+    });
+    expect(readFileSync(join(outputRoot, 'out.md'), 'utf8')).toBe('mcp fixture\n');
 
-    // force into an existing directory: the entry lands inside it, nothing else is touched; a
-    // directory in the way is an error, never deleted.
+    const listed = (await client.callTool({ name: 'sandbox_list', arguments: {} })) as ToolResult;
+    expect(((listed.structuredContent?.sandboxes ?? []) as { id: string }[]).map((r) => r.id)).toContain(id);
+
+    // force into an existing directory (the output root itself): the entry lands inside it,
+    // nothing else is touched; a directory in the way is an error, never deleted.
     const into = await client.callTool({
       name: 'sandbox_cp_out',
-      arguments: { id, path: '/work/repo', destination: work, force: true },
+      arguments: { id, path: '/work/repo', destination: '.', force: true },
     });
     expect(into.isError ?? false).toBe(false);
-    expect(payload(into)).toMatchObject({ destination: join(work, 'repo') });
-    expect(readFileSync(dest, 'utf8')).toBe('mcp fixture\n');
-    expect(readFileSync(join(work, 'README.md'), 'utf8')).toBe('mcp fixture\n');
+    expect(payload(into)).toMatchObject({ destination: join(outputRoot, 'repo') });
+    expect(readFileSync(join(outputRoot, 'out.md'), 'utf8')).toBe('mcp fixture\n');
     const again = await client.callTool({
       name: 'sandbox_cp_out',
-      arguments: { id, path: '/work/repo', destination: work, force: true },
+      arguments: { id, path: '/work/repo', destination: outputRoot, force: true },
     });
     expect(again.isError).toBe(true);
     expect(payload(again)).toMatchObject({ error: { code: 'CP_DESTINATION' } });
-    expect(readFileSync(join(work, 'repo', 'README.md'), 'utf8')).toBe('mcp fixture\n');
+    expect(readFileSync(join(outputRoot, 'repo', 'README.md'), 'utf8')).toBe('mcp fixture\n');
 
     const verify = await client.callTool({ name: 'sandbox_verify', arguments: { id } });
     expect(verify.isError ?? false).toBe(false);
-    expect(payload(verify)).toMatchObject({ ok: true });
-
-    const destroyed = await client.callTool({ name: 'sandbox_destroy', arguments: { ids: [id] } });
-    expect(destroyed.isError ?? false).toBe(false);
-    expect(payload(destroyed)).toMatchObject({ failures: [], leftovers: [] });
-    expect(remainingObjects(id)).toEqual([]);
+    expect((verify as ToolResult).structuredContent).toMatchObject({ ok: true });
   });
 
-  it('prune --dry-run through MCP lists without removing', async () => {
+  it('destroy is idempotent: the second call succeeds and says the sandbox was already gone', async () => {
+    const first = await client.callTool({ name: 'sandbox_destroy', arguments: { ids: [id] } });
+    expect(first.isError ?? false).toBe(false);
+    expect((first as ToolResult).structuredContent).toMatchObject({
+      failures: [],
+      leftovers: [],
+      alreadyGone: [],
+    });
+    expect(remainingObjects(id)).toEqual([]);
+
+    const second = await client.callTool({ name: 'sandbox_destroy', arguments: { ids: [id] } });
+    expect(second.isError ?? false).toBe(false);
+    expect((second as ToolResult).structuredContent).toMatchObject({ removed: [], alreadyGone: [id] });
+    expect((second as ToolResult).content.map((c) => c.text)).toContain(`already gone: ${id}`);
+  });
+
+  it('prune dryRun through MCP lists without removing', async () => {
     const pruned = await client.callTool({ name: 'sandbox_prune', arguments: { dryRun: true } });
-    expect(payload(pruned)).toHaveProperty('removed');
+    expect((pruned as ToolResult).structuredContent).toHaveProperty('removed');
     // Nothing but protocol on stdout: the client would have failed to parse anything else.
     expect(stderr).not.toMatch(/Error:/);
   });

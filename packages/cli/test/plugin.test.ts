@@ -1,6 +1,16 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +20,18 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const PLUGIN = join(ROOT, 'plugin');
 const CLAUDE = fileURLToPath(new URL('../node_modules/.bin/claude', import.meta.url));
 const COMMAND_FILES = ['sandbox', 'sandbox-shell', 'sandbox-exec', 'sandbox-cp', 'sandbox-destroy'];
+/**
+ * What each command runs without a permission prompt: exactly the subcommands it needs. Nothing
+ * that removes or writes on the host (destroy, prune, cp) is pre-approved: `Bash(x:*)` is a prefix
+ * match, so `destroy:*` would cover `destroy --all` and `cp:*` would cover `cp --force`.
+ */
+const ALLOWED_TOOLS: Record<string, string> = {
+  sandbox: 'Bash(ca-sandbox doctor:*), Bash(ca-sandbox create:*)',
+  'sandbox-exec': 'Bash(ca-sandbox exec:*)',
+  'sandbox-shell': 'Bash(ca-sandbox list:*)',
+  'sandbox-cp': 'Bash(ca-sandbox list:*)',
+  'sandbox-destroy': 'Bash(ca-sandbox list:*)',
+};
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 
@@ -89,7 +111,10 @@ describe('plugin commands', () => {
     (name) => {
       const { meta, body } = parseMarkdown(join(PLUGIN, 'commands', `${name}.md`));
       expect(Object.keys(meta).sort()).toEqual(['allowed-tools', 'argument-hint', 'description']);
-      expect(meta['allowed-tools']).toBe('Bash(ca-sandbox:*)');
+      expect(meta['allowed-tools']).toBe(ALLOWED_TOOLS[name]);
+      for (const rule of (meta['allowed-tools'] ?? '').split(/,\s*/)) {
+        expect(rule).toMatch(/^Bash\(ca-sandbox (doctor|create|exec|list):\*\)$/);
+      }
       expect(body).toContain('$ARGUMENTS');
       // `!` lines are run by Claude Code before the model sees the prompt: none, so no argument can
       // ever be spliced into one.
@@ -107,6 +132,52 @@ describe('plugin commands', () => {
       expect(command, mention.text).toBeDefined();
       const known = [...globalFlags, ...(command?.options.map((o) => o.long) ?? [])];
       for (const flag of mention.flags) expect(known, `${mention.text}: ${flag}`).toContain(flag);
+    }
+  });
+});
+
+describe('plugin confirmations', () => {
+  it('sandbox-destroy asks for an explicit yes before removing more than the named sandboxes', () => {
+    const { body } = parseMarkdown(join(PLUGIN, 'commands', 'sandbox-destroy.md'));
+    expect(body).toMatch(/Showing the list is not a confirmation/);
+    expect(body).toMatch(/explicit yes/);
+    // It destroys the ids it showed, never `--all` (which would also take one created meanwhile).
+    expect(body).not.toMatch(/run\s+`ca-sandbox destroy --all/);
+    expect(body).toMatch(/Never run\s+`ca-sandbox prune` \(without `--dry-run`\) yourself/);
+  });
+});
+
+describe('plugin version', () => {
+  const script = join(ROOT, 'scripts/sync-plugin-version.mjs');
+  const run = promisify(execFile);
+
+  it('is the cli package version, in the plugin manifest and the marketplace', async () => {
+    const cli = readJson(join(ROOT, 'packages/cli/package.json'));
+    expect(readJson(join(PLUGIN, '.claude-plugin/plugin.json')).version).toBe(cli.version);
+    await expect(run(process.execPath, [script, '--check'])).resolves.toBeDefined();
+  });
+
+  it('the sync script follows a version bump (as changeset version makes) and --check catches drift', async () => {
+    const copy = mkdtempSync(join(tmpdir(), 'ca-sbx-plugin-version-'));
+    try {
+      for (const path of [
+        'packages/cli/package.json',
+        'plugin/.claude-plugin/plugin.json',
+        '.claude-plugin/marketplace.json',
+      ]) {
+        mkdirSync(dirname(join(copy, path)), { recursive: true });
+        cpSync(join(ROOT, path), join(copy, path));
+      }
+      const pkg = readJson(join(copy, 'packages/cli/package.json'));
+      writeFileSync(join(copy, 'packages/cli/package.json'), JSON.stringify({ ...pkg, version: '7.8.9' }));
+      await expect(run(process.execPath, [script, copy, '--check'])).rejects.toMatchObject({ code: 1 });
+      await run(process.execPath, [script, copy]);
+      expect(readJson(join(copy, 'plugin/.claude-plugin/plugin.json')).version).toBe('7.8.9');
+      const marketplace = readJson(join(copy, '.claude-plugin/marketplace.json'));
+      expect((marketplace.plugins as { version: string }[])[0]?.version).toBe('7.8.9');
+      await expect(run(process.execPath, [script, copy, '--check'])).resolves.toBeDefined();
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
     }
   });
 });

@@ -202,6 +202,7 @@ class CreateRun {
     // which removes a box failing any check before it is handed out.
     const [box] = await Promise.all([this.startBox(prepared, egress), closing]);
     this.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
+    await this.linkNodeModules(box.name, prepared);
     return recordFromInspect(box.inspect);
   }
 
@@ -326,9 +327,22 @@ class CreateRun {
     this.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
     for (const note of prepared.notes) this.log(note);
     this.checkAborted();
-    const link = await linkDependencies(this.names.helper, prepared);
-    if (link.linked) this.log('linked node_modules to /deps/node_modules');
     return prepared;
+  }
+
+  /**
+   * The box's node_modules: real directories in the volume linking to the baked deps. It runs in
+   * the box (the helper has no /deps), before create returns and anything of the repo runs there.
+   */
+  private async linkNodeModules(box: string, prepared: PreparedImage): Promise<void> {
+    this.checkAborted();
+    const link = await linkDependencies(box, prepared);
+    if (link.linked)
+      this.log(
+        `node_modules: ${link.dirs?.length ?? 0} folder(s) in /work/repo linking ${link.entries ?? 0} entries to the deps in /deps/src`,
+      );
+    if (link.kept?.length)
+      this.log(`node_modules the repo has itself were kept: ${link.kept.slice(0, 5).join(', ')}`);
   }
 
   /**

@@ -122,7 +122,7 @@ export class HelperImageMissingError extends Error {
   constructor(image: string) {
     super(`the helper image '${printable(image, 120)}' is not present`);
     this.hint =
-      'build the local images with scripts/seed-images.sh, or point CA_SANDBOX_HELPER_IMAGE at an image with git and tar';
+      'build the local images with scripts/seed-images.sh, or name an image with git and tar as helperImage in the configuration file (ca-sandbox config path) or CA_SANDBOX_HELPER_IMAGE';
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
 import { parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
 import {
   allowlistEnforcement,
@@ -67,7 +68,8 @@ export interface ResolvedCreateOptions {
   cloneTimeoutSeconds: number;
 }
 
-export const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
+// The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
+export { DEFAULT_HELPER_IMAGE };
 
 /**
  * Validates createSandbox options (InvalidOptionsError and friends, all usage errors) and fills
@@ -112,9 +114,9 @@ export function resolveCreateOptions(
   const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
   if (options.maxDepsSize !== undefined && !(maxDepsSize !== undefined && maxDepsSize >= 1024 ** 2))
     throw new InvalidOptionsError(`invalid create options: maxDepsSize must be at least 1m, ${SIZE_SYNTAX}`);
-  const helperImage = env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE;
-  if (!IMAGE.test(helperImage))
-    throw new InvalidOptionsError('CA_SANDBOX_HELPER_IMAGE is not an image reference');
+  const helperImage =
+    (env === process.env ? currentSettings() : loadSettings({ env })).value('helperImage') ??
+    DEFAULT_HELPER_IMAGE;
   return {
     source: options.source,
     id: options.name === undefined ? '' : validateSandboxName(options.name),

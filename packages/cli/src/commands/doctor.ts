@@ -13,9 +13,8 @@ export interface DoctorCheck {
   fix?: string;
 }
 
-const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
 const IMAGE_HINT =
-  'build the local base images (bash scripts/seed-images.sh) and name them in CA_SANDBOX_BASE_IMAGE or CA_SANDBOX_BASE_IMAGE_<PROVIDER>, or allow docker pull';
+  'build the local base images (bash scripts/seed-images.sh) and name them in the configuration file (bash scripts/setup.sh writes it; see ca-sandbox config), or allow docker pull';
 
 function problem(error: unknown): string {
   return sanitizeName(error instanceof Error ? error.message : String(error));
@@ -30,13 +29,10 @@ interface ImageNeed {
 
 /** The images create needs: the clone helper, and the base image each provider resolves to. */
 export async function neededImages(env: NodeJS.ProcessEnv): Promise<ImageNeed[]> {
+  const { loadSettings } = await import('@ca-sandbox/config');
+  const helper = loadSettings({ env }).get('helperImage');
   const needs: ImageNeed[] = [
-    {
-      check: 'helper image',
-      image: env.CA_SANDBOX_HELPER_IMAGE || DEFAULT_HELPER_IMAGE,
-      required: true,
-      source: 'helper',
-    },
+    { check: 'helper image', image: helper.value ?? '', required: true, source: helper.source },
     {
       // URL clones, installs and allowlists of domains go through it (@ca-sandbox/run owns the name).
       check: 'egress gateway image',
@@ -126,10 +122,37 @@ async function firewallCheck(): Promise<DoctorCheck> {
   }
 }
 
+/** The configuration file: where it is, and whether it (and every CA_SANDBOX_* setting) is valid. */
+async function configCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  const { loadSettings } = await import('@ca-sandbox/config');
+  try {
+    const { file } = loadSettings({ env });
+    const detail = file.exists
+      ? `${sanitizeName(file.path)}`
+      : `no file at ${sanitizeName(file.path)} (defaults and environment only)`;
+    return {
+      check: 'configuration',
+      status: 'ok',
+      required: true,
+      detail,
+      ...(file.exists ? {} : { fix: 'bash scripts/setup.sh writes it' }),
+    };
+  } catch (error) {
+    return {
+      check: 'configuration',
+      status: 'fail',
+      required: true,
+      detail: problem(error),
+      fix: 'fix or remove the named setting (ca-sandbox config path prints the file)',
+    };
+  }
+}
+
 /** Runs every check; none of them throws. */
 export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
   const docker = await import('@ca-sandbox/docker');
-  const checks: DoctorCheck[] = [];
+  const config = await configCheck(env);
+  const checks: DoctorCheck[] = [config];
   try {
     const info = await docker.dockerInfo();
     checks.push({
@@ -163,7 +186,8 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
             fix: 'install gVisor (https://gvisor.dev/docs/user_guide/install/), run `runsc install` and restart dockerd',
           },
     );
-    checks.push(...(await imageChecks(env, docker.imageExists)));
+    // Image names come from the settings: without valid ones there is nothing to look for.
+    if (config.status === 'ok') checks.push(...(await imageChecks(env, docker.imageExists)));
   } catch (error) {
     checks.push({
       check: 'docker',

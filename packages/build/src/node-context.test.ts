@@ -1,0 +1,239 @@
+import { describe, expect, it } from 'vitest';
+import { isManifestPath } from './manifest-names.js';
+import type { ManifestFile } from './manifests.js';
+import {
+  binPlaceholders,
+  filterRcFile,
+  filterYarnrcYml,
+  nodeContextFiles,
+  stripOwnScripts,
+} from './node-context.js';
+import { planPackageManager, pnpmMajor } from './package-manager.js';
+import { detectProvider } from './provider.js';
+
+const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
+
+describe('install inputs beyond the manifest names', () => {
+  it('yarn releases, plugins and patches, patch folders, pnpmfile and .yarnrc are read', () => {
+    for (const path of [
+      '.yarn/releases/yarn-4.5.3.cjs',
+      '.yarn/plugins/@yarnpkg/plugin-workspace-tools.cjs',
+      '.yarn/patches/lodash-npm-4.17.21-abc.patch',
+      'patches/is-number@7.0.0.patch',
+      'packages/a/patches/x.patch',
+      '.pnpmfile.cjs',
+      '.yarnrc',
+    ]) {
+      expect(isManifestPath(path), path).toBe(true);
+    }
+    for (const path of [
+      '.yarn/cache/x.zip.txt',
+      'src/x.patch',
+      'patches/readme.md',
+      '.yarn/install-state.gz',
+    ]) {
+      expect(isManifestPath(path), path).toBe(
+        path === '.yarn/cache/x.zip.txt' ? false : path.includes('/patches/'),
+      );
+    }
+  });
+});
+
+describe('the repo own lifecycle scripts', () => {
+  it('are taken out of package.json; other scripts and fields stay', () => {
+    const { content, removed } = stripOwnScripts(
+      Buffer.from(
+        JSON.stringify({
+          name: 'x',
+          scripts: { install: 'node-gyp-build', postinstall: 'husky', prepare: 'x', test: 'jest' },
+          dependencies: { a: '1' },
+        }),
+      ),
+    );
+    expect(removed).toEqual(['install', 'postinstall', 'prepare']);
+    expect(JSON.parse(content.toString())).toEqual({
+      name: 'x',
+      scripts: { test: 'jest' },
+      dependencies: { a: '1' },
+    });
+    const same = Buffer.from('{"scripts":{"test":"x"}}');
+    expect(stripOwnScripts(same)).toEqual({ content: same, removed: [] });
+    expect(stripOwnScripts(Buffer.from('not json')).removed).toEqual([]);
+  });
+
+  it('the context notes which were skipped, for the root and workspace packages', () => {
+    const { files, notes } = nodeContextFiles([
+      f('package.json', '{"scripts":{"install":"node-gyp-build"}}'),
+      f('packages/a/package.json', '{"scripts":{"prepare":"tsc"}}'),
+    ]);
+    expect(files.map((file) => file.content.toString().includes('scripts": {}'))).toEqual([true, true]);
+    expect(notes.join()).toMatch(
+      /own install scripts were skipped .*package\.json \(install\); packages\/a\/package\.json \(prepare\)/,
+    );
+  });
+});
+
+describe('rc files from the repo (hostile)', () => {
+  it('.npmrc: registry, credentials, TLS, proxies, paths and env expansions dropped; the rest kept', () => {
+    const { text, dropped } = filterRcFile(
+      [
+        'registry=http://10.0.0.1:4873/',
+        '@corp:registry=https://npm.corp.example/',
+        '//npm.corp.example/:_authToken=secret',
+        '_auth=abc',
+        'strict-ssl=false',
+        'cafile=/etc/evil.pem',
+        'https-proxy=http://evil:3128',
+        'node-options=--require /tmp/x.js',
+        'script-shell=/work/repo/sh',
+        'store-dir=/work/repo/.store',
+        'use-node-version=16.0.0',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
+        'email=${EMAIL}',
+        '[section]',
+        '; a comment',
+        'legacy-peer-deps=true',
+        'auto-install-peers = true',
+        'node-linker=hoisted',
+      ].join('\n'),
+      'npmrc',
+    );
+    expect(text).toBe('legacy-peer-deps=true\nauto-install-peers = true\nnode-linker=hoisted\n');
+    expect(dropped).toEqual([
+      'registry',
+      '@corp:registry',
+      '//npm.corp.example/:_authToken',
+      '_auth',
+      'strict-ssl',
+      'cafile',
+      'https-proxy',
+      'node-options',
+      'script-shell',
+      'store-dir',
+      'use-node-version',
+      'email',
+      '[section]',
+    ]);
+  });
+
+  it('.yarnrc (classic): the same rules in its `key value` form', () => {
+    const { text, dropped } = filterRcFile(
+      'registry "http://evil/"\n"@x:registry" "http://evil/"\nstrict-ssl false\nnetwork-timeout 600000\n',
+      'yarnrc',
+    );
+    expect(text).toBe('network-timeout 600000\n');
+    expect(dropped).toEqual(['registry', '@x:registry', 'strict-ssl']);
+  });
+
+  it('.yarnrc.yml: registry, auth, TLS, proxy and folder settings dropped; yarnPath only into the context', () => {
+    const paths = new Set(['.yarn/releases/yarn-4.5.3.cjs', '.yarn/plugins/p.cjs']);
+    const filtered = filterYarnrcYml(
+      [
+        'yarnPath: .yarn/releases/yarn-4.5.3.cjs',
+        'npmRegistryServer: "http://169.254.169.254/"',
+        'npmScopes:',
+        '  corp:',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
+        '    npmAuthToken: "${TOKEN}"',
+        'enableStrictSsl: false',
+        'httpsProxy: "http://evil:3128"',
+        'cacheFolder: /work/repo/.cache',
+        'plugins:',
+        '  - path: .yarn/plugins/p.cjs',
+        '  - path: .yarn/plugins/missing.cjs',
+        '    spec: "https://evil.example/plugin.js"',
+        'enableTelemetry: false',
+      ].join('\n'),
+      '',
+      paths,
+    );
+    expect(filtered.yarnPath).toBe('.yarn/releases/yarn-4.5.3.cjs');
+    expect(filtered.dropped).toEqual([
+      'npmRegistryServer',
+      'npmScopes',
+      'enableStrictSsl',
+      'httpsProxy',
+      'cacheFolder',
+      'plugins (not in the repo)',
+    ]);
+    expect(filtered.text).toBe(
+      'yarnPath: .yarn/releases/yarn-4.5.3.cjs\nplugins:\n  - path: .yarn/plugins/p.cjs\nenableTelemetry: false\n',
+    );
+    // A yarnPath outside the repo or not read is dropped; invalid YAML drops the whole file.
+    expect(filterYarnrcYml('yarnPath: ../../usr/bin/x.cjs\n', '', paths)).toMatchObject({
+      dropped: ['yarnPath'],
+    });
+    expect(filterYarnrcYml('a: [\n', '', paths)).toMatchObject({ text: '' });
+    expect(filterYarnrcYml('a: &x [*x]\n', '', paths).text).toBe('');
+  });
+});
+
+describe('bin placeholders of the repo own packages', () => {
+  it('an empty file per bin inside the package, so the package manager links it', () => {
+    const files = [
+      f('packages/a/package.json', '{"bin":{"a":"bin/a.js","evil":"../../../etc/x","b":"./b.js"}}'),
+      f('packages/c/package.json', '{"bin":"cli.js"}'),
+      f('packages/d/package.json', '{"bin":"package.json/x"}'),
+    ];
+    expect(binPlaceholders(files).map((file) => [file.path, file.content.length])).toEqual([
+      ['packages/a/bin/a.js', 0],
+      ['packages/a/b.js', 0],
+      ['packages/c/cli.js', 0],
+    ]);
+  });
+});
+
+describe('which package manager, which version', () => {
+  const plan = (files: ManifestFile[]) => planPackageManager(files, detectProvider(files));
+
+  it('packageManager pins it; else the yarn release; else the lockfile era', () => {
+    expect(plan([f('package.json', '{"packageManager":"pnpm@9.15.9+sha512.abc"}')])).toMatchObject({
+      npmPackage: 'pnpm',
+      spec: '9.15.9',
+      source: 'packageManager',
+    });
+    expect(
+      plan([
+        f('package.json', '{}'),
+        f('yarn.lock', '__metadata:\n  version: 8\n'),
+        f('.yarnrc.yml', 'yarnPath: .yarn/releases/yarn-4.1.0.cjs\n'),
+        f('.yarn/releases/yarn-4.1.0.cjs'),
+      ]),
+    ).toMatchObject({
+      npmPackage: '@yarnpkg/cli-dist',
+      spec: '4.1.0',
+      yarnPath: '.yarn/releases/yarn-4.1.0.cjs',
+    });
+    expect(
+      plan([f('package.json', '{}'), f('yarn.lock', '__metadata:\n  version: 6\n  cacheKey: 8\n')]),
+    ).toMatchObject({ npmPackage: '@yarnpkg/cli-dist', spec: '3' });
+    expect(plan([f('package.json', '{}'), f('yarn.lock', '# yarn lockfile v1\n')])).toMatchObject({
+      npmPackage: 'yarn',
+      spec: '1',
+    });
+    expect(plan([f('package.json', '{"packageManager":"npm@10.9.0"}')])).toMatchObject({
+      npmPackage: 'npm',
+      spec: '10.9.0',
+    });
+    expect(plan([f('package.json', '{}'), f('package-lock.json', '{}')])).toEqual({
+      name: 'npm',
+      source: 'the base image',
+    });
+  });
+
+  it('pnpm without a pin: the major its lockfile and workspace settings need', () => {
+    const lock = (v: string) => f('pnpm-lock.yaml', `lockfileVersion: '${v}'\n`);
+    expect(pnpmMajor([lock('9.0')]).spec).toBe('9');
+    expect(pnpmMajor([lock('6.0')]).spec).toBe('8');
+    expect(pnpmMajor([lock('5.4')]).spec).toBe('7');
+    expect(pnpmMajor([lock('5.3')]).spec).toBe('6');
+    expect(pnpmMajor([lock('9.0'), f('pnpm-workspace.yaml', 'packages: [a]\ncatalog: {}\n')]).spec).toBe('9');
+    expect(
+      pnpmMajor([lock('9.0'), f('pnpm-workspace.yaml', 'packages: [a]\nonlyBuiltDependencies: [esbuild]\n')]),
+    ).toEqual({ spec: '10', source: 'pnpm-workspace.yaml settings (onlyBuiltDependencies)' });
+    expect(
+      pnpmMajor([lock('9.0'), f('pnpm-workspace.yaml', 'packages: [a]\nallowBuilds: { esbuild: true }\n')]),
+    ).toEqual({ spec: '11', source: 'pnpm-workspace.yaml settings (allowBuilds)' });
+    expect(pnpmMajor([]).spec).toBe('10');
+  });
+});

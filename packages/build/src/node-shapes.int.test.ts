@@ -1,0 +1,133 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FixtureRepo, type FixtureTree, readFixture, removeImages } from '../test/fixture-volume.js';
+import { linkDependencies, prepareImage } from './index.js';
+
+// Each fixture reproduces a repo shape and runs its own test command in a box of its deps image.
+// The base is the node image the tests are pointed at (Node 22 with npm 10 where seeded).
+const fixtures = fileURLToPath(new URL('../test/fixtures/', import.meta.url));
+const baseImages = { node: process.env.CA_SANDBOX_BASE_IMAGE_NODE ?? 'ca-sbx-base:node' };
+const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
+const run = `t${randomUUID().slice(0, 6)}`;
+const images = new Set<string>();
+const repos: FixtureRepo[] = [];
+const YARN_VERSION = '4.5.3';
+let yarnRelease = '';
+
+beforeAll(async () => {
+  // yarn berry repos commit their release: the fixture gets the real one from the npm registry.
+  const dir = await mkdtemp(join(tmpdir(), 'ca-sbx-yarn-'));
+  try {
+    const pack = await promisify(execFile)('npm', ['pack', '--silent', `@yarnpkg/cli-dist@${YARN_VERSION}`], {
+      cwd: dir,
+    });
+    await promisify(execFile)('tar', ['-xzf', pack.stdout.trim(), 'package/bin/yarn.js'], { cwd: dir });
+    yarnRelease = await readFile(join(dir, 'package/bin/yarn.js'), 'utf8');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+afterEach(async () => {
+  await Promise.all(repos.splice(0).map((fixture) => fixture.cleanup()));
+});
+afterAll(async () => removeImages(images));
+
+/** Builds the fixture's deps image, starts a box, links node_modules; returns the box and notes. */
+async function boxOf(tree: FixtureTree) {
+  const fixture = await new FixtureRepo().start(tree);
+  repos.push(fixture);
+  const lines: string[] = [];
+  const result = await prepareImage({
+    containerId: fixture.container,
+    repoName: `shapes/${run}`,
+    policy: 'clone-then-cut',
+    builder: 'builtin',
+    baseImages,
+    ...(caCertificates ? { caCertificates } : {}),
+    onLog: (line) => lines.push(line),
+  }).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}\n${lines.slice(-40).join('\n')}`);
+  });
+  images.add(result.image);
+  const box = await fixture.startBox(result.image);
+  const link = await linkDependencies(box, result);
+  return { fixture, box, result, link, exec: (script: string) => fixture.execIn(box, script) };
+}
+
+function expectOk(out: { exitCode: number; stdout: string; stderr: string }): void {
+  expect(out, `${out.stdout}\n${out.stderr}`).toMatchObject({ exitCode: 0 });
+}
+
+describe('node repo shapes run their own tests in the box (real engine)', () => {
+  it('pnpm workspace with a patch and a hostile .npmrc: `pnpm test` runs in every package', async () => {
+    const { exec, result, link } = await boxOf(readFixture(join(fixtures, 'pnpm-workspace-patch')));
+    const notes = result.notes.join('\n');
+    expect(notes).toMatch(/package manager pnpm@9\.15\.9 \(from packageManager\)/);
+    // registry, credentials and TLS settings of the repo are ignored; harmless ones kept.
+    expect(notes).toMatch(/\.npmrc: ignored registry, \/\/127\.0\.0\.1:9\/:_authToken, strict-ssl/);
+    expect(link).toMatchObject({
+      linked: true,
+      dirs: ['node_modules', 'packages/app/node_modules', 'packages/lib/node_modules'],
+    });
+    const test = await exec('pnpm --version && pnpm test');
+    expectOk(test);
+    expect(test.stdout).toMatch(/^9\.15\.9$/m);
+    expect(test.stdout).toContain('lib ok');
+    expect(test.stdout).toContain('app ok');
+    // node_modules are real directories of the volume; the deps stay read-only in the image.
+    const layout = await exec(
+      'test -d node_modules -a ! -L node_modules && test -f packages/app/node_modules/.cache-probe && readlink packages/app/node_modules/semver && (touch /deps/src/node_modules/x 2>/dev/null && echo writable || echo read-only)',
+    );
+    expectOk(layout);
+    expect(layout.stdout.trim().split('\n')).toEqual([
+      '/deps/src/packages/app/node_modules/semver',
+      'read-only',
+    ]);
+  });
+
+  it('yarn berry with its release in .yarn/releases: `yarn test` runs offline with that release', async () => {
+    const tree = readFixture(join(fixtures, 'yarn-berry'));
+    tree[`.yarn/releases/yarn-${YARN_VERSION}.cjs`] = yarnRelease;
+    const { exec, result } = await boxOf(tree);
+    expect(result.notes.join('\n')).toMatch(/@yarnpkg\/cli-dist@4\.5\.3 \(from packageManager\)/);
+    const test = await exec('yarn --version && yarn test');
+    expectOk(test);
+    expect(test.stdout).toMatch(/^4\.5\.3$/m);
+    expect(test.stdout).toContain('yarn yarn/4.5.3 ok');
+  });
+
+  it('npm workspaces: per-package node_modules and .bin resolve, workspace links reach the source', async () => {
+    const { exec, link } = await boxOf(readFixture(join(fixtures, 'npm-workspaces')));
+    expect(link.dirs).toEqual(['node_modules', 'packages/a/node_modules']);
+    const test = await exec('npm test');
+    expectOk(test);
+    expect(test.stdout).toContain('a ok');
+    expect(test.stdout).toContain('fx-a bin');
+    expect(test.stdout).toContain('b ok');
+  });
+
+  it('vitest: `npm test` writes node_modules/.vite and .vite-temp in the volume', async () => {
+    const { exec } = await boxOf(readFixture(join(fixtures, 'vitest')));
+    const test = await exec('npm test 2>&1 && find node_modules/.vite -name results.json');
+    expectOk(test);
+    expect(test.stdout).toMatch(/1 passed/);
+    expect(test.stdout).toMatch(/^node_modules\/\.vite\/vitest\/.*results\.json$/m);
+  });
+
+  it("a root install script that needs the source is skipped and reported; dependencies' scripts run", async () => {
+    const { exec, result } = await boxOf(readFixture(join(fixtures, 'root-install-script')));
+    expect(result.notes.join('\n')).toMatch(
+      /the repo's own install scripts were skipped .*package\.json \(install, postinstall\)/,
+    );
+    const test = await exec('npm test && ls /deps/src');
+    expectOk(test);
+    expect(test.stdout).toMatch(/esbuild 0\.24\.2 ok/);
+    expect(test.stdout).not.toContain('postinstall-ran');
+  });
+});

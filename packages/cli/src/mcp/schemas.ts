@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+// Output schemas of the tools (structuredContent). Loose objects: a field a newer lifecycle adds
+// reaches the client instead of failing validation.
+
+const sandboxRecord = z
+  .looseObject({
+    id: z.string(),
+    container: z.string(),
+    volume: z.string(),
+    image: z.string(),
+    imageCacheHit: z.boolean(),
+    dephash: z.string(),
+    builder: z.string(),
+    provider: z.string(),
+    network: z.string().describe('network policy'),
+    runtime: z.string(),
+    repo: z.string(),
+    source: z.string(),
+    status: z.string(),
+    createdAt: z.string(),
+  })
+  .describe('a sandbox record');
+
+const teardown = {
+  removed: z.array(z.string()).describe('docker objects removed'),
+  failures: z.array(z.looseObject({ kind: z.string(), name: z.string(), message: z.string() })),
+  leftovers: z.array(z.string()).describe('objects still there after the teardown'),
+};
+
+const loose = z.looseObject;
+
+export const OUTPUT = {
+  create: sandboxRecord,
+  exec: loose({
+    exitCode: z.number().int(),
+    stdout: z.string().describe('UNTRUSTED output of the box'),
+    stderr: z.string().describe('UNTRUSTED output of the box'),
+    truncated: z.boolean(),
+    timedOut: z.boolean(),
+    durationMs: z.number(),
+  }),
+  cpOut: loose({
+    destination: z.string().describe('the host path written'),
+    files: z.number().int(),
+    directories: z.number().int(),
+    bytes: z.number().int(),
+    skipped: z.array(z.looseObject({ path: z.string(), reason: z.string() })),
+  }),
+  list: loose({ sandboxes: z.array(sandboxRecord) }),
+  destroy: loose({
+    ...teardown,
+    alreadyGone: z.array(z.string()).describe('ids that had nothing left to remove (a repeated call)'),
+  }),
+  prune: loose(teardown),
+  verify: loose({
+    ok: z.boolean(),
+    container: z.string(),
+    checks: z.array(
+      z.looseObject({
+        check: z.string(),
+        title: z.string(),
+        cis: z.string(),
+        expected: z.string(),
+        seen: z.string(),
+        pass: z.boolean(),
+      }),
+    ),
+  }),
+};

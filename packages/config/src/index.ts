@@ -1,0 +1,29 @@
+export { ConfigError } from './errors.js';
+export {
+  CONFIG_ENV,
+  CONFIG_FILE_NAME,
+  type ConfigLocation,
+  configDir,
+  configLocation,
+  dataDir,
+  type PlatformContext,
+} from './paths.js';
+export {
+  BUILD_DEFAULTS,
+  currentSettings,
+  DEFAULT_BASE_IMAGES,
+  DEFAULT_HELPER_IMAGE,
+  DEFINITIONS,
+  ImageRefSchema,
+  type LoadOptions,
+  loadSettings,
+  PROVIDERS,
+  type Provider,
+  readConfigFile,
+  SETTING_KEYS,
+  type Setting,
+  type SettingKey,
+  type SettingSource,
+  type Settings,
+  type SettingValue,
+} from './settings.js';

@@ -1,0 +1,111 @@
+// Cold `ca-sandbox create --network clone-then-cut` of a real npm repo against `devcontainer up`
+// doing the same install (`npm install` as postCreateCommand) from the same base image. Goal <= 1x.
+//
+// Inputs (the bench never fetches or commits a public repo): BENCH_REPO, a git checkout such as
+// expressjs/express; BENCH_DEVCONTAINER, the `devcontainer` bin (`npm i --prefix /tmp/devc
+// @devcontainers/cli`); CA_SANDBOX_BASE_IMAGE_NODE, the node base for both. Either one missing:
+// the bench says so and exits 0. Every round is cold: the deps image of ours and the container and
+// derived image of the devcontainer are removed after it.
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { median, raw } from './_shared.mjs';
+
+const run = promisify(execFile);
+const bin = new URL('../../cli/bin/ca-sandbox.js', import.meta.url).pathname;
+const repo = process.env.BENCH_REPO;
+const devcontainer = process.env.BENCH_DEVCONTAINER;
+const baseImage = process.env.CA_SANDBOX_BASE_IMAGE_NODE ?? 'node:22-bookworm-slim';
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const caBundle = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
+
+if (!repo || !existsSync(join(repo, 'package.json')) || !devcontainer || !existsSync(devcontainer)) {
+  console.log('skipped: set BENCH_REPO (an npm repo checkout) and BENCH_DEVCONTAINER (the devcontainer bin)');
+  process.exit(0);
+}
+
+async function timed(fn) {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+async function oursOnce() {
+  const name = `bench-dc-${randomUUID().slice(0, 8)}`;
+  let image;
+  const ms = await timed(async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [bin, 'create', repo, '--name', name, '--network', 'clone-then-cut', '--json'],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    image = JSON.parse(stdout).image;
+  });
+  await run(process.execPath, [bin, 'destroy', name]);
+  if (image?.startsWith('ca-sbx:')) await raw('image', 'rm', '--force', image);
+  return ms;
+}
+
+async function devcontainerOnce() {
+  const dir = mkdtempSync(join(tmpdir(), 'ca-bench-dc-'));
+  cpSync(repo, dir, { recursive: true, filter: (src) => !src.includes('/node_modules') });
+  mkdirSync(join(dir, '.devcontainer'), { recursive: true });
+  const env = {};
+  if (caBundle) {
+    writeFileSync(join(dir, '.devcontainer', 'ca.pem'), readFileSync(caBundle));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
+    env.NODE_EXTRA_CA_CERTS = '${containerWorkspaceFolder}/.devcontainer/ca.pem';
+  }
+  writeFileSync(
+    join(dir, '.devcontainer', 'devcontainer.json'),
+    JSON.stringify({
+      image: baseImage,
+      remoteEnv: env,
+      containerEnv: env,
+      postCreateCommand: 'npm install --no-audit --no-fund',
+    }),
+  );
+  try {
+    return await timed(() =>
+      run(devcontainer, ['up', '--workspace-folder', dir], { maxBuffer: 64 * 1024 * 1024 }),
+    );
+  } finally {
+    const ids = (await raw('ps', '-aq', '--filter', `label=devcontainer.local_folder=${dir}`))
+      .split('\n')
+      .filter(Boolean);
+    const images = ids.length
+      ? (await raw('inspect', '--format', '{{.Config.Image}}', ...ids))
+          .split('\n')
+          .filter((i) => i.startsWith('vsc-'))
+      : [];
+    if (ids.length) await raw('rm', '-f', ...ids);
+    if (images.length) await raw('image', 'rm', '--force', ...images);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ours = [];
+const theirs = [];
+for (let round = 0; round < rounds; round += 1) {
+  // Alternate who goes first: the registry's and the engine's caches warm for both alike.
+  if (round % 2 === 0) {
+    ours.push(await oursOnce());
+    theirs.push(await devcontainerOnce());
+  } else {
+    theirs.push(await devcontainerOnce());
+    ours.push(await oursOnce());
+  }
+  console.log(
+    `round ${round + 1}: ours ${ours.at(-1).toFixed(0)} ms, devcontainer up ${theirs.at(-1).toFixed(0)} ms`,
+  );
+}
+const ratio = median(ours) / median(theirs);
+console.log(
+  `cold create vs devcontainer up (${repo}, ${baseImage}): ours median ${median(ours).toFixed(0)} ms, devcontainer median ${median(theirs).toFixed(0)} ms`,
+);
+console.log(`ratio ${ratio.toFixed(2)}x (goal <= 1.00x) ${ratio <= 1 ? 'ok' : 'OVER'}`);
