@@ -154,12 +154,14 @@ async function withCa<T>(value: string | undefined, fn: () => Promise<T>): Promi
   }
 }
 
+// The https server is a container on the default bridge: these clones join the bridge directly
+// (cloneNetwork), since the egress gateway's own network cannot reach other docker networks.
 describe('the clone behind a TLS-intercepting proxy (real engine)', () => {
   it('fails on the unknown CA without CA_SANDBOX_CA_CERTS, and leaves nothing', async () => {
     const id = uniqueId(created);
-    const error = await withCa(undefined, () => createSandbox({ source: url, name: id })).catch(
-      (e: unknown) => e,
-    );
+    const error = await withCa(undefined, () =>
+      createSandbox({ source: url, name: id, cloneNetwork: 'bridge' }),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CloneFailedError);
     expect((error as Error).message).toMatch(/certificate|SSL/i);
     expect(await labeledObjects(id)).toEqual([]);
@@ -167,7 +169,9 @@ describe('the clone behind a TLS-intercepting proxy (real engine)', () => {
 
   it('clones with the bundle named by CA_SANDBOX_CA_CERTS; the box never gets it', async () => {
     const id = uniqueId(created);
-    const record = await withCa(join(dir, 'ca.pem'), () => createSandbox({ source: url, name: id }));
+    const record = await withCa(join(dir, 'ca.pem'), () =>
+      createSandbox({ source: url, name: id, cloneNetwork: 'bridge' }),
+    );
     expect(record.id).toBe(id);
     const readme = await execInSandbox(id, ['cat', 'README.md']);
     expect(readme.stdout).toBe('served over tls\n');

@@ -269,7 +269,12 @@ class CreateRun {
       if (relay) await runCloneSteps(this.names.helper, [{ argv: relayInstallStep() }], limit, signal);
       const caFile = resolveCaCertificates();
       const caEnv = caFile ? await installCloneCa(this.names.helper, readExtraCa(caFile)) : {};
-      const extraEnv = { ...caEnv, ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}) };
+      // Internal commands start from an empty environment: the proxy is named on each step.
+      const extraEnv = {
+        ...caEnv,
+        ...(gateway ? proxyEnv(gateway) : {}),
+        ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}),
+      };
       await runCloneSteps(this.names.helper, steps, limit, signal, extraEnv);
       await this.egress.collect();
       return this.source.display;
