@@ -52,6 +52,11 @@ export interface RenderOptions {
    */
   buildId?: string;
   /**
+   * Labels set by the Dockerfile's first instruction, so that every intermediate image and build
+   * container carries them (docker build's own `--label`s land on the final image only).
+   */
+  buildLabels?: Record<string, string>;
+  /**
    * The image being built: named in the install step, so that its RUN line (by which a stopped
    * build's containers are found and removed) differs from other repos' concurrent builds.
    */
@@ -61,9 +66,34 @@ export interface RenderOptions {
 /** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
 export const LABEL_BUILD_ID = 'ca.sandbox.cache.build';
 
-/** Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction. */
-export function runLine(script: string): string {
-  return `RUN ${JSON.stringify(['/bin/sh', '-c', script])}`;
+/** The install step runs under this, so no setuid or file-capability binary can raise its privileges. */
+export const NO_NEW_PRIVS = ['/usr/bin/setpriv', '--no-new-privs', '--'] as const;
+
+/**
+ * Root step before the install and the probe: setuid/setgid bits go (a setuid helper in the base could otherwise
+ * give the install root, and the box gets no use of them either), and setpriv must be there.
+ */
+const STRIP_SETUID =
+  'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -exec chmod ug-s {} + && ' +
+  `{ [ -x ${NO_NEW_PRIVS[0]} ] || { echo 'ca-sandbox: the base image has no ${NO_NEW_PRIVS[0]} (util-linux): the install step cannot be run without new privileges' >&2; exit 1; }; }`;
+
+const LABEL_PART = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+
+/**
+ * Exec-form RUN: the script is a JSON string on one line, so no content can start a new instruction.
+ * `prefix` goes before the shell (the install step's no-new-privileges wrapper).
+ */
+export function runLine(script: string, prefix: readonly string[] = []): string {
+  return `RUN ${JSON.stringify([...prefix, '/bin/sh', '-c', script])}`;
+}
+
+function labelLine(labels: Record<string, string>): string[] {
+  const entries = Object.entries(labels);
+  if (entries.length === 0) return [];
+  for (const [key, value] of entries)
+    if (!LABEL_PART.test(key) || !LABEL_PART.test(value))
+      throw new Error(`invalid build label ${JSON.stringify(`${key}=${value}`.slice(0, 100))}`);
+  return [`LABEL ${entries.map(([key, value]) => `${key}=${value}`).join(' ')}`];
 }
 
 function shellEnv(entries: readonly EnvEntry[]): string[] {
@@ -117,17 +147,24 @@ export function renderDockerfile(
     throw new Error('invalid build id');
   const lines = [
     `FROM ${baseImage}`,
-    ...(options.buildId ? [`LABEL ${LABEL_BUILD_ID}=${options.buildId}`] : []),
+    ...labelLine({
+      ...(options.buildId ? { [LABEL_BUILD_ID]: options.buildId } : {}),
+      ...(options.buildLabels ?? {}),
+    }),
     'USER 0:0',
-    runLine(`mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR}`),
+    runLine(
+      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
+    ),
     `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
     ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
     'USER 1000:1000',
     ...envLines(recipe.env),
     `WORKDIR ${DEPS_SRC}`,
   ];
-  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options)));
+  // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
+  // on the image's PATH, /deps bins first) gains no privilege.
+  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
   // Its own step after the install: no install script's output can follow its line.
-  lines.push(runLine(`${TOOLCHAIN_PROBE}\n${CLEAN_TMP}`), `WORKDIR ${REPO_DIR}`, '');
+  lines.push(runLine(`${TOOLCHAIN_PROBE}\n${CLEAN_TMP}`, NO_NEW_PRIVS), `WORKDIR ${REPO_DIR}`, '');
   return lines.join('\n');
 }

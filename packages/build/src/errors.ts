@@ -1,4 +1,4 @@
-import type { ErrorKind } from '@ca-sandbox/docker';
+import { type ErrorKind, formatSize } from '@ca-sandbox/docker';
 import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
@@ -135,6 +135,28 @@ export class ImageBuildTimeoutError extends Error {
       this.logFile = report.logFile;
       this.hint = `full install log: ${report.logFile}`;
     }
+  }
+}
+
+/**
+ * The install wrote more than the deps image cap: the build was stopped (or its image removed)
+ * and nothing it left stays behind.
+ */
+export class DepsImageTooLargeError extends Error {
+  override name = 'DepsImageTooLargeError';
+  readonly kind: ErrorKind = 'failure';
+  readonly code = 'DEPS_IMAGE_TOO_LARGE';
+  constructor(
+    readonly image: string,
+    readonly limitBytes: number,
+    readonly seenBytes: number,
+    readonly during: 'install' | 'image',
+  ) {
+    super(
+      `the dependency install of ${image} wrote ${formatSize(seenBytes)}${during === 'install' ? ' and counting' : ''}, ` +
+        `over the deps image cap of ${formatSize(limitBytes)}: the build was ${during === 'install' ? 'stopped' : 'refused'} and its image removed ` +
+        `(raise the cap with --max-deps-size, option maxDepsSize or env CA_SANDBOX_MAX_DEPS_SIZE)`,
+    );
   }
 }
 

@@ -9,6 +9,16 @@ export {
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
+  BUILD_DIR_PREFIX,
+  type BuildLeftoverRemoval,
+  type BuildLeftoverScope,
+  type BuildLeftovers,
+  findBuildLeftovers,
+  isOwnBuildCommand,
+  removeBuildLeftovers,
+  staleBuildDirectories,
+} from './build-leftovers.js';
+export {
   BUILTIN_VERSION,
   type Builder,
   type BuilderChoice,
@@ -17,11 +27,12 @@ export {
   selectBuilder,
 } from './builders.js';
 export { computeDepHash, DEPHASH_LENGTH, type DepHashKey } from './dephash.js';
-export { LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
+export { LABEL_BUILD_ID, NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
 export {
   BaseImageMissingError,
   BuildConfigError,
   type BuildFailureReport,
+  DepsImageTooLargeError,
   ImageBuildError,
   ImageBuildTimeoutError,
   InvalidBuildOptionsError,
@@ -48,6 +59,8 @@ export {
   DEFAULT_BUILD_MEMORY,
   DEFAULT_BUILD_PROCESSES,
   DEFAULT_BUILD_TIMEOUT_MS,
+  DEFAULT_MAX_DEPS_SIZE,
+  MAX_DEPS_SIZE_ENV,
   type NetworkPolicy,
   OFFLINE_NOTICE,
   type PreparedImage,

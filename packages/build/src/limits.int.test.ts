@@ -6,7 +6,13 @@ import { docker } from '@ca-sandbox/docker';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, removeImages } from '../test/fixture-volume.js';
 import { INSTALL_CODE_MARKER, installCodeRepo as postinstall } from '../test/install-code.js';
-import { ImageBuildError, ImageBuildTimeoutError, type PrepareImageOptions, prepareImage } from './index.js';
+import {
+  DepsImageTooLargeError,
+  ImageBuildError,
+  ImageBuildTimeoutError,
+  type PrepareImageOptions,
+  prepareImage,
+} from './index.js';
 
 const baseImages = { node: 'ca-sbx-base:node', plain: 'ca-sbx-base:debian' };
 const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
@@ -135,5 +141,57 @@ describe('prepareImage: build limits (real engine)', () => {
       else process.env.DOCKER_CONFIG = saved;
       await rm(config, { recursive: true, force: true });
     }
+  });
+
+  it('an install that keeps writing is stopped near the deps cap; no image, no untagged step, no container', async () => {
+    // 16 MiB every 0.2 s up to 1 GiB: the host-side watch must stop it long before the end.
+    const fill =
+      'i=0; while [ $i -lt 64 ]; do head -c 16777216 /dev/zero > /deps/src/fill-$i; i=$((i+1)); sleep 0.2; done';
+    const { error, lines, ms } = await attempt(postinstall(fill), { maxDepsSize: 64 * 1024 ** 2 });
+    console.info(`fill under a 64 MiB cap: failed after ${ms} ms: ${(error as Error).message}`);
+    expect(error).toBeInstanceOf(DepsImageTooLargeError);
+    const failure = error as DepsImageTooLargeError;
+    expect(failure).toMatchObject({ kind: 'failure', code: 'DEPS_IMAGE_TOO_LARGE', during: 'install' });
+    expect(failure.message).toContain('over the deps image cap of 64 MiB');
+    expect(failure.seenBytes).toBeLessThan(1024 ** 3);
+    expect((await docker(['image', 'ls', '--quiet', failure.image])).stdout.trim()).toBe('');
+    const dephash = failure.image.split('-').at(-1) ?? '';
+    const left = await docker([
+      'image',
+      'ls',
+      '--all',
+      '--quiet',
+      '--filter',
+      `label=ca.sandbox.build.dephash=${dephash}`,
+    ]);
+    expect(left.stdout.trim()).toBe('');
+    for (const id of buildContainers(lines)) {
+      expect((await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`])).stdout.trim()).toBe('');
+    }
+  });
+
+  it('an install that writes past the cap at once is refused on the image, which is removed', async () => {
+    const { error } = await attempt(postinstall('head -c 100000000 /dev/zero > /deps/src/blob'), {
+      maxDepsSize: 64 * 1024 ** 2,
+    });
+    expect(error).toBeInstanceOf(DepsImageTooLargeError);
+    const failure = error as DepsImageTooLargeError;
+    expect(failure.message).toContain('64 MiB');
+    expect(failure.seenBytes).toBeGreaterThan(64 * 1024 ** 2);
+    expect((await docker(['image', 'ls', '--quiet', failure.image])).stdout.trim()).toBe('');
+  });
+
+  it('the install runs with no_new_privs and finds no setuid or setgid file to run', async () => {
+    const probe =
+      'grep NoNewPrivs /proc/self/status > /deps/src/probe; find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) >> /deps/src/probe 2>/dev/null; su -c id root < /dev/null >> /deps/src/probe 2>&1; echo end >> /deps/src/probe';
+    const { result, error } = await attempt(postinstall(probe), {});
+    expect(error).toBeUndefined();
+    const seen = (
+      await docker(['run', '--rm', '--network', 'none', result?.image ?? '', 'cat', '/deps/src/probe'])
+    ).stdout;
+    expect(seen).toMatch(/^NoNewPrivs:\s+1\n/);
+    expect(seen).not.toMatch(/^\//m);
+    expect(seen).not.toMatch(/uid=0/);
+    expect(seen).toMatch(/end\n$/);
   });
 });

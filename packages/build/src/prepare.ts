@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { BUILD_DEFAULTS, currentSettings, DEFINITIONS } from '@ca-sandbox/config';
 import {
+  BUILD_LABEL,
+  BUILD_LABEL_DEPHASH,
+  BUILD_LABEL_REPO,
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
@@ -12,6 +14,7 @@ import {
   DOCKER_MIN_MEMORY_BYTES,
   docker,
   dockerSpawnError,
+  formatSize,
   parseSize,
   SANDBOX_LABEL,
   SIZE_SYNTAX,
@@ -28,11 +31,19 @@ import {
   resolveCaCertificates,
 } from './base-image.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
+import { buildDirPrefix } from './build-leftovers.js';
 import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
+import { DEPS_SIZE_POLL_MS, depsImageBytes, largestBuildLayer } from './deps-size.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError, ManifestReadError } from './errors.js';
+import {
+  DepsImageTooLargeError,
+  ImageBuildError,
+  ImageBuildTimeoutError,
+  InvalidBuildOptionsError,
+  ManifestReadError,
+} from './errors.js';
 import { InstallLog, meaningfulLines } from './install-log.js';
 import { unsafePathReason } from './manifest-names.js';
 import { type ManifestFile, readManifests } from './manifests.js';
@@ -79,6 +90,11 @@ export const DEFAULT_BUILD_PROCESSES = BUILD_DEFAULTS.processes;
 export const DEFAULT_BUILD_FILE_SIZE = BUILD_DEFAULTS.fileSizeBytes;
 /** Env override of the build time limit, in whole seconds. */
 export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0] as string;
+/** What the install may add to the base image, in bytes. */
+export const DEFAULT_MAX_DEPS_SIZE = 4 * 1024 ** 3;
+/** Env override of the deps image cap, a docker size (`4g`, `512m`) or bytes. */
+export const MAX_DEPS_SIZE_ENV = 'CA_SANDBOX_MAX_DEPS_SIZE';
+const MIN_MAX_DEPS_SIZE = 1024 ** 2;
 
 const providerEnum = z.enum(PROVIDERS);
 
@@ -121,6 +137,16 @@ const PrepareOptionsSchema = z.strictObject({
     .min(1024 ** 2)
     .max(2 ** 53 - 1)
     .default(DEFAULT_BUILD_FILE_SIZE),
+  /**
+   * Bytes the install may add to the base image (the deps image's own layers), watched while it
+   * runs and checked on the image; default env CA_SANDBOX_MAX_DEPS_SIZE, else 4 GiB.
+   */
+  maxDepsSize: z
+    .number()
+    .int()
+    .min(MIN_MAX_DEPS_SIZE)
+    .max(2 ** 53 - 1)
+    .optional(),
   /** Wall-clock limit of `docker build`; default: setting build.timeoutSeconds, else 15 min. */
   buildTimeoutMs: z
     .number()
@@ -147,6 +173,7 @@ export interface InstallEgress {
 }
 export type ResolvedPrepareOptions = z.output<typeof PrepareOptionsSchema> & {
   buildTimeoutMs: number;
+  maxDepsSize: number;
   registries: Registries;
 };
 
@@ -199,8 +226,20 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
   return {
     ...opts,
     buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS,
+    maxDepsSize: opts.maxDepsSize ?? envMaxDepsSize(),
     registries: resolveRegistries(opts.registries),
   };
+}
+
+function envMaxDepsSize(): number {
+  const raw = process.env[MAX_DEPS_SIZE_ENV]?.trim();
+  if (!raw) return DEFAULT_MAX_DEPS_SIZE;
+  const bytes = parseSize(raw);
+  if (bytes === undefined || bytes < MIN_MAX_DEPS_SIZE)
+    throw new InvalidBuildOptionsError(
+      `invalid ${MAX_DEPS_SIZE_ENV}: must be a size of at least 1m such as 4g or 512m`,
+    );
+  return bytes;
 }
 
 /**
@@ -351,7 +390,8 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
   const { opts, builder, image, emit } = input;
   const secrets = registrySecrets(opts.registries);
   const log = (line: string) => input.log(maskSecrets(line, secrets));
-  const context = await mkdtemp(join(tmpdir(), 'ca-sbx-build-'));
+  // The pid in the name lets `prune --images` tell a killed build's directory from a live one.
+  const context = await mkdtemp(buildDirPrefix());
   const buildId = randomBytes(12).toString('hex');
   let installLog: InstallLog | undefined;
   try {
@@ -365,10 +405,17 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     recipe.installEnv.push(...registryInstallEnv(input.detection.provider, opts.registries));
     const caFile = resolveCaCertificates(opts.caCertificates);
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
+    const repoLabel = sanitiseRepoName(opts.repoName);
+    const buildLabels = {
+      [BUILD_LABEL]: '1',
+      [BUILD_LABEL_REPO]: repoLabel,
+      [BUILD_LABEL_DEPHASH]: input.dephash,
+    };
     const dockerfile = renderDockerfile(input.baseImage, recipe, {
       extraCa: Boolean(caFile),
       buildId,
       sourceKey: sourceKey(opts.source),
+      buildLabels,
       image,
     });
     await writeFile(join(context, 'Dockerfile'), dockerfile, { mode: 0o644 });
@@ -378,7 +425,7 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     const labels = {
       [CACHE_LABEL]: '1',
       [CACHE_LABEL_DEPHASH]: input.dephash,
-      [CACHE_LABEL_REPO]: sanitiseRepoName(opts.repoName),
+      [CACHE_LABEL_REPO]: repoLabel,
       [CACHE_LABEL_SOURCE]: sourceLabel(opts),
       [LABEL_CACHE_PROVIDER]: input.detection.provider,
       [LABEL_CACHE_BUILDER]: builder.name,
@@ -399,9 +446,9 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     });
     emit({ type: 'build', image, network });
     log(
-      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s)`,
+      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
     );
-    installLog = await InstallLog.open(`${sanitiseRepoName(opts.repoName)}-${input.dephash}-${Date.now()}`);
+    installLog = await InstallLog.open(`${repoLabel}-${input.dephash}-${Date.now()}`);
     const lines = await runBuild({
       argv,
       image,
@@ -412,8 +459,17 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
       baseImage: input.baseImage,
       dockerfile,
       buildId,
+      maxDepsSize: opts.maxDepsSize,
+      buildLabels,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    // A write between two looks of the watch: the image itself is held to the cap too.
+    const added = await depsImageBytes(image, input.baseImage);
+    if (added > opts.maxDepsSize) {
+      await removeImage(image);
+      await removeBuildImages(buildId);
+      throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+    }
     const toolchain = toolchainFromOutput(lines);
     await labelToolchain(image, toolchain);
     emit({ type: 'built', image });
@@ -454,6 +510,8 @@ interface RunBuildInput {
   memory: string;
   baseImage: string;
   dockerfile: string;
+  maxDepsSize: number;
+  buildLabels: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -490,9 +548,9 @@ async function runBuild(input: RunBuildInput): Promise<string[]> {
   };
   pump(child.stdout);
   pump(child.stderr);
-  let stopped: 'timeout' | 'abort' | undefined;
+  let stopped: 'timeout' | 'abort' | 'disk' | undefined;
   let killTimer: NodeJS.Timeout | undefined;
-  const stop = (why: 'timeout' | 'abort') => {
+  const stop = (why: 'timeout' | 'abort' | 'disk') => {
     stopped ??= why;
     child.kill('SIGTERM');
     killTimer ??= setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
@@ -500,8 +558,25 @@ async function runBuild(input: RunBuildInput): Promise<string[]> {
   const onAbort = () => stop('abort');
   const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
   signal?.addEventListener('abort', onAbort, { once: true });
+  // The install's writes land in its RUN container's layer: watched from the host, so a disk fill
+  // is stopped near the cap instead of running until the time limit.
+  let written = 0;
+  let watching = true;
+  const watch = (async () => {
+    while (watching && !stopped) {
+      await new Promise((resolve) => setTimeout(resolve, DEPS_SIZE_POLL_MS));
+      if (!watching || stopped) return;
+      const seen = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
+      if (seen > input.maxDepsSize) {
+        written = seen;
+        stop('disk');
+      }
+    }
+  })();
   try {
     const result = await child;
+    watching = false;
+    await watch;
     if (stopped) {
       // The daemon cancels a legacy build whose client went away, but removes the RUN container
       // asynchronously: make sure it is gone before the caller hears about the failure.
@@ -513,9 +588,11 @@ async function runBuild(input: RunBuildInput): Promise<string[]> {
     const report = { details: meaningfulLines(tail), logFile: input.installLog.path };
     const output = tail.join('\n');
     if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeoutMs, output, report);
+    if (stopped === 'disk') throw new DepsImageTooLargeError(image, input.maxDepsSize, written, 'install');
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, output, result);
     throw new ImageBuildError(image, result.exitCode, output, input.memory, report);
   } finally {
+    watching = false;
     clearTimeout(timer);
     clearTimeout(killTimer);
     signal?.removeEventListener('abort', onAbort);

@@ -45,6 +45,8 @@ const CreateFlagsSchema = z.object({
   maxSourceEntries: wholeNumber('a whole number of entries such as 200000')
     .refine((n) => n >= 1 && n <= 100_000_000, 'expected from 1 to 100000000 entries')
     .optional(),
+  // Checked (with docker's size syntax and the 1m floor) by the lifecycle, like --memory.
+  maxDepsSize: z.string().trim().min(1, 'expected a size such as 4g or 512m').optional(),
 });
 
 export type CreateFlags = z.input<typeof CreateFlagsSchema>;
@@ -64,6 +66,7 @@ export interface CreateRequest {
   baseImage?: string;
   maxSourceBytes?: string;
   maxSourceEntries?: number;
+  maxDepsSize?: string;
 }
 
 function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
@@ -100,6 +103,7 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
     'baseImage',
     'maxSourceBytes',
     'maxSourceEntries',
+    'maxDepsSize',
   ] as const;
   for (const key of passed) {
     if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });

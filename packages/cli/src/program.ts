@@ -82,6 +82,10 @@ function addCreateOptions(command: Command): Command {
       '--max-source-entries <n>',
       'cap on the files and directories of the source and its checkout (200000)',
     )
+    .option(
+      '--max-deps-size <size>',
+      'cap on what the dependency install adds to the image, e.g. 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g)',
+    )
     .option('--with-claude', 'not on the default path: see the sandbox-claude-inside skill');
 }
 

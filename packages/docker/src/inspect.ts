@@ -63,6 +63,7 @@ export const ContainerInspectSchema = z.object({
     UTSMode: z.string().optional().default(''),
     UsernsMode: z.string().optional().default(''),
     NetworkMode: z.string().optional().default(''),
+    Dns: nullableArray(z.string()),
     Devices: nullableArray(z.unknown()),
     DeviceRequests: nullableArray(z.unknown()),
     VolumesFrom: nullableArray(z.string()),

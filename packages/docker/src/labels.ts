@@ -14,6 +14,8 @@ export const LABEL_NETWORK = 'ca.sandbox.network';
  * which proxy variables were asked for rather than injected by the docker client.
  */
 export const LABEL_ALLOWED_ENV = 'ca.sandbox.allowed-env';
+/** The resolver choice a container was started with (`default` or `blackhole`), for the gate. */
+export const LABEL_DNS = 'ca.sandbox.dns';
 /** Networks a container may join besides its `--network` (a gateway's internal network). */
 export const LABEL_EXTRA_NETWORKS = 'ca.sandbox.extra-networks';
 
@@ -27,6 +29,14 @@ export const CACHE_LABEL_REPO = 'ca.sandbox.cache.repo';
 /** The source whose install a cache image holds (URL without credentials, or a local realpath). */
 export const CACHE_LABEL_SOURCE = 'ca.sandbox.cache.source';
 export const CACHE_IMAGE_REPOSITORY = 'ca-sbx';
+/**
+ * Set by the first instruction of every deps Dockerfile, so each intermediate image and build
+ * container carries it: what a failed or killed build leaves is recognisable as ours (boxes run
+ * from a cache image inherit it too; they also carry `ca.sandbox=1`).
+ */
+export const BUILD_LABEL = 'ca.sandbox.build';
+export const BUILD_LABEL_REPO = 'ca.sandbox.build.repo';
+export const BUILD_LABEL_DEPHASH = 'ca.sandbox.build.dephash';
 
 /** The filter for one sandbox's objects. */
 export function sandboxIdFilter(id: string): string {

@@ -404,7 +404,7 @@ describe.skipIf(!ready)('policies and runtimes', () => {
       expect(record.network).toBe('allowlist');
       const inspect = await inspectContainer(`ca-sbx-${id}`);
       expect(inspect.HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
-      // Docker's embedded resolver forwards to TEST-NET-1: no name resolves through the host.
+      // Docker's embedded resolver forwards to the box's own loopback: no name resolves through the host.
       const dns = await docker([
         'container',
         'inspect',
@@ -412,7 +412,7 @@ describe.skipIf(!ready)('policies and runtimes', () => {
         '{{json .HostConfig.Dns}}',
         `ca-sbx-${id}`,
       ]);
-      expect(JSON.parse(dns.stdout)).toEqual(['192.0.2.1']);
+      expect(JSON.parse(dns.stdout)).toEqual(['127.0.0.1']);
       expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id).length).toBeGreaterThan(0);
       const report = await verifySandbox(id);
       expect(report.checks.find((check) => check.id === 'allowlist-firewall')).toMatchObject({ pass: true });

@@ -66,6 +66,8 @@ import { type BoxLimits, fitToEngine } from './limits.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { scanDirectory } from './pack-local.js';
 import {
+  LABEL_ALLOW,
+  LABEL_BLOCKED,
   LABEL_INSTANCE,
   LABEL_SOURCE,
   recordFromInspect,
@@ -344,6 +346,7 @@ class CreateRun {
       policy: this.options.policy,
       builder: this.options.builder,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
+      ...(this.options.maxDepsSize ? { maxDepsSize: this.options.maxDepsSize } : {}),
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
       // The install reaches its provider's registries (and configured mirrors) through the gateway.
       egress: async (provider) => {
@@ -409,6 +412,7 @@ class CreateRun {
 
   private async startBox(prepared: PreparedImage, egress: EgressSummaryRow[]) {
     let network = 'none';
+    const boxLabels: Record<string, string> = {};
     let env: Record<string, string> = {};
     if (this.boxUsesGateway()) {
       // The box reaches the listed destinations through the gateway and nothing else: its network
@@ -421,7 +425,10 @@ class CreateRun {
       const net = await createSandboxNetwork(this.id, this.labels);
       this.firewallTouched = true;
       // The rules go in before the box starts: it never runs with open egress.
-      await applyAllowlist(this.id, net, this.options.allow);
+      const applied = await applyAllowlist(this.id, net, this.options.allow);
+      // verify rebuilds the exact rule set from these, whatever the host's routes become.
+      boxLabels[LABEL_ALLOW] = applied.allowed.join(',');
+      boxLabels[LABEL_BLOCKED] = applied.blocked.join(',');
       network = net.name;
       this.checkAborted();
     }
@@ -443,6 +450,7 @@ class CreateRun {
         pidsLimit: this.limits.pids,
         labels: {
           ...this.labels,
+          ...boxLabels,
           ...sandboxRecordLabels({
             imageCacheHit: prepared.cacheHit,
             dephash: prepared.dephash,

@@ -11,13 +11,18 @@ import {
   LABEL_ROLE,
   SANDBOX_FILTER,
 } from '@ca-sandbox/docker';
-import { assertInternalNetwork, egressNames, listFirewallRules } from '@ca-sandbox/network';
+import {
+  assertInternalNetwork,
+  describeComparison,
+  egressNames,
+  verifyFirewallRules,
+} from '@ca-sandbox/network';
 import { type IsolationCheck, type IsolationReport, readGatewayLog, verifyContainer } from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { type EgressSummaryRow, egressFromLabels, summariseDecisions } from './egress.js';
 import { SandboxNotFoundError } from './errors.js';
-import { LABEL_SOURCE, recordFromInspect, type SandboxRecord } from './record.js';
+import { LABEL_ALLOW, LABEL_BLOCKED, LABEL_SOURCE, recordFromInspect, type SandboxRecord } from './record.js';
 import { redactUserinfo } from './source.js';
 
 /**
@@ -146,24 +151,40 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
     const check = await gatewayCheck(id);
     return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
   }
-  const check = await allowlistFirewallCheck(id);
+  const check = await allowlistFirewallCheck(id, inspect.Config.Labels);
   return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
 }
 
 /**
- * An allowlist box is only as closed as its host firewall rules: they must still be there (a host
- * reboot or `iptables -F` removes them and leaves the network open). `verify` reports this row;
- * `start` refuses to start an allowlist box without it.
+ * An allowlist box is only as closed as its host firewall rules: the exact set must be there (a
+ * host reboot or `iptables -F` removes them, one mistaken `-D` removes one; a count would not see
+ * a missing DROP beside a stray rule). The set is rebuilt from the box's `ca.sandbox.allow` and
+ * `ca.sandbox.blocked` labels (read from the box when `labels` is not given). `verify` reports
+ * this row; `start` refuses to start an allowlist box without it.
  */
-export async function allowlistFirewallCheck(id: string): Promise<IsolationCheck> {
-  const rules = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
+export async function allowlistFirewallCheck(
+  id: string,
+  labels?: Record<string, string>,
+): Promise<IsolationCheck> {
+  const own = labels ?? (await inspectContainer(boxName(id))).Config.Labels;
+  const allow = own[LABEL_ALLOW];
+  const blocked = own[LABEL_BLOCKED];
+  const list = (text: string) => text.split(',').filter(Boolean);
+  const rules =
+    allow === undefined
+      ? undefined
+      : await verifyFirewallRules(id, list(allow), blocked === undefined ? undefined : list(blocked));
   return {
     id: 'allowlist-firewall',
     cis: '-',
-    title: 'the egress rules of the allowlist are in place on the host',
-    expected: 'tagged DOCKER-USER and INPUT rules',
-    seen: `${rules.length} tagged rule(s)`,
-    pass: rules.some((rule) => rule.chain === 'DOCKER-USER') && rules.some((rule) => rule.chain === 'INPUT'),
+    title: 'the exact egress rule set of the allowlist is in place on the host (IPv4 and IPv6)',
+    expected: rules ? `${rules.expected} rule(s), in order` : 'the allow list in label ca.sandbox.allow',
+    seen: !rules
+      ? 'no ca.sandbox.allow label (box made by an older ca-sandbox): recreate it'
+      : rules.ok
+        ? `${rules.seen} rule(s), as expected`
+        : `${rules.seen} rule(s): ${describeComparison(rules)}`,
+    pass: rules?.ok === true,
   };
 }
 

@@ -31,6 +31,8 @@ export const CreateOptionsSchema = z.strictObject({
   cpus: z.number().optional(),
   pids: z.number().optional(),
   baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
+  /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
+  maxDepsSize: z.string().max(64).optional(),
   /**
    * A docker network for the clone helper to join directly, bypassing the egress gateway (tests
    * and special set-ups). Default: the clone goes through the sandbox's gateway, to the repo's
@@ -63,6 +65,8 @@ export interface ResolvedCreateOptions {
   /** Whether the caller chose memory/cpus (a chosen value over the engine is refused, a default is lowered). */
   chosen: { memory: boolean; cpus: boolean };
   baseImage?: string;
+  /** Bytes; undefined: the build package's default (env, else 4 GiB). */
+  maxDepsSize?: number;
   cloneNetwork?: string;
   helperImage: string;
   /** Seconds the clone may take inside the helper. */
@@ -114,6 +118,9 @@ export function resolveCreateOptions(
       'runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs; use runtime runc, or the offline or clone-then-cut policy',
     );
   }
+  const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
+  if (options.maxDepsSize !== undefined && !(maxDepsSize !== undefined && maxDepsSize >= 1024 ** 2))
+    throw new InvalidOptionsError(`invalid create options: maxDepsSize must be at least 1m, ${SIZE_SYNTAX}`);
   const helperImage =
     (env === process.env ? currentSettings() : loadSettings({ env })).value('helperImage') ??
     DEFAULT_HELPER_IMAGE;
@@ -132,6 +139,7 @@ export function resolveCreateOptions(
     pids: options.pids ?? BOX_LIMITS.pids.default,
     chosen: { memory: options.memory !== undefined, cpus: options.cpus !== undefined },
     ...(options.baseImage === undefined ? {} : { baseImage: options.baseImage }),
+    ...(maxDepsSize === undefined ? {} : { maxDepsSize }),
     ...(options.cloneNetwork === undefined ? {} : { cloneNetwork: options.cloneNetwork }),
     helperImage,
     cloneTimeoutSeconds: 600,

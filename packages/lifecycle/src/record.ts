@@ -49,6 +49,10 @@ export const LABEL_IMAGE_CACHE_HIT = 'ca.sandbox.image-cache-hit';
 export const LABEL_DEPS_INSTALLED = 'ca.sandbox.deps-installed';
 /** The source that built the box's deps image (the image's own `ca.sandbox.cache.source`). */
 export const LABEL_IMAGE_SOURCE = 'ca.sandbox.image-source';
+/** Allowlist boxes: the normalised CIDRs, comma-joined, so `verify` can rebuild the exact rule set. */
+export const LABEL_ALLOW = 'ca.sandbox.allow';
+/** Allowlist boxes: the blocked ranges their rules were built with (fixed plus the host's prefixes). */
+export const LABEL_BLOCKED = 'ca.sandbox.blocked';
 
 /** The box labels that carry the build's part of the record. */
 export function sandboxRecordLabels(build: {

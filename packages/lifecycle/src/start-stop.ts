@@ -38,7 +38,7 @@ export async function startSandbox(id: string): Promise<StartResult> {
       // box has no way out at all, never an open one.
       await docker(['start', '--', gateway], { allowFailure: true });
     } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
-      const rules = await allowlistFirewallCheck(id);
+      const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
       if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
     }
     await docker(['start', '--', name]);

@@ -1,3 +1,4 @@
+import { type BuildLeftovers, findBuildLeftovers, removeBuildLeftovers } from '@ca-sandbox/build';
 import {
   CACHE_IMAGE_REPOSITORY,
   docker,
@@ -14,7 +15,7 @@ import { mapLimit } from './_utils.js';
 import { InvalidOptionsError, printable, SandboxNotFoundError } from './errors.js';
 import { validateSandboxName } from './source.js';
 
-export type TeardownKind = 'container' | 'volume' | 'network' | 'firewall' | 'image';
+export type TeardownKind = 'container' | 'volume' | 'network' | 'firewall' | 'image' | 'directory';
 
 export interface TeardownFailure {
   kind: TeardownKind;
@@ -196,7 +197,9 @@ const PruneOptionsSchema = z.strictObject({ dryRun: z.boolean().optional(), imag
 
 /**
  * Reclaims every object labeled `ca.sandbox=1` (containers, volumes, networks) and every tagged
- * firewall rule, whatever their state; `images` also removes the `ca-sbx:*` cache. Removals run in
+ * firewall rule, whatever their state; `images` also removes the `ca-sbx:*` cache and what failed or
+ * killed builds left (untagged steps and stopped build containers of our Dockerfile, context
+ * directories of build processes that are gone: see @ca-sandbox/build findBuildLeftovers). Removals run in
  * chunks with bounded parallelism; then a label-scoped re-list names what is left.
  */
 export async function prune(options: { dryRun?: boolean; images?: boolean } = {}): Promise<TeardownResult> {
@@ -221,16 +224,21 @@ export async function pruneWhere(
   const ours = (rule: { sandboxId: string }) =>
     sandboxIds === undefined || sandboxIds.includes(rule.sandboxId);
   const rulesNow = async () => (await listFirewallRules().catch(() => [])).filter(ours);
-  const [found, rules, cache] = await Promise.all([
+  // What failed or killed builds left carries no sandbox id: only an unscoped prune takes it.
+  const builds = images && extraFilters.length === 0 && sandboxIds === undefined;
+  const buildsNow = () => (builds ? findBuildLeftovers() : Promise.resolve(NO_BUILD_LEFTOVERS));
+  const [found, rules, cache, leftBuilds] = await Promise.all([
     discover(filters),
     rulesNow(),
     images ? cacheImages() : Promise.resolve([]),
+    buildsNow(),
   ]);
   if (dryRun) {
     const removed = [
       ...named(found),
       ...rules.map((rule) => `firewall:${rule.rule}`),
       ...cache.map((image) => `image:${image}`),
+      ...namedBuildLeftovers(leftBuilds),
     ];
     return { removed, failures: [], leftovers: [], dryRun: true };
   }
@@ -255,15 +263,23 @@ export async function pruneWhere(
     else for (const id of ids) await sweep.firewall(id);
   }
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
-  // The firewall and image steps change no container, volume or network: `left` still holds.
-  const [leftRules, leftCache] = await Promise.all([
+  if (builds) {
+    const removal = await removeBuildLeftovers(leftBuilds);
+    sweep.result.removed.push(...removal.removed);
+    for (const failure of removal.failures)
+      sweep.fail(failure.kind, failure.name, failure.exitCode, failure.message);
+  }
+  // The firewall, image and build steps change no labeled container, volume or network: `left` still holds.
+  const [leftRules, leftCache, buildsLeft] = await Promise.all([
     rulesNow(),
     images ? cacheImages() : Promise.resolve([]),
+    buildsNow(),
   ]);
   sweep.result.leftovers = [
     ...named(left),
     ...leftRules.map((rule) => `firewall:${rule.rule}`),
     ...leftCache.map((image) => `image:${image}`),
+    ...namedBuildLeftovers(buildsLeft),
   ];
   return sweep.result;
 }
@@ -285,6 +301,16 @@ async function sweepFound(sweep: Sweep, found: Found): Promise<void> {
     inChunks(found.volumes, (chunk) => sweep.remove('volume', chunk)),
     inChunks(found.networks, (chunk) => sweep.remove('network', chunk)),
   ]);
+}
+
+const NO_BUILD_LEFTOVERS: BuildLeftovers = { images: [], containers: [], directories: [] };
+
+function namedBuildLeftovers(found: BuildLeftovers): string[] {
+  return [
+    ...found.containers.map((name) => `container:${name}`),
+    ...found.images.map((id) => `image:${id}`),
+    ...found.directories.map((dir) => `directory:${dir}`),
+  ];
 }
 
 /** Ids of sandboxes that still have a container or network. */

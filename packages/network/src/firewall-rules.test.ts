@@ -7,12 +7,14 @@ import {
   BLOCKED_RANGES,
   buildAllowlistRules,
   buildGuardRules,
+  canonicalRule,
+  compareRuleSets,
   deleteArgs,
   type FirewallRuleSpec,
   isGuardRule,
   parseRuleListing,
 } from './firewall-rules.js';
-import { bridgeName } from './names.js';
+import { bridgeName, parseRuleTag, ruleTag } from './names.js';
 
 function must<T>(value: T | undefined): T {
   if (value === undefined) throw new Error('missing value');
@@ -22,10 +24,11 @@ function must<T>(value: T | undefined): T {
 const ID = 'sbx-1a2b';
 const BRIDGE = bridgeName(ID);
 
+/** The rules of one chain as text, without the per-rule part of the comment (tested on its own). */
 function render(rules: FirewallRuleSpec[], chain: string, family: 4 | 6 = 4): string[] {
   return rules
     .filter((rule) => rule.chain === chain && rule.family === family)
-    .map((rule) => rule.args.join(' '));
+    .map((rule) => rule.args.join(' ').replace(/#[ag][0-9]+ -j/, ' -j'));
 }
 
 describe('buildAllowlistRules', () => {
@@ -68,7 +71,7 @@ describe('buildAllowlistRules', () => {
   it('with nothing allowed, everything from and to the bridge is dropped', () => {
     const rules = buildAllowlistRules(ID, BRIDGE, [], [4]);
     expect(rules.filter((rule) => rule.args.at(-1) === 'ACCEPT').map((rule) => rule.args.join(' '))).toEqual([
-      `-o ${BRIDGE} -m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment ca-sandbox:${ID} -j ACCEPT`,
+      `-o ${BRIDGE} -m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment ca-sandbox:${ID}#a1 -j ACCEPT`,
     ]);
   });
 
@@ -136,7 +139,9 @@ describe('buildAllowlistRules', () => {
           for (const rule of rules) {
             const at = rule.args.findIndex((word) => word === '-i' || word === '-o');
             expect(rule.args[at + 1]).toBe(bridge);
-            expect(rule.args.join(' ')).toContain(`--comment ca-sandbox:${id} -j`);
+            expect(rule.args.join(' ')).toMatch(
+              new RegExp(`--comment ca-sandbox:${id.replace(/\./g, '\\.')}#a[0-9]+ -j`),
+            );
           }
           for (const family of [4, 6] as const) {
             for (const chain of [family === 4 ? 'DOCKER-USER' : 'FORWARD', 'INPUT']) {
@@ -220,5 +225,120 @@ describe('parseRuleListing', () => {
       '-j',
       'DROP',
     ]);
+  });
+});
+
+describe('per-rule comments (iptables-nft ignores IPv6 masks on -D)', () => {
+  it('every allowlist and guard rule of a sandbox has its own comment, and -D names it', () => {
+    const rules = [
+      ...buildAllowlistRules(ID, BRIDGE, parseAllowEntries(['0.0.0.0/0', '::/0', '10.1.0.0/16']), [4, 6]),
+      ...buildGuardRules(ID, BRIDGE, [4, 6]),
+    ];
+    const comments = rules.map((rule) => rule.args[rule.args.indexOf('--comment') + 1]);
+    expect(new Set(comments).size).toBe(rules.length);
+    // The ::/1 guard and the catch-all DROP of FORWARD differ by their comment, not only by -d.
+    const listed = rules.flatMap((rule) =>
+      parseRuleListing(`-A ${rule.chain} ${rule.args.join(' ')}`, rule.family),
+    );
+    const guard = must(listed.find((rule) => rule.family === 6 && rule.rule.includes('-d ::/1')));
+    const catchAll = must(
+      listed.find(
+        (rule) =>
+          rule.family === 6 &&
+          rule.chain === 'FORWARD' &&
+          / -i \S+ -m comment .* -j DROP$/.test(rule.rule) &&
+          !rule.rule.includes(' -d '),
+      ),
+    );
+    expect(isGuardRule(guard)).toBe(true);
+    expect(isGuardRule(catchAll)).toBe(false);
+    const comment = (args: string[]) => args[args.indexOf('--comment') + 1];
+    expect(comment(deleteArgs(guard))).not.toBe(comment(deleteArgs(catchAll)));
+    expect(listed.every((rule) => rule.sandboxId === ID)).toBe(true);
+  });
+
+  it('parseRuleTag: id and part; the part separator is outside the id alphabet; old tags still parse', () => {
+    expect(parseRuleTag('ca-sandbox:sbx-1.a_b#a12')).toEqual({ sandboxId: 'sbx-1.a_b', part: 'a12' });
+    expect(parseRuleTag('ca-sandbox:sbx-1')).toEqual({ sandboxId: 'sbx-1' });
+    expect(parseRuleTag('ca-sandbox:')).toBeUndefined();
+    expect(parseRuleTag('ca-sandbox:Bad#a1')).toBeUndefined();
+    expect(parseRuleTag('other:sbx')).toBeUndefined();
+    expect(() => ruleTag('sbx', 'x y')).toThrow();
+  });
+});
+
+describe('compareRuleSets (verify compares the exact rule set)', () => {
+  const rules = buildAllowlistRules(ID, BRIDGE, parseAllowEntries(['203.0.113.7', '2001:db8::/32']), [4, 6]);
+  /** The rules as `iptables -S` prints them: -d before -i, host addresses with /32, comment quoted. */
+  const asListed = (specs: FirewallRuleSpec[]) =>
+    specs.flatMap((spec) => {
+      const args = [...spec.args];
+      const d = args.indexOf('-d');
+      const words: string[] = [];
+      if (d !== -1) {
+        words.push('-d', (args[d + 1] as string).replace(/^203\.0\.113\.7\/32$/, '203.0.113.7/32'));
+        args.splice(d, 2);
+      }
+      words.push(...args);
+      const line = `-A ${spec.chain} ${words.join(' ').replace(/--comment (\S+)/, '--comment "$1"')}`;
+      return parseRuleListing(line, spec.family);
+    });
+
+  it('the rules as listed match their specs exactly', () => {
+    expect(compareRuleSets(rules, asListed(rules))).toEqual({
+      ok: true,
+      missing: [],
+      unexpected: [],
+      misordered: [],
+    });
+  });
+
+  it('a deleted catch-all DROP with a stray rule in its place fails, though the count is the same', () => {
+    const listed = asListed(rules);
+    const at = listed.findIndex(
+      (rule) =>
+        rule.family === 6 &&
+        rule.chain === 'FORWARD' &&
+        rule.rule.endsWith('-j DROP') &&
+        rule.rule.includes(' -i ') &&
+        !rule.rule.includes(' -d '),
+    );
+    const stray = must(asListed(buildGuardRules(ID, BRIDGE, [6]))[0]);
+    listed.splice(at, 1, stray);
+    const check = compareRuleSets(rules, listed);
+    expect(listed).toHaveLength(rules.length);
+    expect(check.ok).toBe(false);
+    expect(check.missing).toHaveLength(1);
+    expect(check.missing[0]).toMatch(
+      /^6 FORWARD -i casbx\S+ -j DROP -m comment --comment ca-sandbox:sbx-1a2b#a\d+$/,
+    );
+    expect(check.unexpected).toHaveLength(1);
+  });
+
+  it('a reordered chain, a duplicate or a changed address fails', () => {
+    const listed = asListed(rules);
+    const swapped = [...listed];
+    const first = swapped.findIndex((rule) => rule.chain === 'DOCKER-USER');
+    [swapped[first], swapped[first + 1]] = [must(swapped[first + 1]), must(swapped[first])];
+    expect(compareRuleSets(rules, swapped).misordered).toEqual(['4 DOCKER-USER']);
+    expect(compareRuleSets(rules, [...listed, must(listed[0])]).ok).toBe(false);
+    const changed = listed.map((rule) => ({ ...rule, rule: rule.rule.replace('10.0.0.0/8', '10.0.0.0/9') }));
+    expect(compareRuleSets(rules, changed).ok).toBe(false);
+  });
+
+  it('canonicalRule: option order and host prefixes do not matter, values do', () => {
+    expect(canonicalRule(4, 'X', ['-i', 'b', '-d', '1.2.3.4', '-j', 'DROP'])).toBe(
+      canonicalRule(4, 'X', ['-d', '1.2.3.4/32', '-i', 'b', '-j', 'DROP']),
+    );
+    expect(canonicalRule(6, 'X', ['-d', '::/1', '-j', 'DROP'])).not.toBe(
+      canonicalRule(6, 'X', ['-j', 'DROP']),
+    );
+    // iptables prints no -d for an allow of everything.
+    expect(canonicalRule(4, 'X', ['-i', 'b', '-d', '0.0.0.0/0', '-j', 'ACCEPT'])).toBe(
+      canonicalRule(4, 'X', ['-i', 'b', '-j', 'ACCEPT']),
+    );
+    expect(canonicalRule(6, 'X', ['-d', '::/0', '-j', 'ACCEPT'])).toBe(
+      canonicalRule(6, 'X', ['-j', 'ACCEPT']),
+    );
   });
 });

@@ -1,7 +1,8 @@
 import { splitRuleLine } from './_utils.js';
 import { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
+import { FIXED_BLOCKED_RANGES, type HostRanges } from './host-ranges.js';
 import type { Family } from './iptables.js';
-import { RULE_TAG_PREFIX, ruleTag } from './names.js';
+import { parseRuleTag, ruleTag } from './names.js';
 
 /** One rule: `iptables|ip6tables -I <chain> 1 <args>` inserts it. */
 export interface FirewallRuleSpec {
@@ -17,17 +18,16 @@ export interface FirewallRule {
   /** The rule as `iptables -S` prints it (`-A CHAIN ...`). */
   rule: string;
   family: Family;
+  /** The rule's own part of the comment (`a3`, `g0`); absent on rules made before per-rule comments. */
+  part?: string;
 }
 
 /**
- * Blocks that are never reachable through a broad allow such as 0.0.0.0/0: the LAN, carrier-grade
- * NAT, link-local (169.254.169.254, the cloud metadata endpoint). Only an allow entry that lies
- * inside one of them opens it.
+ * The fixed blocks never reachable through a broad allow such as 0.0.0.0/0 (the host's own
+ * prefixes are added at apply time, see firewallBlockedRanges). Only an allow entry that lies inside
+ * one of them opens it.
  */
-export const BLOCKED_RANGES: Record<Family, string[]> = {
-  4: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10'],
-  6: ['fc00::/7', 'fe80::/10'],
-};
+export const BLOCKED_RANGES: Record<Family, readonly string[]> = FIXED_BLOCKED_RANGES;
 
 /** Where forwarded traffic of the family is filtered: Docker's DOCKER-USER (v4) or FORWARD (v6). */
 export const FORWARD_CHAIN: Record<Family, string> = { 4: 'DOCKER-USER', 6: 'FORWARD' };
@@ -35,8 +35,8 @@ export const FORWARD_CHAIN: Record<Family, string> = { 4: 'DOCKER-USER', 6: 'FOR
 /** Halves of the address space: guard rules, distinct from any rule the builder makes. */
 const GUARD_HALVES: Record<Family, string[]> = { 4: ['0.0.0.0/1', '128.0.0.0/1'], 6: ['::/1', '8000::/1'] };
 
-function tagArgs(sandboxId: string): string[] {
-  return ['-m', 'comment', '--comment', ruleTag(sandboxId)];
+function tagArgs(sandboxId: string, part: string): string[] {
+  return ['-m', 'comment', '--comment', ruleTag(sandboxId, part)];
 }
 
 function parseAll(cidrs: readonly string[]): Cidr[] {
@@ -64,23 +64,25 @@ export function buildAllowlistRules(
   bridge: string,
   cidrs: readonly string[],
   families: readonly Family[] = [4, 6],
+  blockedRanges: Readonly<HostRanges> | Record<Family, readonly string[]> = BLOCKED_RANGES,
 ): FirewallRuleSpec[] {
-  const tag = tagArgs(sandboxId);
   const allowed = parseAll(cidrs);
   const rules: FirewallRuleSpec[] = [];
+  // Every rule gets its own comment (`#a<n>`): deletion matches by it, never by the address alone.
+  const tag = () => tagArgs(sandboxId, `a${rules.length}`);
   for (const family of families) {
     const chain = FORWARD_CHAIN[family];
-    const blocked = parseAll(BLOCKED_RANGES[family]);
+    const blocked = parseAll(blockedRanges[family]);
     const mine = allowed.filter((cidr) => cidr.family === family);
     const insideBlocked = mine.filter((cidr) => blocked.some((range) => cidrContains(range, cidr)));
     const outside = mine.filter((cidr) => !insideBlocked.includes(cidr));
     const add = (args: string[]) =>
-      rules.push({ family, chain, args: [...args.slice(0, -2), ...tag, ...args.slice(-2)] });
-    rules.push({ family, chain: 'INPUT', args: ['-i', bridge, ...tag, '-j', 'DROP'] });
+      rules.push({ family, chain, args: [...args.slice(0, -2), ...tag(), ...args.slice(-2)] });
+    rules.push({ family, chain: 'INPUT', args: ['-i', bridge, ...tag(), '-j', 'DROP'] });
     add(['-o', bridge, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT']);
     add(['-o', bridge, '-j', 'DROP']);
     for (const cidr of insideBlocked) add(['-i', bridge, '-d', formatCidr(cidr), '-j', 'ACCEPT']);
-    for (const range of BLOCKED_RANGES[family]) add(['-i', bridge, '-d', range, '-j', 'DROP']);
+    for (const range of blocked) add(['-i', bridge, '-d', formatCidr(range), '-j', 'DROP']);
     for (const cidr of outside) add(['-i', bridge, '-d', formatCidr(cidr), '-j', 'ACCEPT']);
     add(['-i', bridge, '-j', 'DROP']);
   }
@@ -96,22 +98,21 @@ export function buildGuardRules(
   bridge: string,
   families: readonly Family[] = [4, 6],
 ): FirewallRuleSpec[] {
-  return families.flatMap((family) =>
-    [FORWARD_CHAIN[family], 'INPUT'].flatMap((chain) =>
-      GUARD_HALVES[family].map((half) => ({
-        family,
-        chain,
-        args: ['-i', bridge, '-d', half, ...tagArgs(sandboxId), '-j', 'DROP'],
-      })),
-    ),
-  );
+  const rules: FirewallRuleSpec[] = [];
+  for (const family of families)
+    for (const chain of [FORWARD_CHAIN[family], 'INPUT'])
+      for (const half of GUARD_HALVES[family])
+        rules.push({
+          family,
+          chain,
+          args: ['-i', bridge, '-d', half, ...tagArgs(sandboxId, `g${rules.length}`), '-j', 'DROP'],
+        });
+  return rules;
 }
 
-/** True when a listed rule is one of the guard rules. */
+/** True when a listed rule is one of the guard rules (by its `#g<n>` comment). */
 export function isGuardRule(rule: FirewallRule): boolean {
-  const words = splitRuleLine(rule.rule);
-  const dest = words[words.indexOf('-d') + 1];
-  return words.includes('-d') && GUARD_HALVES[rule.family].includes(dest ?? '') && words.at(-1) === 'DROP';
+  return rule.part?.startsWith('g') === true;
 }
 
 /** The tagged rules in `iptables -S` output (`-A CHAIN ... --comment "ca-sandbox:<id>" ...`). */
@@ -121,13 +122,14 @@ export function parseRuleListing(output: string, family: Family): FirewallRule[]
     if (!line.startsWith('-A ')) continue;
     const words = splitRuleLine(line.trim());
     const at = words.indexOf('--comment');
-    const comment = at === -1 ? undefined : words[at + 1];
-    if (!comment?.startsWith(RULE_TAG_PREFIX) || comment.length === RULE_TAG_PREFIX.length) continue;
+    const tag = at === -1 ? undefined : parseRuleTag(words[at + 1] ?? '');
+    if (!tag) continue;
     rules.push({
-      sandboxId: comment.slice(RULE_TAG_PREFIX.length),
+      sandboxId: tag.sandboxId,
       chain: words[1] ?? '',
       rule: line.trim(),
       family,
+      ...(tag.part === undefined ? {} : { part: tag.part }),
     });
   }
   return rules;
@@ -137,4 +139,79 @@ export function parseRuleListing(output: string, family: Family): FirewallRule[]
 export function deleteArgs(rule: FirewallRule): string[] {
   const words = splitRuleLine(rule.rule);
   return ['-D', ...words.slice(1)];
+}
+
+/** The single-value options iptables may print in another order than they were given. */
+const SINGLE_OPTIONS = new Set(['-s', '-d', '-i', '-o', '-p', '-j']);
+
+/**
+ * A rule in a canonical form, so that a spec (`-i br -d 10.0.0.0/8 -m comment ...`) and the line
+ * `iptables -S` prints for it (`-A CHAIN -d 10.0.0.0/8 -i br -m comment ...`) compare equal:
+ * addresses normalised (`1.2.3.4` → `1.2.3.4/32`, a /0 dropped), single options sorted, match
+ * modules in order.
+ */
+export function canonicalRule(family: Family, chain: string, words: readonly string[]): string {
+  const single: string[] = [];
+  const rest: string[] = [];
+  for (let i = 0; i < words.length; i += 1) {
+    const word = words[i] as string;
+    const value = words[i + 1];
+    if (SINGLE_OPTIONS.has(word) && value !== undefined) {
+      const cidr = word === '-s' || word === '-d' ? parseCidr(value) : undefined;
+      // `-d 0.0.0.0/0` / `-d ::/0` match everything: iptables does not print them.
+      if (cidr?.prefix !== 0) single.push(`${word} ${cidr ? formatCidr(cidr) : value}`);
+      i += 1;
+    } else rest.push(word);
+  }
+  return [`${family}`, chain, ...single.sort(), ...rest].join(' ');
+}
+
+export function canonicalSpec(spec: FirewallRuleSpec): string {
+  return canonicalRule(spec.family, spec.chain, spec.args);
+}
+
+export function canonicalListed(rule: FirewallRule): string {
+  const words = splitRuleLine(rule.rule);
+  return canonicalRule(rule.family, words[1] ?? '', words.slice(2));
+}
+
+export interface RuleSetComparison {
+  ok: boolean;
+  /** Expected rules not in place (canonical form). */
+  missing: string[];
+  /** Tagged rules of the sandbox that are not expected (canonical form). */
+  unexpected: string[];
+  /** Chains whose rules are all there but in another order than the rule set's. */
+  misordered: string[];
+}
+
+/**
+ * Compares a sandbox's listed rules with its exact expected rule set: the same rules, each once,
+ * in the same order within every chain. A count would not do: one deleted DROP and one stray
+ * rule add up to the same number.
+ */
+export function compareRuleSets(
+  expected: readonly FirewallRuleSpec[],
+  listed: readonly FirewallRule[],
+): RuleSetComparison {
+  const want = expected.map(canonicalSpec);
+  const seen = listed.map(canonicalListed);
+  const missing = want.filter((rule) => !seen.includes(rule));
+  const unexpected = seen.filter((rule) => !want.includes(rule));
+  const duplicates = seen.filter((rule, index) => seen.indexOf(rule) !== index);
+  const misordered: string[] = [];
+  if (missing.length === 0 && unexpected.length === 0) {
+    const chains = new Set(expected.map((spec) => `${spec.family} ${spec.chain}`));
+    for (const chain of chains) {
+      const inChain = (rules: string[]) => rules.filter((rule) => rule.startsWith(`${chain} `));
+      if (inChain(want).join('\n') !== inChain(seen).join('\n')) misordered.push(chain);
+    }
+  }
+  unexpected.push(...duplicates);
+  return {
+    ok: missing.length === 0 && unexpected.length === 0 && misordered.length === 0,
+    missing,
+    unexpected,
+    misordered,
+  };
 }

@@ -2,16 +2,20 @@ import { docker } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { parseJson } from './_utils.js';
 import { parseAllowEntries } from './allow-entries.js';
-import { FirewallCommandError, SandboxNetworkMismatchError } from './errors.js';
+import { formatCidr, parseCidr } from './cidr.js';
+import { FirewallCommandError, InvalidAllowEntryError, SandboxNetworkMismatchError } from './errors.js';
 import {
   buildAllowlistRules,
   buildGuardRules,
+  compareRuleSets,
   deleteArgs,
   type FirewallRule,
   type FirewallRuleSpec,
   isGuardRule,
   parseRuleListing,
+  type RuleSetComparison,
 } from './firewall-rules.js';
+import { firewallBlockedRanges, type HostRanges } from './host-ranges.js';
 import {
   assertFirewallUsable,
   commandName,
@@ -41,17 +45,31 @@ function describe(rule: FirewallRule): string {
 
 const GONE = /does a matching rule exist|bad rule|no chain\/target\/match/i;
 
+/** Rounds of deletion: rules made before per-rule comments share one comment (see below). */
+const DELETE_ROUNDS = 4;
+
+/**
+ * Deletes the listed rules by their full spec, comment included. Rules tagged since per-rule
+ * comments match only themselves; older rules of one sandbox share a comment, and iptables-nft
+ * ignores IPv6 masks on `-D`, so a delete may take a sibling instead: the rest are re-listed and
+ * deleted again until none of them is left (all are the same sandbox's, all are to go).
+ */
 async function deleteRules(rules: readonly FirewallRule[]): Promise<string[]> {
   const removed: string[] = [];
-  const failures: FirewallCommandError[] = [];
-  for (const rule of rules) {
-    const result = await iptables(rule.family, deleteArgs(rule), { allowFailure: true });
-    if (result.exitCode === 0) removed.push(describe(rule));
-    // Already gone (a concurrent teardown): what we wanted.
-    else if (!GONE.test(result.stderr))
-      failures.push(new FirewallCommandError(result.argv, result.exitCode, result.stderr));
+  let pending = [...rules];
+  for (let round = 0; round < DELETE_ROUNDS && pending.length > 0; round += 1) {
+    const failures: FirewallCommandError[] = [];
+    for (const rule of pending) {
+      const result = await iptables(rule.family, deleteArgs(rule), { allowFailure: true });
+      if (result.exitCode === 0) removed.push(describe(rule));
+      // Already gone (a concurrent teardown, or a sibling's delete took it): what we wanted.
+      else if (!GONE.test(result.stderr))
+        failures.push(new FirewallCommandError(result.argv, result.exitCode, result.stderr));
+    }
+    if (failures[0]) throw failures[0];
+    const wanted = new Set(pending.map((rule) => `${rule.family} ${rule.rule}`));
+    pending = (await listFirewallRules()).filter((rule) => wanted.has(`${rule.family} ${rule.rule}`));
   }
-  if (failures[0]) throw failures[0];
   return removed;
 }
 
@@ -125,18 +143,99 @@ export async function applyAllowlist(
   sandboxId: string,
   net: SandboxNetwork,
   cidrs: readonly string[],
-): Promise<void> {
+): Promise<AppliedAllowlist> {
   assertSandboxId(sandboxId);
   const allowed = parseAllowEntries(cidrs);
   await assertFirewallUsable();
   await assertOwnNetwork(sandboxId, net);
   const families: Family[] = firewallFamilies();
+  const blocked = await firewallBlockedRanges();
   const before = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
   await insertRules(buildGuardRules(sandboxId, net.bridge, families));
   await deleteRules(before.filter((rule) => !isGuardRule(rule)));
-  await insertRules(buildAllowlistRules(sandboxId, net.bridge, allowed, families));
+  const rules = buildAllowlistRules(sandboxId, net.bridge, allowed, families, blocked);
+  await insertRules(rules);
   const guards = (await listFirewallRules()).filter(
     (rule) => rule.sandboxId === sandboxId && isGuardRule(rule),
   );
   await deleteRules(guards);
+  const check = await compareWithExpected(sandboxId, allowed, blocked);
+  if (!check.ok) {
+    throw new FirewallCommandError(
+      [commandName(4), '-S'],
+      1,
+      `the allowlist rules of ${sandboxId} are not the expected set after applying them: ${describeComparison(check)}`,
+    );
+  }
+  return { allowed, blocked: [...blocked[4], ...blocked[6]], rules: rules.length };
+}
+
+/** What applyAllowlist put in place: keep `allowed` and `blocked` to verify the exact set later. */
+export interface AppliedAllowlist {
+  allowed: string[];
+  /** The blocked ranges of both families (fixed plus the host's prefixes at apply time). */
+  blocked: string[];
+  rules: number;
+}
+
+/** Splits a list of CIDRs of both families (as AppliedAllowlist.blocked) by family. */
+export function rangesByFamily(cidrs: readonly string[]): HostRanges {
+  const out: HostRanges = { 4: [], 6: [] };
+  for (const text of cidrs) {
+    const cidr = parseCidr(text);
+    if (!cidr) throw new InvalidAllowEntryError(text, `not a blocked range cidr: ${text.slice(0, 60)}`);
+    out[cidr.family].push(formatCidr(cidr));
+  }
+  return out;
+}
+
+export interface FirewallVerification extends RuleSetComparison {
+  /** Rules the sandbox should have on this host now, and tagged rules of it found. */
+  expected: number;
+  seen: number;
+}
+
+/**
+ * Compares the tagged rules of `sandboxId` with the exact rule set of its allowlist: the `cidrs`
+ * it allows and the `blocked` ranges applyAllowlist used (AppliedAllowlist.blocked; without them,
+ * the ranges this host gives now), its derived bridge, the families the kernel has. Any deleted,
+ * added, changed or reordered rule fails, IPv4 and IPv6 alike.
+ */
+export async function verifyFirewallRules(
+  sandboxId: string,
+  cidrs: readonly string[],
+  blocked?: readonly string[],
+): Promise<FirewallVerification> {
+  assertSandboxId(sandboxId);
+  const ranges = blocked === undefined ? await firewallBlockedRanges() : rangesByFamily(blocked);
+  return compareWithExpected(sandboxId, parseAllowEntries(cidrs), ranges);
+}
+
+async function compareWithExpected(
+  sandboxId: string,
+  allowed: readonly string[],
+  blocked: HostRanges,
+): Promise<FirewallVerification> {
+  const expected = buildAllowlistRules(
+    sandboxId,
+    bridgeName(sandboxId),
+    allowed,
+    firewallFamilies(),
+    blocked,
+  );
+  const mine = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
+  return { ...compareRuleSets(expected, mine), expected: expected.length, seen: mine.length };
+}
+
+/** One line: what is missing, extra or out of order (the first few of each). */
+export function describeComparison(check: RuleSetComparison): string {
+  const some = (rules: string[]) =>
+    rules.slice(0, 3).join('; ') + (rules.length > 3 ? `; +${rules.length - 3}` : '');
+  return [
+    check.missing.length ? `missing ${check.missing.length}: ${some(check.missing)}` : '',
+    check.unexpected.length ? `unexpected ${check.unexpected.length}: ${some(check.unexpected)}` : '',
+    check.misordered.length ? `out of order in ${check.misordered.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join(' | ');
 }

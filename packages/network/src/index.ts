@@ -29,16 +29,41 @@ export {
   InvalidSandboxIdError,
   SandboxNetworkMismatchError,
 } from './errors.js';
-export { applyAllowlist, listFirewallRules, removeFirewallRules } from './firewall.js';
+export {
+  type AppliedAllowlist,
+  applyAllowlist,
+  describeComparison,
+  type FirewallVerification,
+  listFirewallRules,
+  rangesByFamily,
+  removeFirewallRules,
+  verifyFirewallRules,
+} from './firewall.js';
 export {
   BLOCKED_RANGES,
   buildAllowlistRules,
+  compareRuleSets,
   type FirewallRule,
   type FirewallRuleSpec,
   parseRuleListing,
+  type RuleSetComparison,
 } from './firewall-rules.js';
+export {
+  blockedRanges,
+  deriveHostRanges,
+  FIXED_BLOCKED_RANGES,
+  firewallBlockedRanges,
+  type HostRanges,
+} from './host-ranges.js';
 export { assertFirewallUsable } from './iptables.js';
-export { assertSandboxId, bridgeName, RULE_TAG_PREFIX, ruleTag, sandboxNetworkName } from './names.js';
+export {
+  assertSandboxId,
+  bridgeName,
+  parseRuleTag,
+  RULE_TAG_PREFIX,
+  ruleTag,
+  sandboxNetworkName,
+} from './names.js';
 export {
   ALLOWLIST_WARNING,
   DEFAULT_NETWORK_POLICY,

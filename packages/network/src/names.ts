@@ -31,10 +31,29 @@ export function bridgeName(sandboxId: string): string {
   return `casbx${createHash('sha256').update(sandboxId).digest('hex').slice(0, 10)}`;
 }
 
-/** The comment every firewall rule of the sandbox carries. */
-export function ruleTag(sandboxId: string): string {
+/**
+ * The comment a firewall rule of the sandbox carries: `ca-sandbox:<id>`, and with `part`
+ * `ca-sandbox:<id>#<part>`, unique per rule. Deletion relies on that: iptables-nft ignores IPv6
+ * masks when it matches `-D`, so without a unique comment deleting one rule can delete another.
+ */
+export function ruleTag(sandboxId: string, part?: string): string {
   assertSandboxId(sandboxId);
-  return `${RULE_TAG_PREFIX}${sandboxId}`;
+  if (part !== undefined && !RULE_PART.test(part))
+    throw new Error(`invalid rule tag part ${JSON.stringify(part)}`);
+  return `${RULE_TAG_PREFIX}${sandboxId}${part === undefined ? '' : `${RULE_PART_SEPARATOR}${part}`}`;
 }
 
 export const RULE_TAG_PREFIX = 'ca-sandbox:';
+/** Not in the sandbox id alphabet, so `<id>#<part>` splits one way only. */
+export const RULE_PART_SEPARATOR = '#';
+const RULE_PART = /^[a-z][0-9]{1,4}$/;
+
+/** The sandbox id and the rule part of a tag comment, or undefined when it is not ours. */
+export function parseRuleTag(comment: string): { sandboxId: string; part?: string } | undefined {
+  if (!comment.startsWith(RULE_TAG_PREFIX)) return undefined;
+  const rest = comment.slice(RULE_TAG_PREFIX.length);
+  const at = rest.indexOf(RULE_PART_SEPARATOR);
+  const sandboxId = at === -1 ? rest : rest.slice(0, at);
+  if (!SANDBOX_ID.test(sandboxId)) return undefined;
+  return at === -1 ? { sandboxId } : { sandboxId, part: rest.slice(at + 1) };
+}

@@ -7,8 +7,8 @@ import { execa } from 'execa';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxNetworkMismatchError } from './errors.js';
-import { applyAllowlist, listFirewallRules, removeFirewallRules } from './firewall.js';
-import { buildAllowlistRules } from './firewall-rules.js';
+import { applyAllowlist, listFirewallRules, removeFirewallRules, verifyFirewallRules } from './firewall.js';
+import { firewallBlockedRanges } from './host-ranges.js';
 import { assertFirewallUsable, firewallFamilies } from './iptables.js';
 import { bridgeName } from './names.js';
 import {
@@ -261,9 +261,8 @@ describe.skipIf(!imagePresent || !isRoot)('allowlist firewall on the real engine
     });
 
     const mine = (await listFirewallRules()).filter((rule) => rule.sandboxId === id);
-    expect(mine).toHaveLength(
-      buildAllowlistRules(id, net.bridge, [`${allowedPeer}/32`], firewallFamilies()).length,
-    );
+    const exact = await verifyFirewallRules(id, [`${allowedPeer}/32`]);
+    expect(exact).toMatchObject({ ok: true, seen: mine.length, expected: mine.length });
     expect(new Set(mine.map((rule) => rule.chain))).toEqual(
       new Set(
         firewallFamilies().length === 2 ? ['DOCKER-USER', 'INPUT', 'FORWARD'] : ['DOCKER-USER', 'INPUT'],
@@ -322,8 +321,7 @@ describe.skipIf(!imagePresent || !isRoot)('allowlist firewall on the real engine
     await applyAllowlist(id, net, [otherPeer]);
     await applyAllowlist(id, net, [allowedPeer]);
     const mine = (await listFirewallRules()).filter((rule) => rule.sandboxId === id).map((rule) => rule.rule);
-    const expected = buildAllowlistRules(id, net.bridge, [`${allowedPeer}/32`], firewallFamilies());
-    expect(mine).toHaveLength(expected.length);
+    expect((await verifyFirewallRules(id, [`${allowedPeer}/32`])).ok).toBe(true);
     expect(mine.join('\n')).not.toContain(otherPeer);
     expect(mine.join('\n')).not.toMatch(/0\.0\.0\.0\/1|128\.0\.0\.0\/1/);
     const seen = await probeFrom(box, [`${allowedPeer}:8080`, `${otherPeer}:8080`]);
@@ -365,6 +363,110 @@ describe.skipIf(!imagePresent || !isRoot)('allowlist firewall on the real engine
     expect(await rawRules()).not.toContain(`ca-sandbox:${id}`);
   });
 
+  it.skipIf(!firewallFamilies().includes(6))(
+    'IPv6: the catch-all DROPs survive the guards; verify sees a deleted rule even when a stray one keeps the count',
+    async () => {
+      const id = uniqueId();
+      const net = await createSandboxNetwork(id);
+      const applied = await applyAllowlist(id, net, [allowedPeer, '2001:db8::/32']);
+      const v6 = (await execa('ip6tables', ['-w', '10', '-S'])).stdout
+        .split('\n')
+        .filter((line) => line.includes(`"ca-sandbox:${id}#`));
+      // iptables-nft ignores IPv6 masks on -D: deleting the ::/1 guard by a shared comment took
+      // this rule. Each rule has its own comment now, so the catch-alls stay.
+      const catchAll = (chain: string) =>
+        v6.filter(
+          (line) => line.startsWith(`-A ${chain} -i ${net.bridge} -m comment`) && line.endsWith('-j DROP'),
+        );
+      expect(catchAll('FORWARD')).toHaveLength(1);
+      expect(catchAll('INPUT')).toHaveLength(1);
+      expect(v6.join('\n')).not.toMatch(/-d (::|8000::)\/1 /);
+      expect((await verifyFirewallRules(id, applied.allowed, applied.blocked)).ok).toBe(true);
+
+      // Delete the FORWARD catch-all and put a stray ACCEPT in its place: the count stays, verify fails.
+      const victim = must(catchAll('FORWARD')[0]);
+      await execa('ip6tables', ['-w', '10', '-D', ...splitRule(victim).slice(1)]);
+      await execa('ip6tables', [
+        '-w',
+        '10',
+        '-I',
+        'FORWARD',
+        '1',
+        '-i',
+        net.bridge,
+        '-d',
+        '2001:db8:1::/48',
+        '-m',
+        'comment',
+        '--comment',
+        `ca-sandbox:${id}#z1`,
+        '-j',
+        'ACCEPT',
+      ]);
+      const broken = await verifyFirewallRules(id, applied.allowed, applied.blocked);
+      expect(broken.seen).toBe(broken.expected);
+      expect(broken.ok).toBe(false);
+      expect(broken.missing).toEqual([
+        expect.stringMatching(/^6 FORWARD -i casbx[0-9a-f]+ -j DROP -m comment/),
+      ]);
+      expect(broken.unexpected).toEqual([expect.stringContaining('-d 2001:db8:1::/48')]);
+      // Removal takes every rule of the id, the stray one included, and nothing else.
+      await removeFirewallRules(id);
+      expect(await rawRules()).not.toContain(`ca-sandbox:${id}`);
+    },
+  );
+
+  it('a LAN outside RFC 1918 (a local docker network on 198.18.x.0/24) is derived from the host and dropped under 0.0.0.0/0', async () => {
+    const subnet = `198.18.${Math.floor(Math.random() * 250) + 1}`;
+    const lan = `ca-sbx-lan-${randomUUID().slice(0, 8)}`;
+    const id = uniqueId();
+    await docker(['network', 'create', '--subnet', `${subnet}.0/24`, ...labelArgs(sandboxLabels(id)), lan]);
+    const peer = `ca-sbx-${id}-lanpeer`;
+    containers.add(peer);
+    try {
+      await docker([
+        'run',
+        '-d',
+        '--name',
+        peer,
+        ...labelArgs(sandboxLabels(id)),
+        '--network',
+        lan,
+        '--ip',
+        `${subnet}.10`,
+        IMAGE,
+        'python3',
+        '-u',
+        '-m',
+        'http.server',
+        '8080',
+      ]);
+      const target = `${subnet}.10:8080`;
+      // The host reaches it: a local listener, on a prefix none of the fixed ranges covers.
+      const blocked = await firewallBlockedRanges();
+      expect(blocked[4]).toContain(`${subnet}.0/24`);
+
+      const net = await createSandboxNetwork(id);
+      const applied = await applyAllowlist(id, net, ['0.0.0.0/0']);
+      expect(applied.blocked).toContain(`${subnet}.0/24`);
+      const rules = (await listFirewallRules())
+        .filter((rule) => rule.sandboxId === id)
+        .map((rule) => rule.rule);
+      expect(rules.some((rule) => rule.includes(`-d ${subnet}.0/24`) && rule.endsWith('-j DROP'))).toBe(true);
+      const box = await startBox(id, net.name);
+      expect((await probeFrom(box, [target]))[target]).toBe('timeout');
+      // Naming the peer opens it: the path exists, and the drop above was the derived range's.
+      await applyAllowlist(id, net, ['0.0.0.0/0', `${subnet}.10`]);
+      const seen = (await probeFrom(box, [target]))[target] ?? '';
+      expect(seen).toMatch(/^open:HTTP\/1\.0 200/);
+    } finally {
+      await docker(['rm', '-f', peer], { allowFailure: true });
+      containers.delete(peer);
+      await removeSandboxNetworks(id);
+      await docker(['network', 'rm', lan], { allowFailure: true });
+    }
+  });
+
   it('refuses to firewall a network that is not the sandbox`s own', async () => {
     const id = uniqueId();
     const other = uniqueId();
@@ -396,3 +498,13 @@ describe.skipIf(!imagePresent || !isRoot)('allowlist firewall on the real engine
     ).toEqual([]);
   });
 });
+
+function must<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('missing value');
+  return value;
+}
+
+/** `-A CHAIN ... --comment "x" ...` → argv words (the comment unquoted). */
+function splitRule(line: string): string[] {
+  return line.match(/"[^"]*"|\S+/g)?.map((word) => word.replace(/^"|"$/g, '')) ?? [];
+}

@@ -1,5 +1,5 @@
 import { type ContainerInspect, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
-import { PROXY_ENV_NAMES, REPO_DIR, SANDBOX_USER } from './run-args.js';
+import { BLACKHOLE_DNS, PROXY_ENV_NAMES, REPO_DIR, SANDBOX_USER } from './run-args.js';
 
 /** One row of the isolation report, numbered after the CIS Docker Benchmark check it matches. */
 export interface IsolationCheck {
@@ -37,6 +37,8 @@ export interface IsolationExpectations {
    * When not given the daemon-seccomp row passes with seen 'unknown', keeping this function pure.
    */
   daemonSecurityOptions?: string[];
+  /** `blackhole`: the resolver must be exactly BLACKHOLE_DNS (allowlist boxes resolve no name). */
+  dns?: 'default' | 'blackhole';
 }
 
 type Rule = (
@@ -318,6 +320,18 @@ const RULES: Rule[] = [
       // Names only: the values may hold credentials.
       seen: leaked.length ? `set: ${leaked.join(',')}` : 'none set',
       pass: leaked.length === 0,
+    };
+  },
+  (i, e) => {
+    const servers = i.HostConfig.Dns;
+    const blackhole = e.dns === 'blackhole';
+    return {
+      id: 'dns-blackhole',
+      cis: '-',
+      title: 'a box whose policy resolves no name has its resolver on its own loopback',
+      expected: blackhole ? BLACKHOLE_DNS : 'not required',
+      seen: servers.length ? servers.join(',') : 'docker default',
+      pass: !blackhole || (servers.length === 1 && servers[0] === BLACKHOLE_DNS),
     };
   },
   (i, e) => ({

@@ -37,7 +37,7 @@ export const RunOptionsSchema = z.strictObject({
   maxFileSize: dockerSize(1).default('4g'),
   /**
    * `blackhole` points the box's resolver (Docker's embedded 127.0.0.11 on user-defined networks)
-   * at 192.0.2.1 (TEST-NET-1), so no name resolves through the host's resolvers.
+   * at the box's own loopback (BLACKHOLE_DNS), so no name resolves through the host's resolvers.
    */
   dns: z.enum(['default', 'blackhole']).default('default'),
   env: z

@@ -138,11 +138,11 @@ describe('buildRunArgs', () => {
     expect(labels).not.toContain('ca.sandbox.allowed-env=HTTP_PROXY');
   });
 
-  it('points the resolver at TEST-NET-1 only with dns blackhole', () => {
+  it('points the resolver at the box loopback only with dns blackhole', () => {
     expect(argv).not.toContain('--dns');
     const blackhole = buildRunArgs(resolveRunOptions({ ...base, network: 'ca-sbx-abc', dns: 'blackhole' }));
-    expect(flagValues(blackhole, '--dns')).toEqual(['192.0.2.1']);
-    expect(BLACKHOLE_DNS).toBe('192.0.2.1');
+    expect(flagValues(blackhole, '--dns')).toEqual(['127.0.0.1']);
+    expect(BLACKHOLE_DNS).toBe('127.0.0.1');
     expect(blackhole.indexOf('--dns')).toBeLessThan(blackhole.indexOf('--'));
   });
 

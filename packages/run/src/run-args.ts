@@ -1,6 +1,7 @@
 import {
   DOCKER_CLI_PROXY_VARIABLES,
   LABEL_ALLOWED_ENV,
+  LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
   LABEL_NETWORK,
   LABEL_ROLE,
@@ -15,8 +16,15 @@ import type { RunOptions } from './options.js';
 export const REPO_DIR = '/work/repo';
 export const SANDBOX_USER = '1000:1000';
 export const KEEP_ALIVE = ['sleep', 'infinity'];
-/** TEST-NET-1 (RFC 5737): never routed, so a query sent there is dropped and nothing resolves. */
-export const BLACKHOLE_DNS = '192.0.2.1';
+/**
+ * The box's own loopback. On a user-defined network the box asks Docker's embedded resolver
+ * (127.0.0.11), which forwards to the `--dns` servers; a loopback `--dns` is dialled inside the
+ * container's network namespace (libnetwork: "--dns 127.0.0.x config refers to the loopback in
+ * the container namespace"), where nothing of ours listens, so no query leaves the box and no name
+ * resolves. A box process that listens there answers only itself. (A routable-looking address
+ * such as TEST-NET-1 is not safe: 192.0.2.1 is a real gateway on some hosts.)
+ */
+export const BLACKHOLE_DNS = '127.0.0.1';
 
 /** Blanked in every box unless the caller names them (see @ca-sandbox/docker). */
 export const PROXY_ENV_NAMES: readonly string[] = DOCKER_CLI_PROXY_VARIABLES;
@@ -39,6 +47,7 @@ export function containerLabels(options: RunOptions): Record<string, string> {
       [LABEL_RUNTIME]: options.runtime,
       [LABEL_NETWORK]: options.network,
       [LABEL_ALLOWED_ENV]: Object.keys(options.env).sort().join(','),
+      [LABEL_DNS]: options.dns,
       ...(options.extraNetworks.length ? { [LABEL_EXTRA_NETWORKS]: options.extraNetworks.join(',') } : {}),
     }),
   };

@@ -263,7 +263,7 @@ describe('proxies from the docker client config.json', () => {
 });
 
 describe('dns blackhole on a user-defined network', () => {
-  it('resolves no name through the host (the embedded resolver forwards only to 192.0.2.1)', async () => {
+  it("resolves no name through the host: the embedded resolver forwards only to the box's own loopback", async () => {
     const id = uniqueId();
     const network = `ca-sbx-${id}`;
     await docker(['network', 'create', '--label', 'ca.sandbox=1', '--label', `ca.sandbox.id=${id}`, network]);
@@ -281,12 +281,22 @@ describe('dns blackhole on a user-defined network', () => {
       });
       expect(box.report.ok).toBe(true);
       const dns = await docker(['inspect', '--format', '{{json .HostConfig.Dns}}', name]);
-      expect(JSON.parse(dns.stdout)).toEqual(['192.0.2.1']);
+      expect(JSON.parse(dns.stdout)).toEqual(['127.0.0.1']);
+      expect(box.report.checks.find((check) => check.id === 'dns-blackhole')).toMatchObject({
+        pass: true,
+        expected: '127.0.0.1',
+      });
       // The box still uses Docker's embedded resolver; only its upstream is the black hole.
       expect((await sh(name, 'cat /etc/resolv.conf')).stdout).toMatch(/nameserver 127\.0\.0\.11/);
-      const lookup = await sh(name, 'timeout 30 getent hosts deb.debian.org; echo "exit=$?"', 60_000);
+      // Nothing listens on the box's loopback: no name resolves (a .test name: nothing to ask outside).
+      const lookup = await sh(name, 'timeout 30 getent hosts probe-none.test; echo "exit=$?"', 60_000);
       expect(lookup.stdout).not.toMatch(/^\d+\.\d+\.\d+\.\d+\s+/m);
       expect(lookup.stdout).toMatch(/exit=[1-9]/);
+      // The upstream is dialled inside the box: a listener the box starts on 127.0.0.1:53 gets it.
+      const listen =
+        'perl -MIO::Socket::INET -e \'my $s=IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>53,Proto=>"udp") or die "bind: $!"; alarm 20; $s->recv(my $d, 512); $d =~ tr/a-z0-9-/./c; print "GOT $d\\n"\' > /tmp/got 2>&1 & sleep 1; timeout 10 getent hosts probe-inside.test; wait; cat /tmp/got';
+      const inside = await sh(name, listen, 60_000);
+      expect(inside.stdout).toMatch(/GOT .*probe-inside.test/);
     } finally {
       await docker(['rm', '-f', name], { allowFailure: true });
       created.containers.delete(name);

@@ -5,6 +5,7 @@ import {
   dockerInfo,
   inspectContainer,
   LABEL_ALLOWED_ENV,
+  LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
   LABEL_NETWORK,
   LABEL_ROLE,
@@ -90,6 +91,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       sandboxId: options.sandboxId,
       allowedEnv: Object.keys(options.env),
       daemonSecurityOptions,
+      dns: options.dns,
       requireRepoVolume: options.role !== 'gateway',
       forbidVolumes: options.role === 'gateway',
       extraNetworks: options.extraNetworks,
@@ -124,5 +126,7 @@ export async function verifyContainer(ref: string): Promise<IsolationReport> {
     extraNetworks: (labels[LABEL_EXTRA_NETWORKS] ?? '').split(',').filter(Boolean),
     allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
     daemonSecurityOptions: securityOptions,
+    // A box labeled blackhole must still have it; an unlabeled box (older) is not held to it.
+    dns: labels[LABEL_DNS] === 'blackhole' ? 'blackhole' : 'default',
   });
 }

@@ -1,0 +1,105 @@
+import { mkdir, mkdtemp, rm, symlink, utimes } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
+import { NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
+import type { ManifestFile } from './manifests.js';
+import { detectProvider } from './provider.js';
+import { builtinRecipe } from './recipe.js';
+
+const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
+const node = [f('package.json', '{}'), f('package-lock.json', '{}')];
+const labels = {
+  'ca.sandbox.build': '1',
+  'ca.sandbox.build.repo': 'demo',
+  'ca.sandbox.build.dephash': 'ab12',
+};
+const render = (files: ManifestFile[], buildLabels = labels) =>
+  renderDockerfile('ca-sbx-base:node', builtinRecipe(files, detectProvider(files)), { buildLabels });
+
+function runCommands(text: string): string[][] {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('RUN '))
+    .map((line) => JSON.parse(line.slice(4)) as string[]);
+}
+
+describe('deps Dockerfile hardening', () => {
+  it('labels every step: the LABEL comes right after FROM', () => {
+    const lines = render(node).split('\n');
+    expect(lines[1]).toBe(
+      'LABEL ca.sandbox.build=1 ca.sandbox.build.repo=demo ca.sandbox.build.dephash=ab12',
+    );
+  });
+
+  it('refuses a label that could end the instruction or add another', () => {
+    expect(() => render(node, { ...labels, 'ca.sandbox.build.repo': 'x\nRUN id' })).toThrow(
+      /invalid build label/,
+    );
+    expect(() => render(node, { ...labels, 'ca.sandbox.build.repo': 'a b' })).toThrow(/invalid build label/);
+  });
+
+  it('runs the install under setpriv --no-new-privs, after a root step that strips setuid/setgid bits', () => {
+    const [setup, install, probe] = runCommands(render(node));
+    expect(setup?.slice(0, 2)).toEqual(['/bin/sh', '-c']);
+    expect(setup?.[2]).toContain('-perm -4000 -o -perm -2000');
+    expect(setup?.[2]).toContain('chmod ug-s');
+    expect(setup?.[2]).toContain('[ -x /usr/bin/setpriv ]');
+    expect(install?.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
+    expect(install?.[5]).toContain('npm ci');
+    // Both are recognisable as ours when a killed build leaves them behind.
+    expect(isOwnBuildCommand(setup)).toBe(true);
+    expect(isOwnBuildCommand(install)).toBe(true);
+    expect(probe?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
+  });
+
+  it('without an install step the bits are still stripped: the toolchain probe runs under setpriv too', () => {
+    const runs = runCommands(render([f('README.md')]));
+    expect(runs).toHaveLength(2);
+    expect(runs[0]?.[2]).toContain('chmod ug-s');
+    expect(runs[1]?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
+  });
+
+  it('isOwnBuildCommand: only our two RUN shapes', () => {
+    expect(
+      isOwnBuildCommand(['/bin/sh', '-c', 'mkdir -p /deps/src /work/repo && chown 1000:1000 /deps']),
+    ).toBe(true);
+    expect(isOwnBuildCommand(['/bin/sh', '-c', 'npm ci'])).toBe(false);
+    expect(isOwnBuildCommand(['sleep', 'infinity'])).toBe(false);
+    expect(isOwnBuildCommand('mkdir -p /deps/src /work/repo && chown 1000:1000')).toBe(false);
+    expect(isOwnBuildCommand(null)).toBe(false);
+  });
+});
+
+describe('staleBuildDirectories', () => {
+  const roots: string[] = [];
+  afterAll(async () => {
+    for (const root of roots) await rm(root, { recursive: true, force: true });
+  });
+
+  it('lists directories of dead build processes and old pid-less ones; never live ones or links', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'bn-stale-'));
+    roots.push(root);
+    const dead = 4_000_000_000; // above pid_max: no such process
+    await mkdir(join(root, `ca-sbx-build-${dead}-AbC123`));
+    await mkdir(join(root, `ca-sbx-build-${process.pid}-AbC123`));
+    await mkdir(join(root, 'ca-sbx-build-old123'));
+    await mkdir(join(root, 'ca-sbx-build-new123'));
+    const dayAgo = (Date.now() - 25 * 3_600_000) / 1000;
+    await utimes(join(root, 'ca-sbx-build-old123'), dayAgo, dayAgo);
+    await mkdir(join(root, 'elsewhere'));
+    await symlink(join(root, 'elsewhere'), join(root, `ca-sbx-build-${dead}-Link12`));
+    await mkdir(join(root, `ca-sbx-build-${dead}-x`)); // not our name shape
+    const stale = await staleBuildDirectories({}, root);
+    expect(stale.sort()).toEqual([
+      join(root, `ca-sbx-build-${dead}-AbC123`),
+      join(root, 'ca-sbx-build-old123'),
+    ]);
+    // A scoped look only takes the named pids.
+    expect(await staleBuildDirectories({ pids: [dead] }, root)).toEqual([
+      join(root, `ca-sbx-build-${dead}-AbC123`),
+    ]);
+    expect(await staleBuildDirectories({ pids: [1234567] }, root)).toEqual([]);
+  });
+});

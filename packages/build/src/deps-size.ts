@@ -1,0 +1,51 @@
+import { docker, SANDBOX_LABEL } from '@ca-sandbox/docker';
+
+/** How often the running install's layer is measured (each look walks the layer: not too often). */
+export const DEPS_SIZE_POLL_MS = 1500;
+
+/**
+ * The largest writable layer (`SizeRw`, bytes) among the running RUN containers of one build:
+ * they carry its build labels, no sandbox label, and run one of the Dockerfile's RUN lines.
+ */
+export async function largestBuildLayer(
+  buildLabels: Record<string, string>,
+  dockerfile: string,
+): Promise<number> {
+  const filters = Object.entries(buildLabels).flatMap(([key, value]) => [
+    '--filter',
+    `label=${key}=${value}`,
+  ]);
+  const listed = await docker(['container', 'ls', '--no-trunc', '--quiet', ...filters], {
+    allowFailure: true,
+  });
+  const ids = listed.stdout.split('\n').filter((id) => /^[0-9a-f]{64}$/.test(id));
+  if (ids.length === 0) return 0;
+  const inspected = await docker(['container', 'inspect', '--size', '--', ...ids], { allowFailure: true });
+  let docs: unknown;
+  try {
+    docs = JSON.parse(inspected.stdout || '[]');
+  } catch {
+    return 0;
+  }
+  if (!Array.isArray(docs)) return 0;
+  const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
+  let largest = 0;
+  for (const doc of docs) {
+    const d = doc as { SizeRw?: unknown; Config?: { Cmd?: unknown; Labels?: Record<string, string> | null } };
+    if (d.Config?.Labels?.[SANDBOX_LABEL] !== undefined) continue;
+    if (!runLines.has(`RUN ${JSON.stringify(d.Config?.Cmd)}`)) continue;
+    if (typeof d.SizeRw === 'number' && d.SizeRw > largest) largest = d.SizeRw;
+  }
+  return largest;
+}
+
+/** Bytes an image adds on top of its base (`Size` of each, as `docker image inspect` reports). */
+export async function depsImageBytes(image: string, baseImage: string): Promise<number> {
+  const { stdout } = await docker(['image', 'inspect', '--format', '{{.Size}}', '--', image, baseImage]);
+  const [own, base] = stdout
+    .trim()
+    .split('\n')
+    .map((line) => Number(line.trim()));
+  if (!Number.isFinite(own) || !Number.isFinite(base)) return Number.POSITIVE_INFINITY;
+  return Math.max(0, (own as number) - (base as number));
+}

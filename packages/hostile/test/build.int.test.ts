@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findBuildLeftovers, removeBuildLeftovers, staleBuildDirectories } from '@ca-sandbox/build';
+import { docker } from '@ca-sandbox/docker';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  BIN,
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  parseJson,
+} from './_harness.js';
+
+// The dependency install runs in `docker build` (always runc: the legacy builder has no runtime
+// choice), before any box exists, so these attacks do not depend on the box's runtime.
+
+const scratch: string[] = [];
+const images = new Set<string>();
+
+/** The fixture under a unique directory name: the repo name, and so every build label, is this run's. */
+async function uniqueRepo(fixture: string): Promise<{ path: string; repo: string }> {
+  const repo = `${fixture}-${randomUUID().slice(0, 8)}`;
+  const root = await mkdtemp(join(tmpdir(), 'ca-hostile-build-'));
+  scratch.push(root);
+  const path = join(root, repo);
+  await cp(join(FIXTURES, fixture), path, { recursive: true });
+  return { path, repo };
+}
+
+async function ids(argv: string[]): Promise<string[]> {
+  return (await docker(argv)).stdout.split('\n').filter(Boolean);
+}
+
+/** Every image (tagged or not) and container a build of `repo` left. */
+async function leftBy(repo: string): Promise<string[]> {
+  const [cache, steps, containers] = await Promise.all([
+    ids(['image', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.cache.repo=${repo}`]),
+    ids(['image', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.build.repo=${repo}`]),
+    ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.build.repo=${repo}`]),
+  ]);
+  return [...cache, ...steps, ...containers];
+}
+
+afterAll(async () => {
+  await destroyLeftovers();
+  if (images.size) await docker(['image', 'rm', '--force', ...images], { allowFailure: true });
+  for (const dir of scratch) await rm(dir, { recursive: true, force: true });
+});
+
+describe('hostile dependency installs', () => {
+  it('an install that fills the disk fails create at the deps cap, names the cap and leaves no image', async () => {
+    const { path, repo } = await uniqueRepo('build-cap');
+    const name = `hostile-${randomUUID().slice(0, 8)}`;
+    const started = Date.now();
+    const result = await cli([
+      'create',
+      path,
+      '--name',
+      name,
+      '--network',
+      'clone-then-cut',
+      '--max-deps-size',
+      '48m',
+    ]);
+    console.info(`build-cap: create failed after ${Date.now() - started} ms: ${result.stderr.trim()}`);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('over the deps image cap of 48 MiB');
+    expect(result.stderr).not.toMatch(/\n\s+at /); // one line, no stack
+    expect(await leftBy(repo)).toEqual([]);
+    expect(
+      await ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.id=${name}`]),
+    ).toEqual([]);
+    // The env var sets the cap too: a value that is not a size fails the create, naming the variable.
+    const bad = await cli(['create', path, '--network', 'clone-then-cut'], {
+      CA_SANDBOX_MAX_DEPS_SIZE: 'lots',
+    });
+    expect(bad.exitCode).not.toBe(0);
+    expect(bad.stderr).toContain('CA_SANDBOX_MAX_DEPS_SIZE');
+  });
+
+  it('setuid helpers of the base image give the install no root (no_new_privs, setuid bits stripped)', async () => {
+    const base = `ca-sbx-hostile-suid:${randomUUID().slice(0, 8)}`;
+    images.add(base);
+    const context = await mkdtemp(join(tmpdir(), 'ca-hostile-suid-'));
+    scratch.push(context);
+    await docker(['build', '--quiet', '--tag', base, '-'], {
+      input:
+        'FROM ca-sbx-base:node\nRUN cp /usr/bin/env /usr/local/bin/suid-env && chmod 4755 /usr/local/bin/suid-env\n',
+    });
+    // The helper really escalates outside our build: the attack is not vacuous.
+    const control = await docker([
+      'run',
+      '--rm',
+      '--network',
+      'none',
+      '--user',
+      '1000:1000',
+      base,
+      'suid-env',
+      'id',
+      '-u',
+    ]);
+    expect(control.stdout.trim()).toBe('0');
+
+    const { path, repo } = await uniqueRepo('build-suid');
+    const box = await createBox(path, { network: 'clone-then-cut', extra: ['--base-image', base] });
+    for (const image of await ids([
+      'image',
+      'ls',
+      '--quiet',
+      '--filter',
+      `label=ca.sandbox.cache.repo=${repo}`,
+    ]))
+      images.add(image);
+    const seen = (await execBox(box.id, ['cat', '/deps/src/escalation.txt'])).stdout;
+    console.info(`build-suid: ${seen.replace(/\n/g, ' | ')}`);
+    expect(seen).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(seen).toContain('mode /usr/local/bin/suid-env 755');
+    expect(seen).toContain('suid-env euid=1000');
+    expect(seen).not.toMatch(/euid=0|uid=0\(root\)/);
+    expect(seen).toMatch(/done\n$/);
+    await destroyBox(box.id);
+  });
+
+  it("a killed build's leftovers are listed by prune --images --dry-run and removed by a scoped removal", async () => {
+    const { path, repo } = await uniqueRepo('build-killed');
+    const name = `hostile-${randomUUID().slice(0, 8)}`;
+    // Its own process group, so the kill takes the CLI and its docker client, as a closed terminal would.
+    const child = execa(
+      process.execPath,
+      [BIN, 'create', path, '--name', name, '--network', 'clone-then-cut'],
+      {
+        detached: true,
+        reject: false,
+        stdin: 'ignore',
+        env: { NO_COLOR: '1' },
+      },
+    );
+    const pid = child.pid as number;
+    const deadline = Date.now() + 180_000;
+    while (
+      (await ids(['container', 'ls', '--quiet', '--filter', `label=ca.sandbox.build.repo=${repo}`]))
+        .length === 0
+    ) {
+      expect(Date.now() < deadline, 'the install step never started').toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    process.kill(-pid, 'SIGKILL');
+    await child;
+    // The daemon cancels the orphaned build; what it leaves is what we look for.
+    const settle = Date.now() + 30_000;
+    while (
+      (await ids(['container', 'ls', '--quiet', '--filter', `label=ca.sandbox.build.repo=${repo}`])).length >
+        0 &&
+      Date.now() < settle
+    )
+      await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const mine = await findBuildLeftovers({ repo });
+    const dirs = await staleBuildDirectories({ pids: [pid] });
+    console.info(
+      `build-killed: ${mine.images.length} untagged step(s), ${mine.containers.length} stopped container(s), ${dirs.length} directory(ies) left`,
+    );
+    expect(mine.images.length).toBeGreaterThan(0);
+    expect(dirs).toHaveLength(1);
+    expect(dirs[0]).toMatch(new RegExp(`/ca-sbx-build-${pid}-[A-Za-z0-9]{6}$`));
+
+    // The unscoped dry run (it touches nothing) finds all of them.
+    const dry = await cli(['prune', '--images', '--dry-run', '--json']);
+    expect(dry.exitCode, dry.stderr).toBe(0);
+    const listed = parseJson<{ removed: string[] }>(dry).removed;
+    for (const image of mine.images) expect(listed).toContain(`image:${image}`);
+    for (const container of mine.containers) expect(listed).toContain(`container:${container}`);
+    expect(listed).toContain(`directory:${dirs[0]}`);
+    expect(listed).toContain(`container:ca-sbx-${name}-helper`);
+
+    // Removal scoped to what this test provably made: its repo's labels, its pid, its sandbox name.
+    const removal = await removeBuildLeftovers({ ...mine, directories: dirs });
+    expect(removal.failures).toEqual([]);
+    expect((await cli(['destroy', name, '--json'])).exitCode).toBe(0);
+    expect(await leftBy(repo)).toEqual([]);
+    expect(await readdir(tmpdir())).not.toContain(dirs[0]?.split('/').at(-1));
+    expect(
+      await ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.id=${name}`]),
+    ).toEqual([]);
+    expect(await ids(['volume', 'ls', '--quiet', '--filter', `label=ca.sandbox.id=${name}`])).toEqual([]);
+  });
+});
