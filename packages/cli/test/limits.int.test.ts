@@ -123,10 +123,15 @@ describe.skipIf(!READY)('create limits through the bin (real engine)', () => {
     const id = newId();
     const repo = join(work, 'install-output');
     execFileSync('mkdir', ['-p', repo]);
-    // A unique package name: a new dephash, so a real build (never a cache hit).
+    // A unique package name: a new dephash, so a real build (never a cache hit). The repo's own
+    // lifecycle scripts are skipped; its .pnpmfile.cjs is code the install itself runs.
     writeFileSync(
       join(repo, 'package.json'),
-      JSON.stringify({ name: id, version: '1.0.0', scripts: { preinstall: `echo install-marker-${id}` } }),
+      JSON.stringify({ name: id, version: '1.0.0', packageManager: 'pnpm@9.15.9' }),
+    );
+    writeFileSync(
+      join(repo, '.pnpmfile.cjs'),
+      `console.log(${JSON.stringify(`install-marker-${id}`)});\nmodule.exports = {};\n`,
     );
     const result = await runBin(['create', repo, '--name', id, '--network', 'clone-then-cut', '--verbose']);
     expect(result.code, result.stderr).toBe(0);

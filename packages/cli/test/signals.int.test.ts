@@ -43,11 +43,9 @@ function interruptCreate(
   });
 }
 
-/** Containers whose command line carries `marker` (a stopped build leaves its RUN container). */
-function containersWith(marker: string): string[] {
-  return execFileSync('docker', ['ps', '-a', '--no-trunc', '--format', '{{.ID}} {{.Command}}'], {
-    encoding: 'utf8',
-  })
+/** Host processes whose command line carries `marker` (container processes are host processes too). */
+function processesWith(marker: string): string[] {
+  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
     .split('\n')
     .filter((line) => line.includes(marker));
 }
@@ -65,14 +63,24 @@ describe.skipIf(!READY)('create interrupted by a signal (real engine)', () => {
     ids.push(id);
     const repo = join(work, 'slow-install');
     execFileSync('mkdir', ['-p', repo]);
-    // A unique name (a new dephash: a real build, never a cache hit) and an install that takes its time.
+    // A unique name (a new dephash: a real build, never a cache hit) and an install that takes its
+    // time: the repo's own lifecycle scripts are skipped, its .pnpmfile.cjs runs inside pnpm.
     writeFileSync(
       join(repo, 'package.json'),
-      JSON.stringify({ name: id, version: '1.0.0', scripts: { preinstall: `sleep 300 # ${id}` } }),
+      JSON.stringify({ name: id, version: '1.0.0', packageManager: 'pnpm@9.15.9' }),
+    );
+    writeFileSync(
+      join(repo, '.pnpmfile.cjs'),
+      [
+        `console.log(${JSON.stringify(`slow-install-${id}`)});`,
+        `require('node:child_process').execSync(${JSON.stringify(`sleep 300 # ${id}`)});`,
+        'module.exports = {};',
+        '',
+      ].join('\n'),
     );
     const result = await interruptCreate(
       [repo, '--name', id, '--network', 'clone-then-cut', '--verbose'],
-      new RegExp(`> sleep 300 # ${id}`),
+      new RegExp(`^ {2}\\| slow-install-${id}$`, 'm'),
       'SIGINT',
       500,
     );
@@ -84,7 +92,8 @@ describe.skipIf(!READY)('create interrupted by a signal (real engine)', () => {
       /^error: sandbox creation was interrupted; everything it created so far was removed$/m,
     );
     expect(remainingObjects(id)).toEqual([]);
-    expect(containersWith(id)).toEqual([]);
+    // The install's sleep ran in a build container: no process of it is left (the host sees them all).
+    expect(processesWith(id)).toEqual([]);
   }, 240_000);
 
   it('SIGTERM during the clone: exit 143, nothing of the sandbox left', async () => {
