@@ -3,9 +3,11 @@ import { isManifestPath } from './manifest-names.js';
 import type { ManifestFile } from './manifests.js';
 import {
   binPlaceholders,
+  filterPnpmWorkspace,
   filterRcFile,
   filterYarnrcYml,
   nodeContextFiles,
+  settingName,
   stripOwnScripts,
 } from './node-context.js';
 import { planPackageManager, pnpmMajor } from './package-manager.js';
@@ -123,6 +125,76 @@ describe('rc files from the repo (hostile)', () => {
     );
     expect(text).toBe('network-timeout 600000\n');
     expect(dropped).toEqual(['registry', '@x:registry', 'strict-ssl']);
+  });
+
+  it('.yarnrc (classic): the `--<command>.` and `--*.` flag spellings are the same settings', () => {
+    const { text, dropped } = filterRcFile(
+      [
+        '"--*.https-proxy" "http://evil:3128"',
+        '--install.modules-folder /tmp/elsewhere',
+        '--add.registry "http://evil/"',
+        '--*.cafile /work/repo/ca.pem',
+        '"--install.@corp:registry" "http://evil/"',
+        '--*.strict-ssl false',
+        '--install.frozen-lockfile true',
+        '--*.network-timeout 600000',
+      ].join('\n'),
+      'yarnrc',
+    );
+    expect(text).toBe('--install.frozen-lockfile true\n--*.network-timeout 600000\n');
+    expect(dropped).toHaveLength(6);
+    expect(settingName('--*.https-proxy')).toBe('https-proxy');
+    expect(settingName('"--install.modules-folder"')).toBe('modules-folder');
+    expect(settingName('storeDir')).toBe('store-dir');
+    expect(settingName('--registry')).toBe('registry');
+  });
+
+  it('pnpm-workspace.yaml: the same settings in camelCase dropped; packages, catalogs and overrides kept', () => {
+    const filtered = filterPnpmWorkspace(
+      [
+        'packages:',
+        '  - packages/*',
+        'catalog:',
+        '  react: ^18.0.0',
+        'registry: "http://169.254.169.254/"',
+        'httpsProxy: "http://evil:3128"',
+        'strictSsl: false',
+        'storeDir: /work/repo/.store',
+        'virtualStoreDir: ../../outside',
+        'nodeOptions: "--require /work/repo/x.js"',
+        'scriptShell: /work/repo/sh',
+        '"@corp:registry": "http://evil/"',
+        '"//evil/:_authToken": abc',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal variable reference, as the file holds it
+        'gitShallowHosts: ["${HOST}"]',
+        'overrides:',
+        '  foo: 1.0.0',
+        'onlyBuiltDependencies:',
+        '  - esbuild',
+      ].join('\n'),
+    );
+    expect(filtered.dropped).toEqual([
+      'registry',
+      'httpsProxy',
+      'strictSsl',
+      'storeDir',
+      'virtualStoreDir',
+      'nodeOptions',
+      'scriptShell',
+      '@corp:registry',
+      '//evil/:_authToken',
+      'gitShallowHosts',
+    ]);
+    expect(filtered.text).toBe(
+      "packages:\n  - packages/*\ncatalog:\n  react: ^18.0.0\noverrides:\n  foo: 1.0.0\nonlyBuiltDependencies:\n  - esbuild\n",
+    );
+    // Nothing to drop: the file is kept byte for byte (comments included).
+    const plain = '# ours\npackages:\n  - "apps/*"\n';
+    expect(filterPnpmWorkspace(plain)).toEqual({ text: plain, dropped: [] });
+    expect(filterPnpmWorkspace('packages: [\n')).toMatchObject({ text: '' });
+    const context = nodeContextFiles([f('pnpm-workspace.yaml', 'packages: [a]\nregistry: http://evil/\n')]);
+    expect(context.files[0]?.content.toString()).toBe('packages:\n  - a\n');
+    expect(context.notes.join('\n')).toMatch(/pnpm-workspace\.yaml: ignored registry/);
   });
 
   it('.yarnrc.yml: registry, auth, TLS, proxy and folder settings dropped; yarnPath only into the context', () => {

@@ -98,14 +98,28 @@ const NPMRC_DENIED = new Set([
   'manage-package-manager-versions',
   'yarn-offline-mirror',
   'yarn-path',
+  'modules-folder',
+  'link-folder',
+  'registries',
 ]);
 
-function npmrcKeyDenied(rawKey: string): boolean {
-  const key = rawKey
+/**
+ * The setting a key names, in one spelling: quotes and yarn classic's `--` flag prefix off, and its
+ * per-command scopes too (`--install.modules-folder`, `--*.https-proxy` are `modules-folder` and
+ * `https-proxy` for the commands they name); camelCase (pnpm-workspace.yaml: `storeDir`) as
+ * kebab-case; lower case.
+ */
+export function settingName(rawKey: string): string {
+  return rawKey
     .trim()
     .replace(/^["']|["']$/g, '')
-    .replace(/^--/, '')
+    .replace(/^--(?:(?:\*|[A-Za-z][A-Za-z0-9-]*)\.)?/, '')
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
     .toLowerCase();
+}
+
+function npmrcKeyDenied(rawKey: string): boolean {
+  const key = settingName(rawKey);
   return key.startsWith('//') || key.endsWith(':registry') || key.includes('_auth') || NPMRC_DENIED.has(key);
 }
 
@@ -162,6 +176,35 @@ const YARNRC_DENIED = new Set([
   'injectEnvironmentFiles',
   'nodeLinker',
 ]);
+
+/**
+ * `pnpm-workspace.yaml` from the repo: pnpm 10+ reads its settings there too (`registry`,
+ * `storeDir`, `httpsProxy`, ...), so the top-level keys NPMRC_DENIED names (in their camelCase
+ * spelling) go, and so does any setting that expands an environment variable; `packages`,
+ * catalogs, overrides and the rest stay. Unparsable ⇒ empty (pnpm would refuse it anyway).
+ */
+export function filterPnpmWorkspace(text: string): { text: string; dropped: string[] } {
+  let doc: unknown;
+  try {
+    doc = parse(text, { maxAliasCount: 100, merge: true });
+  } catch {
+    return { text: '', dropped: ['(the whole file: not valid YAML)'] };
+  }
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { text: '', dropped: [] };
+  const settings = doc as Record<string, unknown>;
+  const dropped: string[] = [];
+  try {
+    for (const [key, value] of Object.entries(settings)) {
+      if (!npmrcKeyDenied(key) && !JSON.stringify(value ?? null).includes('${')) continue;
+      dropped.push(printable(key));
+      delete settings[key];
+    }
+    return { text: dropped.length === 0 ? text : stringify(settings), dropped };
+  } catch {
+    // A self-referencing document (anchors) has no JSON form: nothing of it is used.
+    return { text: '', dropped: ['(the whole file: not plain settings)'] };
+  }
+}
 
 /** A repo-relative path that stays inside the repo and names a file of the context. */
 function inContext(value: unknown, dir: string, paths: ReadonlySet<string>): string | undefined {
@@ -286,6 +329,7 @@ export function nodeContextFiles(files: readonly ManifestFile[]): { files: Manif
     let result: { text: string; dropped: string[] } | undefined;
     if (base === '.npmrc') result = filterRcFile(file.content.toString('utf8'), 'npmrc');
     else if (base === '.yarnrc') result = filterRcFile(file.content.toString('utf8'), 'yarnrc');
+    else if (base === 'pnpm-workspace.yaml') result = filterPnpmWorkspace(file.content.toString('utf8'));
     else if (base === '.yarnrc.yml')
       result = filterYarnrcYml(file.content.toString('utf8'), dir === '.' ? '' : dir, paths);
     if (!result) return file;

@@ -61,6 +61,20 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
     expect(text).toMatch(/^\/(usr\/)?bin\/sh\r?$/m);
   });
 
+  it('ANSI modes the end-of-session reset cannot undo never reach the terminal (keyboard lock, local echo, newline)', async () => {
+    const modes = ['\u001b[2h', '\u001b[12l', '\u001b[20h', '\u001b[4;12l'];
+    const shell = new PtySession(['shell', box.id]);
+    await shell.waitFor(new RegExp(`\\[sandbox ${box.id}\\] /work/repo \\$ `));
+    shell.type('printf "\\033[2hA\\033[12lB\\033[20hC\\033[4;12lD\\033[4hE\\033[4l-modes-done\\n"; exit 5\n');
+    expect(await shell.exit()).toBe(5);
+    expect(shell.text).toContain('ABCD\u001b[4hE\u001b[4l-modes-done');
+    for (const mode of modes) expect(shell.text).not.toContain(mode);
+    const exec = new PtySession(['exec', box.id, '--', '/bin/sh', '-c', 'printf "\\033[12lx\\033[2hy\\033[20hz\\n"']);
+    expect(await exec.exit()).toBe(0);
+    expect(exec.text).toContain('xyz');
+    for (const mode of modes) expect(exec.text).not.toContain(mode);
+  });
+
   it('exec on a terminal streams each line as it comes, control strings filtered, colours kept', async () => {
     const exec = new PtySession([
       'exec',

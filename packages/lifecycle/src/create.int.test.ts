@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
@@ -8,8 +9,10 @@ import {
   createSandboxNetwork,
   listFirewallRules,
   parseAllowEntries,
+  parseRuleListing,
   removeFirewallRules,
 } from '@ca-sandbox/network';
+import { IsolationViolationError } from '@ca-sandbox/run';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,7 +24,7 @@ import {
   tempDir,
   uniqueId,
 } from '../test/helpers.js';
-import { cleanupCreate, createSandbox } from './create.js';
+import { cleanupCreate, createSandbox, type PhaseEvent } from './create.js';
 import {
   CreateCleanupError,
   InvalidSandboxNameError,
@@ -395,13 +398,17 @@ describe.skipIf(!ready)('policies and runtimes', () => {
     async () => {
       const repo = await makeGitRepo(join(work, 'allow'), { 'a.txt': 'a' });
       const id = uniqueId(created);
-      const record = await createSandbox({
-        source: repo,
-        name: id,
-        network: 'allowlist',
-        allow: ['203.0.113.7'],
-      });
+      const phases: PhaseEvent[] = [];
+      const record = await createSandbox(
+        { source: repo, name: id, network: 'allowlist', allow: ['203.0.113.7'] },
+        { onPhase: (event) => phases.push(event) },
+      );
       expect(record.network).toBe('allowlist');
+      // Create's own gate counted the exact-rule-set row: as many passed checks as verify has rows.
+      const gate = phases.find((event) => event.phase === 'verify' && event.status === 'done');
+      const rows = (await verifySandbox(id)).checks;
+      expect(rows.map((check) => check.id)).toContain('allowlist-firewall');
+      expect(gate?.detail).toBe(`${rows.length} isolation checks passed`);
       const inspect = await inspectContainer(`ca-sbx-${id}`);
       expect(inspect.HostConfig.NetworkMode).toBe(`ca-sbx-${id}`);
       // Docker's embedded resolver forwards to the box's own loopback: no name resolves through the host.
@@ -432,6 +439,37 @@ describe.skipIf(!ready)('policies and runtimes', () => {
       );
       expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
       expect(await labeledObjects(id)).toEqual([]);
+    },
+  );
+
+  it.skipIf(!isRoot)(
+    'allowlist: a rule removed between apply and `docker run` (a prune beside it) fails the gate; the box is removed',
+    async () => {
+      const repo = await makeGitRepo(join(work, 'allow-tamper'), { 'a.txt': 'a' });
+      const id = uniqueId(created);
+      let tampered = '';
+      // 'verify' starts right after `docker run` returned, before the gate: delete one of the id's
+      // rules synchronously there, as a concurrent sweep would have.
+      const onPhase = (event: PhaseEvent) => {
+        if (event.phase !== 'verify' || event.status !== 'start') return;
+        const listing = execFileSync('iptables', ['-w', '10', '-S'], { encoding: 'utf8' });
+        const rule = parseRuleListing(listing, 4).find((one) => one.sandboxId === id);
+        if (!rule) return;
+        const words = rule.rule.replaceAll('"', '').split(' ');
+        execFileSync('iptables', ['-w', '10', '-D', ...words.slice(1)]);
+        tampered = rule.rule;
+      };
+      const error = await createSandbox(
+        { source: repo, name: id, network: 'allowlist', allow: ['203.0.113.7'] },
+        { onPhase },
+      ).catch((caught: unknown) => caught);
+      expect(tampered).not.toBe('');
+      expect(error).toBeInstanceOf(IsolationViolationError);
+      expect((error as IsolationViolationError).failures.map((check) => check.id)).toEqual([
+        'allowlist-firewall',
+      ]);
+      expect(await labeledObjects(id)).toEqual([]);
+      expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
     },
   );
 

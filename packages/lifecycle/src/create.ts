@@ -30,6 +30,7 @@ import {
   ContainerNameInUseError,
   GatewayImageMissingError,
   gatewayImage,
+  IsolationViolationError,
   RuntimeUnavailableError,
   runContainer,
 } from '@ca-sandbox/run';
@@ -64,6 +65,7 @@ import {
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import { type BoxLimits, fitToEngine } from './limits.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
+import { allowlistFirewallCheck } from './list.js';
 import { scanDirectory } from './pack-local.js';
 import {
   LABEL_ALLOW,
@@ -470,6 +472,16 @@ class CreateRun {
         },
       },
     );
+    if (this.options.policy === 'allowlist' && !this.boxUsesGateway()) {
+      // The rules went in before `docker run`, but a prune running beside this create (or anyone
+      // with iptables) may have removed some since: the box is handed out only with the exact set.
+      const rules = await allowlistFirewallCheck(this.id, box.inspect.Config.Labels);
+      if (!rules.pass) {
+        await docker(['rm', '--force', '--', box.name], { allowFailure: true });
+        throw new IsolationViolationError(box.name, [rules]);
+      }
+      box.report = { ...box.report, checks: [...box.report.checks, rules] };
+    }
     this.checkAborted();
     return box;
   }

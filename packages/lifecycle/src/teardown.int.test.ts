@@ -2,17 +2,25 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker, imageExists } from '@ca-sandbox/docker';
+import { docker, imageExists, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import {
+  applyAllowlist,
+  createSandboxNetwork,
+  listFirewallRules,
+  removeFirewallRules,
+  removeSandboxNetworks,
+} from '@ca-sandbox/network';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create.js';
 import { CreateAbortedError, SandboxNotFoundError } from './errors.js';
 import { sandboxNames } from './names.js';
-import { destroySandbox, pruneWhere } from './teardown.js';
+import { destroySandbox, pruneWhere, Sweep, sweepOrphanRules } from './teardown.js';
 
 const ready =
   (await imageExists('ca-sbx-base:git').catch(() => false)) && (await imageExists('ca-sbx-base:python'));
+const isRoot = process.getuid?.() === 0;
 const created = new Set<string>();
 const holders = new Set<string>();
 let work: string;
@@ -155,5 +163,48 @@ describe.skipIf(!ready)('interrupted creates', () => {
     expect(result.leftovers).toEqual([]);
     expect(result.removed.sort()).toEqual(left.sort());
     expect(await labeledObjects(id)).toEqual([]);
+  });
+});
+
+describe.skipIf(!isRoot)('prune beside a create: orphan firewall rules go id by id', () => {
+  const ids: string[] = [];
+  afterAll(async () => {
+    for (const id of ids) {
+      await removeSandboxNetworks(id).catch(() => undefined);
+      await removeFirewallRules(id).catch(() => undefined);
+    }
+  });
+
+  async function withRules(id: string, keepNetwork: boolean): Promise<void> {
+    ids.push(id);
+    const net = await createSandboxNetwork(id, {});
+    await applyAllowlist(id, net, ['203.0.113.7']);
+    if (!keepNetwork) await removeSandboxNetworks(id);
+  }
+  const rulesOf = async (id: string) =>
+    (await listFirewallRules()).filter((rule) => rule.sandboxId === id).length;
+
+  it('removes only the listed ids that have no container or network; rules that appear after the listing stay', async () => {
+    const orphan = uniqueId();
+    const beingMade = uniqueId();
+    const newcomer = uniqueId();
+    await withRules(orphan, false);
+    // A create that listed as orphan at prune's start but whose network exists by the delete.
+    await withRules(beingMade, true);
+    const listed = (await listFirewallRules()).filter(
+      (rule) => rule.sandboxId === orphan || rule.sandboxId === beingMade,
+    );
+    // A create that applied its rules after prune's listing (it never was an orphan).
+    await withRules(newcomer, false);
+    const before = { beingMade: await rulesOf(beingMade), newcomer: await rulesOf(newcomer) };
+    expect(before.beingMade).toBeGreaterThan(0);
+    expect(before.newcomer).toBeGreaterThan(0);
+    const sweep = new Sweep();
+    await sweepOrphanRules(sweep, listed, [SANDBOX_FILTER]);
+    expect(sweep.result.failures).toEqual([]);
+    expect(await rulesOf(orphan)).toBe(0);
+    expect(sweep.result.removed.length).toBe(listed.filter((rule) => rule.sandboxId === orphan).length);
+    expect(await rulesOf(beingMade)).toBe(before.beingMade);
+    expect(await rulesOf(newcomer)).toBe(before.newcomer);
   });
 });

@@ -49,7 +49,7 @@ interface Found {
   networks: string[];
 }
 
-class Sweep {
+export class Sweep {
   readonly result: TeardownResult = { removed: [], failures: [], leftovers: [] };
 
   fail(kind: TeardownKind, name: string, exitCode: number, message: string): void {
@@ -78,13 +78,13 @@ class Sweep {
     }
   }
 
-  async firewall(sandboxId?: string): Promise<void> {
+  async firewall(sandboxId: string): Promise<void> {
     try {
       const removed = await removeFirewallRules(sandboxId);
       this.result.removed.push(...removed.map((rule) => `firewall:${rule}`));
     } catch (error) {
       const exitCode = (error as { exitCode?: number }).exitCode ?? -1;
-      this.fail('firewall', `ca-sandbox:${sandboxId ?? '*'}`, exitCode, (error as Error).message);
+      this.fail('firewall', `ca-sandbox:${sandboxId}`, exitCode, (error as Error).message);
     }
   }
 }
@@ -255,13 +255,7 @@ export async function pruneWhere(
     await sweepFound(sweep, todo);
     left = await discover(filters);
   }
-  if (rules.length > 0) {
-    // Rules of a sandbox whose box or network survived stay (its egress must stay limited).
-    const attached = await attachedIds(filters);
-    const ids = [...new Set(rules.map((rule) => rule.sandboxId))].filter((id) => !attached.has(id));
-    if (sandboxIds === undefined && attached.size === 0) await sweep.firewall();
-    else for (const id of ids) await sweep.firewall(id);
-  }
+  await sweepOrphanRules(sweep, rules, filters);
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
   if (builds) {
     const removal = await removeBuildLeftovers(leftBuilds);
@@ -313,15 +307,35 @@ function namedBuildLeftovers(found: BuildLeftovers): string[] {
   ];
 }
 
-/** Ids of sandboxes that still have a container or network. */
-async function attachedIds(filters: string[]): Promise<Set<string>> {
-  const flags = filters.flatMap((filter) => ['--filter', filter]);
-  const format = `{{.Label "${LABEL_ID}"}}`;
+/**
+ * Removes the firewall rules of the sandboxes named by `listed` (the rules prune listed at its
+ * start), one id at a time and only while that id has no container or network, checked right
+ * before its rules go. Never all tagged rules at once: a create running beside prune makes its
+ * network, then its rules, then its box; rules that appeared after the listing (a new id) are not
+ * touched, and an id whose network exists again keeps its rules. The window left (a network made
+ * between the check and the delete) is closed by create's gate, which compares the exact rule set
+ * after `docker run` and removes the box when it is not there.
+ */
+export async function sweepOrphanRules(
+  sweep: Sweep,
+  listed: readonly { sandboxId: string }[],
+  filters: readonly string[],
+): Promise<void> {
+  for (const id of new Set(listed.map((rule) => rule.sandboxId))) {
+    // Rules of a sandbox whose box or network survived (or is being made) stay: its egress must stay limited.
+    if (await isAttached(id, filters)) continue;
+    await sweep.firewall(id);
+  }
+}
+
+/** Whether sandbox `id` still has a container or network carrying all `filters`. */
+async function isAttached(id: string, filters: readonly string[]): Promise<boolean> {
+  const flags = [...filters, `label=${LABEL_ID}=${id}`].flatMap((filter) => ['--filter', filter]);
   const [containers, networks] = await Promise.all([
-    lines(['container', 'ls', '--all', ...flags, '--format', format]),
-    lines(['network', 'ls', ...flags, '--format', format]),
+    lines(['container', 'ls', '--all', '--quiet', ...flags]),
+    lines(['network', 'ls', '--quiet', ...flags]),
   ]);
-  return new Set([...containers, ...networks]);
+  return containers.length + networks.length > 0;
 }
 
 async function inChunks(names: string[], fn: (chunk: string[]) => Promise<void>): Promise<void> {

@@ -59,6 +59,20 @@ describe('TerminalFilter (interactive: a shell)', () => {
     expect(run('interactive', 'a\u001b]0;x\u001b[31mb')).toBe('a\u001b[31mb');
   });
 
+  it('drops ANSI modes restore() cannot undo (keyboard lock, local echo, newline); keeps insert mode', () => {
+    expect(run('interactive', 'a\u001b[2hb\u001b[12lc\u001b[20hd\u001b[2le\u001b[12hf\u001b[20lg')).toBe(
+      'abcdefg',
+    );
+    // One forbidden mode in a list drops the whole sequence (no partial rewrite).
+    expect(run('interactive', 'a\u001b[4;12lb\u001b[hc')).toBe('abc');
+    const filter = new TerminalFilter('interactive');
+    const kept = filter.push(Buffer.from('x\u001b[4hy\u001b[4;4lz')).toString('latin1');
+    expect(kept).toBe('x\u001b[4hy\u001b[4;4lz');
+    expect(filter.restore().toString('latin1')).toContain('\u001b[4l');
+    // Private modes of the same numbers are other things (DEC modes) and stay.
+    expect(run('interactive', '\u001b[?12l\u001b[?2h')).toBe('\u001b[?12l\u001b[?2h');
+  });
+
   it('restore() undoes the modes the box switched on, and only those', () => {
     const filter = new TerminalFilter('interactive');
     expect(filter.restore().length).toBe(0);

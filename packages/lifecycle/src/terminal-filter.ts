@@ -320,6 +320,11 @@ export class TerminalFilter {
     }
     // Window manipulation: resize, move, iconify, title stack, and reports of title and size.
     if (final === 't') return false;
+    // ANSI (non-private) modes: only insert mode (4), which restore() undoes. The others outlive
+    // the session unseen: keyboard lock (2), local echo off (12 l: a password typed at the host
+    // prompt afterwards would show), newline mode (20).
+    if (prefix === '' && intermediates === '' && (final === 'h' || final === 'l'))
+      if (!params.split(';').every((value) => value === '4')) return false;
     // The kitty keyboard protocol and media copy (printing).
     if (final === 'u' && prefix !== '') return false;
     if (final === 'i') return false;

@@ -74,18 +74,15 @@ async function deleteRules(rules: readonly FirewallRule[]): Promise<string[]> {
 }
 
 /**
- * Deletes exactly the rules tagged with `sandboxId` (every tagged rule when no id is given) and
- * returns them as `iptables -A ...` lines. Throws FirewallCommandError when a rule stays.
+ * Deletes exactly the rules tagged with `sandboxId` and returns them as `iptables -A ...` lines.
+ * Throws FirewallCommandError when a rule stays. There is no "every tagged rule" form: rules of a
+ * sandbox being made right now must never go with someone else's sweep.
  */
-export async function removeFirewallRules(sandboxId?: string): Promise<string[]> {
-  if (sandboxId !== undefined) assertSandboxId(sandboxId);
-  const mine = (await listFirewallRules()).filter(
-    (rule) => sandboxId === undefined || rule.sandboxId === sandboxId,
-  );
+export async function removeFirewallRules(sandboxId: string): Promise<string[]> {
+  assertSandboxId(sandboxId);
+  const mine = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
   const removed = await deleteRules(mine);
-  const left = (await listFirewallRules()).filter(
-    (rule) => sandboxId === undefined || rule.sandboxId === sandboxId,
-  );
+  const left = (await listFirewallRules()).filter((rule) => rule.sandboxId === sandboxId);
   if (left[0]) {
     throw new FirewallCommandError(
       [commandName(left[0].family), '-S'],
