@@ -1,4 +1,4 @@
-import { lstat, readdir, rm } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -8,6 +8,7 @@ import {
   docker,
   SANDBOX_LABEL,
 } from '@ca-sandbox/docker';
+import { z } from 'zod';
 import { DEPS_SRC, REPO_DIR } from './recipe.js';
 
 /** The build context directories: `<tmpdir>/ca-sbx-build-<pid of the building process>-<random>`. */
@@ -166,14 +167,76 @@ export async function staleBuildDirectories(
   return stale;
 }
 
-/** Lists what failed or killed builds left (see BuildLeftovers); `scope` narrows it. */
+/**
+ * Which repo and dephash a build builds, written into its context directory before `docker build`
+ * starts: while the directory's process lives, that build's dangling steps and `created` step
+ * containers are its own work in progress, not leftovers.
+ */
+export const BUILD_SCOPE_FILE = 'build-scope.json';
+
+const BuildScopeSchema = z.strictObject({ repo: z.string().min(1), dephash: z.string().min(1) });
+export type BuildScope = z.infer<typeof BuildScopeSchema>;
+
+export async function writeBuildScope(context: string, scope: BuildScope): Promise<void> {
+  await writeFile(join(context, BUILD_SCOPE_FILE), JSON.stringify(scope), { mode: 0o644 });
+}
+
+/**
+ * The scopes of the builds still running: context directories in `root` (any owner) named with a
+ * pid that lives. `undefined` when one of them has no readable scope (a build of an older version,
+ * another user's, or one that has not written it yet): then no build object can be told from a
+ * live build's, and none is a leftover.
+ */
+export async function liveBuildScopes(root = tmpdir()): Promise<BuildScope[] | undefined> {
+  const entries = await readdir(root).catch(() => [] as string[]);
+  const scopes: BuildScope[] = [];
+  for (const entry of entries) {
+    const pid = BUILD_DIR.exec(entry)?.[1];
+    if (pid === undefined || !processAlive(Number(pid))) continue;
+    const text = await readFile(join(root, entry, BUILD_SCOPE_FILE), 'utf8').catch(() => undefined);
+    let json: unknown;
+    try {
+      json = text === undefined ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const parsed = BuildScopeSchema.safeParse(json);
+    if (!parsed.success) return undefined;
+    scopes.push(parsed.data);
+  }
+  return scopes;
+}
+
+/**
+ * Lists what failed or killed builds left (see BuildLeftovers); `scope` narrows it. Steps and
+ * step containers of a build that still runs (liveBuildScopes: same repo and dephash) are not
+ * leftovers: removing them would break it.
+ */
 export async function findBuildLeftovers(scope: BuildLeftoverScope = {}): Promise<BuildLeftovers> {
-  const [images, containers, directories] = await Promise.all([
+  const [images, containers, directories, live] = await Promise.all([
     danglingImages(scope),
     stoppedBuildContainers(scope),
     scope.repo || scope.dephash ? Promise.resolve([]) : staleBuildDirectories(scope),
+    liveBuildScopes(),
   ]);
-  return { images, containers, directories };
+  if (live === undefined) return { images: [], containers: [], directories };
+  const busyImages = new Set<string>();
+  const busyContainers = new Set<string>();
+  for (const running of live) {
+    if (scope.repo && scope.repo !== running.repo) continue;
+    if (scope.dephash && scope.dephash !== running.dephash) continue;
+    const [steps, stepContainers] = await Promise.all([
+      danglingImages(running),
+      stoppedBuildContainers(running),
+    ]);
+    for (const id of steps) busyImages.add(id);
+    for (const name of stepContainers) busyContainers.add(name);
+  }
+  return {
+    images: images.filter((id) => !busyImages.has(id)),
+    containers: containers.filter((name) => !busyContainers.has(name)),
+    directories,
+  };
 }
 
 export interface BuildLeftoverRemoval {

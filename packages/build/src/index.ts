@@ -10,11 +10,14 @@ export {
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
   BUILD_DIR_PREFIX,
+  BUILD_SCOPE_FILE,
   type BuildLeftoverRemoval,
   type BuildLeftoverScope,
   type BuildLeftovers,
   findBuildLeftovers,
+  type BuildScope,
   isOwnBuildCommand,
+  liveBuildScopes,
   removeBuildLeftovers,
   staleBuildDirectories,
 } from './build-leftovers.js';

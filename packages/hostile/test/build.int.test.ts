@@ -151,6 +151,25 @@ describe('hostile dependency installs', () => {
       expect(Date.now() < deadline, 'the install step never started').toBe(true);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
+    // While the build runs, its finished steps (dangling, labeled) are its work, not leftovers:
+    // neither the library listing nor an unscoped `prune --images` (dry run) takes them.
+    const steps = await ids([
+      'image',
+      'ls',
+      '--quiet',
+      '--no-trunc',
+      '--filter',
+      'dangling=true',
+      '--filter',
+      `label=ca.sandbox.build.repo=${repo}`,
+    ]);
+    expect(steps.length).toBeGreaterThan(0);
+    expect(await findBuildLeftovers({ repo })).toMatchObject({ images: [], containers: [] });
+    const whileRunning = await cli(['prune', '--images', '--dry-run', '--json']);
+    expect(whileRunning.exitCode, whileRunning.stderr).toBe(0);
+    const busy = parseJson<{ removed: string[] }>(whileRunning).removed;
+    for (const step of steps) expect(busy).not.toContain(`image:${step}`);
+    expect(busy.filter((entry) => entry.includes(`ca-sbx-build-${pid}-`))).toEqual([]);
     process.kill(-pid, 'SIGKILL');
     await child;
     // The daemon cancels the orphaned build; what it leaves is what we look for.

@@ -274,6 +274,40 @@ describe.each(RUNTIMES)('copy-out never lets box code run on the host, under %s'
     expect(content.stdout).toBe('from the box');
   });
 
+  it('a folder the box names like a staging folder never reaches the host, so no later copy deletes it as ours', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-staging-'));
+    const forged = '.ca-sbx-cp-999999-abcdef';
+    try {
+      const planted = await execBox(box.id, [
+        'sh',
+        '-c',
+        `mkdir -p ${forged}/inner sub/${forged} && echo planted > ${forged}/inner/f && echo x > sub/${forged}/g && echo ok > x`,
+      ]);
+      expect(planted.exitCode, planted.stderr).toBe(0);
+      const first = await cli(['cp', `${box.id}:/work/repo`, dir, '--json']);
+      expect(first.exitCode, first.stderr).toBe(0);
+      const skipped = parseJson<CpOutResult>(first).skipped;
+      expect(skipped.filter((note) => /staging folder/.test(note.reason)).length).toBeGreaterThan(0);
+      expect(await readdir(join(dir, 'repo'))).not.toContain(forged);
+      expect(await readdir(join(dir, 'repo', 'sub'))).not.toContain(forged);
+      // The user's own folder of that name (made on the host, say by hand) beside a later target.
+      await mkdir(join(dir, 'repo', 'mine'));
+      await writeFile(join(dir, 'repo', 'mine', 'keep.txt'), 'user data\n');
+      const second = await cli(['cp', `${box.id}:/work/repo/x`, join(dir, 'repo'), '--json']);
+      expect(second.exitCode, second.stderr).toBe(0);
+      expect(parseJson<CpOutResult>(second).removedStaging).toEqual([]);
+      expect(await readFile(join(dir, 'repo', 'mine', 'keep.txt'), 'utf8')).toBe('user data\n');
+      // The copy of the planted folder itself is refused too, not written under another name.
+      const direct = await cli(['cp', `${box.id}:/work/repo/${forged}`, dir]);
+      expect(direct.exitCode).not.toBe(0);
+      expect(await readdir(dir)).not.toContain(forged);
+    } finally {
+      await execBox(box.id, ['rm', '-rf', forged, 'sub', 'x']);
+      await rm(dir, { recursive: true, force: true });
+    }
+    await canary.assertUntouched();
+  });
+
   it('the staging directory a killed copy left is removed by the next copy, and nothing else', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-killed-'));
     try {

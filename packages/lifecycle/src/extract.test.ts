@@ -299,4 +299,11 @@ describe('entryParts', () => {
     expect(entryParts('a\\b').reason).toBe('name contains a backslash');
     expect(entryParts('..\\x').reason).toBe('name contains a backslash');
   });
+
+  it('refuses names a later copy-out would take for its own staging folder, at any depth', () => {
+    expect(entryParts('repo/.ca-sbx-cp-999999-abcdef/x').reason).toMatch(/staging folder/);
+    expect(entryParts('.ca-sbx-cp-abcdef').reason).toMatch(/staging folder/);
+    expect(entryParts('repo/a/.ca-sbx-cp-').reason).toMatch(/staging folder/);
+    expect(entryParts('repo/ca-sbx-cp-1-abcdef').reason).toBeUndefined();
+  });
 });

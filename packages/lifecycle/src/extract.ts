@@ -6,6 +6,7 @@ import tar from 'tar-stream';
 import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
 import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
+import { STAGING_PREFIX } from './staging.js';
 import type { GitMode } from './git-modes.js';
 
 export interface ExtractLimits {
@@ -471,5 +472,9 @@ export function entryParts(name: string): { path: string[]; reason?: string } {
   if (name.startsWith('/')) return { path: [], reason: 'absolute path' };
   const path = name.split('/').filter((part) => part !== '' && part !== '.');
   if (path.includes('..')) return { path: [], reason: "name contains '..'" };
+  // A later copy-out removes folders of this name beside its target when they look abandoned:
+  // the box must not be able to make one on the host (it would be deleted as ours).
+  if (path.some((part) => part.startsWith(STAGING_PREFIX)))
+    return { path: [], reason: `named like a copy-out staging folder (${STAGING_PREFIX}*)` };
   return { path };
 }
