@@ -186,7 +186,7 @@ describe('rc files from the repo (hostile)', () => {
       'gitShallowHosts',
     ]);
     expect(filtered.text).toBe(
-      "packages:\n  - packages/*\ncatalog:\n  react: ^18.0.0\noverrides:\n  foo: 1.0.0\nonlyBuiltDependencies:\n  - esbuild\n",
+      'packages:\n  - packages/*\ncatalog:\n  react: ^18.0.0\noverrides:\n  foo: 1.0.0\nonlyBuiltDependencies:\n  - esbuild\n',
     );
     // Nothing to drop: the file is kept byte for byte (comments included).
     const plain = '# ours\npackages:\n  - "apps/*"\n';

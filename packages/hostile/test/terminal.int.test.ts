@@ -69,7 +69,14 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
     expect(await shell.exit()).toBe(5);
     expect(shell.text).toContain('ABCD\u001b[4hE\u001b[4l-modes-done');
     for (const mode of modes) expect(shell.text).not.toContain(mode);
-    const exec = new PtySession(['exec', box.id, '--', '/bin/sh', '-c', 'printf "\\033[12lx\\033[2hy\\033[20hz\\n"']);
+    const exec = new PtySession([
+      'exec',
+      box.id,
+      '--',
+      '/bin/sh',
+      '-c',
+      'printf "\\033[12lx\\033[2hy\\033[20hz\\n"',
+    ]);
     expect(await exec.exit()).toBe(0);
     expect(exec.text).toContain('xyz');
     for (const mode of modes) expect(exec.text).not.toContain(mode);

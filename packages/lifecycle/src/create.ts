@@ -64,8 +64,8 @@ import {
 } from './errors.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import { type BoxLimits, fitToEngine } from './limits.js';
-import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { allowlistFirewallCheck } from './list.js';
+import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
 import { scanDirectory } from './pack-local.js';
 import {
   LABEL_ALLOW,

@@ -6,8 +6,8 @@ import tar from 'tar-stream';
 import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
 import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
-import { STAGING_PREFIX } from './staging.js';
 import type { GitMode } from './git-modes.js';
+import { STAGING_PREFIX } from './staging.js';
 
 export interface ExtractLimits {
   /** Bytes of file content written. */
