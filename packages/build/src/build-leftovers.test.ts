@@ -3,7 +3,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BUILD_SCOPE_FILE, liveBuildScopes, writeBuildScope } from './build-leftovers.js';
+import { liveBuildOf, liveBuilds } from './build-leftovers.js';
+import { renderDockerfile } from './dockerfile.js';
+import type { InstallRecipe } from './recipe.js';
 
 const roots: string[] = [];
 afterEach(async () => {
@@ -11,38 +13,65 @@ afterEach(async () => {
 });
 
 async function root(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'ca-build-scope-'));
+  const dir = await mkdtemp(join(tmpdir(), 'ca-build-live-'));
   roots.push(dir);
   return dir;
 }
 
 /** A pid that ran and is gone. */
-const deadPid = () => spawnSync('true').pid;
+const deadPid = () => spawnSync('true').pid as number;
 
-describe('liveBuildScopes', () => {
-  it('names what the builds of live processes build; a dead build is no scope', async () => {
+const recipe: InstallRecipe = {
+  provider: 'node',
+  install: [],
+  env: [],
+  installEnv: [],
+  notes: [],
+  linkNodeModules: false,
+};
+const labels = { 'ca.sandbox.build': '1', 'ca.sandbox.build.repo': 'r', 'ca.sandbox.build.dephash': 'd1' };
+
+async function buildDir(dir: string, pid: number, dockerfile?: string): Promise<string> {
+  const path = join(dir, `ca-sbx-build-${pid}-${Math.random().toString(36).slice(2, 8).padEnd(6, 'x')}`);
+  await mkdir(path);
+  if (dockerfile !== undefined) await writeFile(join(path, 'Dockerfile'), dockerfile);
+  return path;
+}
+
+describe('liveBuildOf (the LABEL line of our Dockerfile)', () => {
+  it('names a build by its build id, else by repo and dephash, else not at all', () => {
+    const rendered = renderDockerfile('ca-sbx-base:node', recipe, {
+      buildId: 'abc12345',
+      buildLabels: labels,
+    });
+    expect(liveBuildOf(rendered)).toEqual({ buildId: 'abc12345' });
+    expect(liveBuildOf(renderDockerfile('ca-sbx-base:node', recipe, { buildLabels: labels }))).toEqual({
+      repo: 'r',
+      dephash: 'd1',
+    });
+    expect(liveBuildOf('FROM x\nRUN true\n')).toBeUndefined();
+  });
+});
+
+describe('liveBuilds', () => {
+  it('the builds of live processes; a dead one, or one that has not written its Dockerfile, is none', async () => {
     const dir = await root();
-    const live = join(dir, `ca-sbx-build-${process.pid}-abcdef`);
-    const dead = join(dir, `ca-sbx-build-${deadPid()}-ghijkl`);
-    await mkdir(live);
-    await mkdir(dead);
-    await writeBuildScope(live, { repo: 'r', dephash: 'd1' });
-    await writeBuildScope(dead, { repo: 'r', dephash: 'd2' });
+    const rendered = (buildId: string) =>
+      renderDockerfile('ca-sbx-base:node', recipe, { buildId, buildLabels: labels });
+    await buildDir(dir, process.pid, rendered('11111111'));
+    await buildDir(dir, deadPid(), rendered('22222222'));
+    await buildDir(dir, process.pid);
     await mkdir(join(dir, 'ca-sbx-build-mnopqr'));
     await mkdir(join(dir, 'unrelated'));
-    expect(await liveBuildScopes(dir)).toEqual([{ repo: 'r', dephash: 'd1' }]);
+    expect(await liveBuilds(dir)).toEqual([{ buildId: '11111111' }]);
   });
 
-  it('a live build whose scope cannot be read makes every build object a live one (undefined)', async () => {
+  it('a live build that cannot be named makes every build object a live one (undefined)', async () => {
     const dir = await root();
-    const live = join(dir, `ca-sbx-build-${process.pid}-abcdef`);
-    await mkdir(live);
-    expect(await liveBuildScopes(dir)).toBeUndefined();
-    await writeFile(join(live, BUILD_SCOPE_FILE), '{"repo":"r"}');
-    expect(await liveBuildScopes(dir)).toBeUndefined();
-    await writeFile(join(live, BUILD_SCOPE_FILE), 'not json');
-    expect(await liveBuildScopes(dir)).toBeUndefined();
-    await writeBuildScope(live, { repo: 'r', dephash: 'd' });
-    expect(await liveBuildScopes(dir)).toEqual([{ repo: 'r', dephash: 'd' }]);
+    const path = await buildDir(dir, process.pid, 'FROM x\n');
+    expect(await liveBuilds(dir)).toBeUndefined();
+    await rm(join(path, 'Dockerfile'));
+    await mkdir(join(path, 'Dockerfile'));
+    expect(await liveBuilds(dir)).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -8,7 +8,7 @@ import {
   docker,
   SANDBOX_LABEL,
 } from '@ca-sandbox/docker';
-import { z } from 'zod';
+import { LABEL_BUILD_ID } from './dockerfile.js';
 import { DEPS_SRC, REPO_DIR } from './recipe.js';
 
 /** The build context directories: `<tmpdir>/ca-sbx-build-<pid of the building process>-<random>`. */
@@ -90,13 +90,17 @@ export function isOwnBuildCommand(cmd: unknown): boolean {
 }
 
 /** Stopped containers of our build steps: build label, no sandbox label, one of our RUN commands. */
-async function stoppedBuildContainers(scope: BuildLeftoverScope): Promise<string[]> {
+async function stoppedBuildContainers(
+  scope: BuildLeftoverScope,
+  extraFilters: string[] = [],
+): Promise<string[]> {
   const ids = await lines([
     'container',
     'ls',
     '--all',
     '--no-trunc',
     ...scopeFilters(scope),
+    ...extraFilters,
     '--filter',
     'status=created',
     '--filter',
@@ -168,48 +172,69 @@ export async function staleBuildDirectories(
 }
 
 /**
- * Which repo and dephash a build builds, written into its context directory before `docker build`
- * starts: while the directory's process lives, that build's dangling steps and `created` step
- * containers are its own work in progress, not leftovers.
+ * What identifies the objects of one running build, read from the LABEL line its Dockerfile starts
+ * with (every step image and step container carries those labels): its build id, else (builds
+ * older than the id) its repo and dephash.
  */
-export const BUILD_SCOPE_FILE = 'build-scope.json';
+export type LiveBuild = { buildId: string } | { repo: string; dephash: string };
 
-const BuildScopeSchema = z.strictObject({ repo: z.string().min(1), dephash: z.string().min(1) });
-export type BuildScope = z.infer<typeof BuildScopeSchema>;
+const DOCKERFILE_LABELS = /^LABEL (.*)$/m;
 
-export async function writeBuildScope(context: string, scope: BuildScope): Promise<void> {
-  await writeFile(join(context, BUILD_SCOPE_FILE), JSON.stringify(scope), { mode: 0o644 });
+/** The LiveBuild of a rendered Dockerfile; undefined when its first LABEL line names neither. */
+export function liveBuildOf(dockerfile: string): LiveBuild | undefined {
+  const line = DOCKERFILE_LABELS.exec(dockerfile)?.[1] ?? '';
+  const labels = new Map(
+    line.split(' ').map((pair) => {
+      const at = pair.indexOf('=');
+      return [pair.slice(0, at), pair.slice(at + 1)] as const;
+    }),
+  );
+  const buildId = labels.get(LABEL_BUILD_ID);
+  if (buildId) return { buildId };
+  const repo = labels.get(BUILD_LABEL_REPO);
+  const dephash = labels.get(BUILD_LABEL_DEPHASH);
+  return repo && dephash ? { repo, dephash } : undefined;
 }
 
 /**
- * The scopes of the builds still running: context directories in `root` (any owner) named with a
- * pid that lives. `undefined` when one of them has no readable scope (a build of an older version,
- * another user's, or one that has not written it yet): then no build object can be told from a
- * live build's, and none is a leftover.
+ * The builds still running: context directories in `root` (any owner) named with a pid that
+ * lives, by their Dockerfile. One that has no Dockerfile yet has not started `docker build` (it
+ * has no object to keep). `undefined` when a live one cannot be read or named (another user's,
+ * a version without our labels): then no build object can be told from a live build's.
  */
-export async function liveBuildScopes(root = tmpdir()): Promise<BuildScope[] | undefined> {
+export async function liveBuilds(root = tmpdir()): Promise<LiveBuild[] | undefined> {
   const entries = await readdir(root).catch(() => [] as string[]);
-  const scopes: BuildScope[] = [];
+  const builds: LiveBuild[] = [];
   for (const entry of entries) {
     const pid = BUILD_DIR.exec(entry)?.[1];
     if (pid === undefined || !processAlive(Number(pid))) continue;
-    const text = await readFile(join(root, entry, BUILD_SCOPE_FILE), 'utf8').catch(() => undefined);
-    let json: unknown;
+    let text: string;
     try {
-      json = text === undefined ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
+      text = await readFile(join(root, entry, 'Dockerfile'), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      return undefined;
     }
-    const parsed = BuildScopeSchema.safeParse(json);
-    if (!parsed.success) return undefined;
-    scopes.push(parsed.data);
+    const build = liveBuildOf(text);
+    if (!build) return undefined;
+    builds.push(build);
   }
-  return scopes;
+  return builds;
+}
+
+function liveFilters(build: LiveBuild): string[] {
+  if ('buildId' in build) return ['--filter', `label=${LABEL_BUILD_ID}=${build.buildId}`];
+  return [
+    '--filter',
+    `label=${BUILD_LABEL_REPO}=${build.repo}`,
+    '--filter',
+    `label=${BUILD_LABEL_DEPHASH}=${build.dephash}`,
+  ];
 }
 
 /**
  * Lists what failed or killed builds left (see BuildLeftovers); `scope` narrows it. Steps and
- * step containers of a build that still runs (liveBuildScopes: same repo and dephash) are not
+ * step containers of a build that still runs (liveBuilds: by their build id) are not
  * leftovers: removing them would break it.
  */
 export async function findBuildLeftovers(scope: BuildLeftoverScope = {}): Promise<BuildLeftovers> {
@@ -217,17 +242,16 @@ export async function findBuildLeftovers(scope: BuildLeftoverScope = {}): Promis
     danglingImages(scope),
     stoppedBuildContainers(scope),
     scope.repo || scope.dephash ? Promise.resolve([]) : staleBuildDirectories(scope),
-    liveBuildScopes(),
+    liveBuilds(),
   ]);
   if (live === undefined) return { images: [], containers: [], directories };
   const busyImages = new Set<string>();
   const busyContainers = new Set<string>();
   for (const running of live) {
-    if (scope.repo && scope.repo !== running.repo) continue;
-    if (scope.dephash && scope.dephash !== running.dephash) continue;
+    const filters = liveFilters(running);
     const [steps, stepContainers] = await Promise.all([
-      danglingImages(running),
-      stoppedBuildContainers(running),
+      lines(['image', 'ls', '--no-trunc', '--filter', 'dangling=true', ...filters, '--format', '{{.ID}}']),
+      stoppedBuildContainers({}, filters),
     ]);
     for (const id of steps) busyImages.add(id);
     for (const name of stepContainers) busyContainers.add(name);

@@ -10,14 +10,14 @@ export {
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 export {
   BUILD_DIR_PREFIX,
-  BUILD_SCOPE_FILE,
   type BuildLeftoverRemoval,
   type BuildLeftoverScope,
   type BuildLeftovers,
-  type BuildScope,
   findBuildLeftovers,
   isOwnBuildCommand,
-  liveBuildScopes,
+  type LiveBuild,
+  liveBuildOf,
+  liveBuilds,
   removeBuildLeftovers,
   staleBuildDirectories,
 } from './build-leftovers.js';

@@ -31,7 +31,7 @@ import {
   resolveCaCertificates,
 } from './base-image.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
-import { buildDirPrefix, writeBuildScope } from './build-leftovers.js';
+import { buildDirPrefix } from './build-leftovers.js';
 import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
 import { computeDepHash } from './dephash.js';
@@ -393,11 +393,8 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
   // The pid in the name lets `prune --images` tell a killed build's directory from a live one.
   const context = await mkdtemp(buildDirPrefix());
   const buildId = randomBytes(12).toString('hex');
-  const repoLabel = sanitiseRepoName(opts.repoName);
   let installLog: InstallLog | undefined;
   try {
-    // ... and this, what it builds: its steps are not leftovers while it runs (findBuildLeftovers).
-    await writeBuildScope(context, { repo: repoLabel, dephash: input.dephash });
     const manifestsDir = join(context, CONTEXT_MANIFESTS);
     await mkdir(manifestsDir);
     const prepared = contextFiles(input.files);
@@ -408,6 +405,7 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
     recipe.installEnv.push(...registryInstallEnv(input.detection.provider, opts.registries));
     const caFile = resolveCaCertificates(opts.caCertificates);
     if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
+    const repoLabel = sanitiseRepoName(opts.repoName);
     const buildLabels = {
       [BUILD_LABEL]: '1',
       [BUILD_LABEL_REPO]: repoLabel,

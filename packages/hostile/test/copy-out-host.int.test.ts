@@ -293,7 +293,7 @@ describe.each(RUNTIMES)('copy-out never lets box code run on the host, under %s'
       // The user's own folder of that name (made on the host, say by hand) beside a later target.
       await mkdir(join(dir, 'repo', 'mine'));
       await writeFile(join(dir, 'repo', 'mine', 'keep.txt'), 'user data\n');
-      const second = await cli(['cp', `${box.id}:/work/repo/x`, join(dir, 'repo'), '--json']);
+      const second = await cli(['cp', `${box.id}:/work/repo/x`, join(dir, 'repo'), '--force', '--json']);
       expect(second.exitCode, second.stderr).toBe(0);
       expect(parseJson<CpOutResult>(second).removedStaging).toEqual([]);
       expect(await readFile(join(dir, 'repo', 'mine', 'keep.txt'), 'utf8')).toBe('user data\n');
