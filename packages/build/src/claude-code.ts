@@ -1,7 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CACHE_IMAGE_REPOSITORY, CACHE_LABEL, docker, imageExists } from '@ca-sandbox/docker';
+import {
+  BUILD_LABEL,
+  BUILD_LABEL_REPO,
+  CACHE_IMAGE_REPOSITORY,
+  CACHE_LABEL,
+  docker,
+  imageExists,
+} from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 import { readExtraCa, resolveCaCertificates } from './base-image.js';
 import { type BuildLimits, buildArgv } from './build-argv.js';
@@ -45,7 +52,8 @@ export function renderClaudeDockerfile(
   ].join('\n');
   return [
     `FROM ${nodeBaseImage}`,
-    `LABEL ${LABEL_BUILD_ID}=${options.buildId}`,
+    // The build labels of every deps build: what a killed build leaves is found by `prune --images`.
+    `LABEL ${LABEL_BUILD_ID}=${options.buildId} ${BUILD_LABEL}=1 ${BUILD_LABEL_REPO}=claude-code`,
     'USER 0:0',
     runLine(`mkdir -p ${STAGE_PREFIX} && chown 1000:1000 ${STAGE_PREFIX}`),
     ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} /deps/.ca-sbx/extra-ca.pem`] : []),
