@@ -120,7 +120,8 @@ describe('usage errors', () => {
       expect(allow.code).toBe(2);
       expect(allow.stderr).toMatch(/^error: --with-claude allows api\.anthropic\.com:443 and nothing else/m);
     }
-  });
+    // Four commands that each load the lifecycle: slow on a busy machine.
+  }, 30_000);
 
   it('exec: tool errors exit 125 so they never look like the command`s own code', async () => {
     const bad = await run(['exec', 'demo', '-la']);
