@@ -178,7 +178,7 @@ describe('hostile dependency installs', () => {
     for (const image of mine.images) expect(listed).toContain(`image:${image}`);
     for (const container of mine.containers) expect(listed).toContain(`container:${container}`);
     expect(listed).toContain(`directory:${dirs[0]}`);
-    expect(listed).toContain(`container:ca-sbx-${name}-helper`);
+    expect(listed).toContain(`container:ca-sbx_helper-${name}`);
 
     // Removal scoped to what this test provably made: its repo's labels, its pid, its sandbox name.
     const removal = await removeBuildLeftovers({ ...mine, directories: dirs });
