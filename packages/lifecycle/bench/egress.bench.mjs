@@ -66,6 +66,7 @@ async function install(id, throughGateway) {
     const prepared = await prepareImage({
       containerId: `ca-sbx-${id}-helper`,
       repoName: 'bench-egress',
+      source: `/bench/egress/${id}`,
       policy: 'clone-then-cut',
       builder: 'builtin',
       baseImages: { node: process.env.CA_SANDBOX_BASE_IMAGE_NODE ?? 'ca-sbx-base:node' },
