@@ -187,7 +187,9 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  // A dependency's postinstall (npm runs it); the root's and a workspace package's own postinstall
+  // Dependencies' postinstall (npm runs them): one from the registry, one the repo holds itself
+  // (`file:./local-dep`, installed as a dependency, its scripts kept; only its manifest reaches the
+  // build, so the probe is a field of it). The root's and a workspace package's own postinstall
   // would run the probe too if the install ran them (it does not: checked below).
   dependencyRepo = join(work, 'dependency');
   const own = (who: string) => ({
@@ -201,8 +203,20 @@ beforeAll(async () => {
       version: '1.0.0',
       private: true,
       workspaces: ['packages/*'],
-      dependencies: { [PROBE_PACKAGE]: '1.0.0' },
+      dependencies: { [PROBE_PACKAGE]: '1.0.0', 'local-dep': 'file:./local-dep' },
       scripts: own('root'),
+    }),
+  );
+  await mkdir(join(dependencyRepo, 'local-dep'));
+  await writeFile(
+    join(dependencyRepo, 'local-dep', 'package.json'),
+    JSON.stringify({
+      name: 'local-dep',
+      version: '1.0.0',
+      probe: PROBE,
+      scripts: {
+        postinstall: `node -e "eval(require('./package.json').probe)" file-dependency '${JSON.stringify(targets)}' ${report('file-dependency')}`,
+      },
     }),
   );
   await writeFile(
@@ -272,13 +286,14 @@ describe('install code behind the egress gateway', () => {
     await expectGone(box.id);
   });
 
-  it("a dependency's postinstall (from a configured mirror) is held the same way; the repo's own root and workspace scripts do not run", async () => {
+  it("dependencies' postinstall (from a configured mirror, and a file: package of the repo) are held the same way; the repo's own root and workspace scripts do not run", async () => {
     const box = await createBox(dependencyRepo, {
       network: 'clone-then-cut',
       env: { CA_SANDBOX_NPM_REGISTRY: registryUrl },
     });
     images.add(box.image);
     await expectContained(box.id, 'dependency');
+    await expectContained(box.id, 'file-dependency');
     expect(hits).toBe(0);
     // Skipped by design (the install sees only manifests), so not a way out to test here.
     for (const who of ['root', 'workspace'])
