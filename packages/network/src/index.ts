@@ -1,6 +1,8 @@
 export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
 export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 export {
+  CLAUDE_API_DESTINATION,
+  claudeInstallEgressRules,
   cloneEgressRule,
   INSTALL_ALLOW_ENV,
   INSTALL_REGISTRIES,
