@@ -10,7 +10,12 @@ import { createBox, destroyBox, destroyLeftovers, execBox } from './_harness.js'
 // a value of its own into /deps, which stands for whatever a hostile install plants there.
 
 // The repo's own lifecycle scripts are skipped at install; its .pnpmfile.cjs is code pnpm runs.
-const PACKAGE_JSON = JSON.stringify({ name: 'proj', version: '1.0.0', private: true, packageManager: 'pnpm@9.15.9' });
+const PACKAGE_JSON = JSON.stringify({
+  name: 'proj',
+  version: '1.0.0',
+  private: true,
+  packageManager: 'pnpm@9.15.9',
+});
 const PNPMFILE = [
   "require('node:fs').writeFileSync('/deps/marker', require('node:crypto').randomUUID());",
   'module.exports = {};',
