@@ -9,7 +9,12 @@ export {
   installEgressRules,
   MIRROR_ENV_NAMES,
 } from './egress-defaults.js';
-export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
+export {
+  assertInternalNetwork,
+  createEgressNetwork,
+  createEgressNetworks,
+  egressNames,
+} from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
