@@ -92,15 +92,13 @@ export function isOwnBuildCommand(cmd: unknown): boolean {
 /** Stopped containers of our build steps: build label, no sandbox label, one of our RUN commands. */
 async function stoppedBuildContainers(
   scope: BuildLeftoverScope,
-  extraFilters: string[] = [],
-): Promise<string[]> {
+): Promise<{ name: string; labels: Record<string, string> }[]> {
   const ids = await lines([
     'container',
     'ls',
     '--all',
     '--no-trunc',
     ...scopeFilters(scope),
-    ...extraFilters,
     '--filter',
     'status=created',
     '--filter',
@@ -131,7 +129,7 @@ async function stoppedBuildContainers(
       d.Config?.Labels?.[SANDBOX_LABEL] === undefined &&
       d.Config?.Labels?.[BUILD_LABEL] === '1' &&
       isOwnBuildCommand(d.Config?.Cmd);
-    return ours ? [(d.Name as string).replace(/^\//, '')] : [];
+    return ours ? [{ name: (d.Name as string).replace(/^\//, ''), labels: d.Config?.Labels ?? {} }] : [];
   });
 }
 
@@ -222,6 +220,11 @@ export async function liveBuilds(root = tmpdir()): Promise<LiveBuild[] | undefin
   return builds;
 }
 
+function isOfBuild(labels: Record<string, string>, build: LiveBuild): boolean {
+  if ('buildId' in build) return labels[LABEL_BUILD_ID] === build.buildId;
+  return labels[BUILD_LABEL_REPO] === build.repo && labels[BUILD_LABEL_DEPHASH] === build.dephash;
+}
+
 function liveFilters(build: LiveBuild): string[] {
   if ('buildId' in build) return ['--filter', `label=${LABEL_BUILD_ID}=${build.buildId}`];
   return [
@@ -238,27 +241,27 @@ function liveFilters(build: LiveBuild): string[] {
  * leftovers: removing them would break it.
  */
 export async function findBuildLeftovers(scope: BuildLeftoverScope = {}): Promise<BuildLeftovers> {
-  const [images, containers, directories, live] = await Promise.all([
+  const [images, containers, directories] = await Promise.all([
     danglingImages(scope),
     stoppedBuildContainers(scope),
     scope.repo || scope.dephash ? Promise.resolve([]) : staleBuildDirectories(scope),
-    liveBuilds(),
   ]);
+  // The live builds after the listing: every object listed belongs to a build that had written
+  // its Dockerfile by then, so a build still running is found here.
+  const live = await liveBuilds();
   if (live === undefined) return { images: [], containers: [], directories };
-  const busyImages = new Set<string>();
-  const busyContainers = new Set<string>();
+  // Every image of a live build, listed after the dangling ones: a step that got a child since is
+  // still in this list (a build keeps its step images until it ends), so no race lets one through.
+  const busy = new Set<string>();
   for (const running of live) {
-    const filters = liveFilters(running);
-    const [steps, stepContainers] = await Promise.all([
-      lines(['image', 'ls', '--no-trunc', '--filter', 'dangling=true', ...filters, '--format', '{{.ID}}']),
-      stoppedBuildContainers({}, filters),
-    ]);
-    for (const id of steps) busyImages.add(id);
-    for (const name of stepContainers) busyContainers.add(name);
+    const argv = ['image', 'ls', '--all', '--no-trunc', ...liveFilters(running), '--format', '{{.ID}}'];
+    for (const id of await lines(argv)) busy.add(id);
   }
   return {
-    images: images.filter((id) => !busyImages.has(id)),
-    containers: containers.filter((name) => !busyContainers.has(name)),
+    images: images.filter((id) => !busy.has(id)),
+    containers: containers
+      .filter((container) => !live.some((build) => isOfBuild(container.labels, build)))
+      .map((container) => container.name),
     directories,
   };
 }
