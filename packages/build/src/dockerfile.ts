@@ -1,12 +1,11 @@
+import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
 import { hasControlChar } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
-import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
+import type { EnvEntry, InstallRecipe } from './recipe.js';
 import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 /** The build context folder that holds the manifests (nothing else is copied). */
 export const CONTEXT_MANIFESTS = 'manifests';
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** A Dockerfile ENV value in double quotes; without `expand`, `$` is escaped (no substitution). */
 export function envValue(entry: EnvEntry): string {
@@ -19,7 +18,7 @@ export function envValue(entry: EnvEntry): string {
 // One ENV line per entry keeps the order explicit (a later PATH builds on an earlier one).
 function envLines(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
-    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
     return `ENV ${entry.name}=${envValue(entry)}`;
   });
 }
@@ -98,7 +97,7 @@ function labelLine(labels: Record<string, string>): string[] {
 
 function shellEnv(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
-    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
     return `export ${entry.name}='${entry.value.replace(/'/g, `'\\''`)}'`;
   });
 }
@@ -153,11 +152,11 @@ export function renderDockerfile(
     }),
     'USER 0:0',
     runLine(
-      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
+      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER} ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
     ),
-    `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
-    ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
-    'USER 1000:1000',
+    `COPY --chown=${BOX_USER} ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
+    ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
+    `USER ${BOX_USER}`,
     ...envLines(recipe.env),
     `WORKDIR ${DEPS_SRC}`,
   ];

@@ -1,4 +1,4 @@
-import { docker, inspectContainer } from '@ca-sandbox/docker';
+import { BOX_USER, docker, inspectContainer } from '@ca-sandbox/docker';
 import {
   createEgressNetworks,
   type EgressRule,
@@ -142,7 +142,7 @@ export async function reconfigureGateway(
     [
       'exec',
       '--user',
-      '1000:1000',
+      BOX_USER,
       '--env',
       `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
       '--',
