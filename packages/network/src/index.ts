@@ -88,4 +88,3 @@ export {
   parseGatewayLog,
   renderSquidConfig,
 } from './squid-config.js';
-export { teardownSandboxNetwork } from './teardown.js';
