@@ -46,7 +46,7 @@ export {
   streamExecInSandbox,
 } from './exec.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
-export { allowlistFirewallCheck, egressLog, listSandboxes, verifySandbox } from './list.js';
+export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export type { SandboxRecord } from './record.js';
 export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';

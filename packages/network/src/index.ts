@@ -1,18 +1,13 @@
-export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
-export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
+export { parseAllowEntries } from './allow-entries.js';
 export {
   cloneEgressRule,
-  INSTALL_ALLOW_ENV,
   INSTALL_REGISTRIES,
   installEgressRules,
-  MIRROR_ENV_NAMES,
 } from './egress-defaults.js';
 export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
-  DEFAULT_EGRESS_PORTS,
-  describeEgressRule,
   type EgressRule,
   egressBlockedRanges,
   hostBlockedRanges,
@@ -20,7 +15,6 @@ export {
   parseEgressRules,
 } from './egress-rules.js';
 export {
-  FIREWALL_HINT,
   FirewallCommandError,
   FirewallUnavailableError,
   InvalidAllowEntryError,
@@ -39,19 +33,10 @@ export {
   removeFirewallRules,
   verifyFirewallRules,
 } from './firewall.js';
-export {
-  BLOCKED_RANGES,
-  buildAllowlistRules,
-  compareRuleSets,
-  type FirewallRule,
-  type FirewallRuleSpec,
-  parseRuleListing,
-  type RuleSetComparison,
-} from './firewall-rules.js';
+export { compareRuleSets, type FirewallRule, type RuleSetComparison } from './firewall-rules.js';
 export {
   blockedRanges,
   deriveHostRanges,
-  FIXED_BLOCKED_RANGES,
   firewallBlockedRanges,
   type HostRanges,
 } from './host-ranges.js';
@@ -60,7 +45,6 @@ export {
   assertSandboxId,
   bridgeName,
   parseRuleTag,
-  RULE_TAG_PREFIX,
   ruleTag,
   sandboxNetworkName,
 } from './names.js';
