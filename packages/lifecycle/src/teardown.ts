@@ -26,7 +26,7 @@ export interface TeardownFailure {
   message: string;
 }
 
-/** The teardown result of DESIGN.md; names are `<kind>:<name>`. */
+/** What a teardown did; names are `<kind>:<name>`. */
 export interface TeardownResult {
   removed: string[];
   failures: TeardownFailure[];
