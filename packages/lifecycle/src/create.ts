@@ -12,10 +12,10 @@ import {
   dockerInfo,
   imageExists,
   LABEL_CREATED,
-  LABEL_ID,
   LABEL_POLICY,
   LABEL_REPO,
   SANDBOX_FILTER,
+  sandboxIdFilter,
   sandboxLabels,
   sandboxNames,
 } from '@ca-sandbox/docker';
@@ -218,7 +218,7 @@ class CreateRun {
       throw new GatewayImageMissingError(gatewayImage());
     if (this.options.policy === 'allowlist' && this.options.allowVia === 'firewall')
       await assertFirewallUsable();
-    const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
+    const filters = [SANDBOX_FILTER, sandboxIdFilter(this.id)];
     const [containers, volumes] = await Promise.all([
       listIds('container', filters),
       listIds('volume', filters),

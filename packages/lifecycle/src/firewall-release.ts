@@ -1,4 +1,4 @@
-import { LABEL_ID, listLabeled, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
+import { listLabeled, sandboxLabelPairs } from '@ca-sandbox/docker';
 import { removeFirewallRules, ruleTag } from '@ca-sandbox/network';
 
 /** What releasing a sandbox's firewall rules did; names are `<kind>:<name>` as in TeardownResult. */
@@ -37,7 +37,7 @@ export async function releaseFirewallRules(id: string, attached?: boolean): Prom
 
 /** Whether any container (in any state) or network of sandbox `id` is left. */
 async function hasObjects(id: string): Promise<boolean> {
-  const ours = [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];
+  const ours = sandboxLabelPairs(id);
   const [containers, networks] = await Promise.all([
     listLabeled('container', ours),
     listLabeled('network', ours),

@@ -6,8 +6,7 @@ import {
   LABEL_POLICY,
   listLabeled,
   SANDBOX_FILTER,
-  SANDBOX_LABEL,
-  SANDBOX_LABEL_VALUE,
+  sandboxLabelPairs,
 } from '@ca-sandbox/docker';
 import { listFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
@@ -143,7 +142,7 @@ export async function destroySandbox(
   const keepVolume = parsed.data.keepVolume ?? false;
   // Reads go over the engine socket where docker is reached that way (a millisecond each instead
   // of a CLI start), else through the CLI; a failing read throws either way.
-  const ours = [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];
+  const ours = sandboxLabelPairs(id);
   const namesOf = async (kind: 'container' | 'volume' | 'network') =>
     (await listLabeled(kind, ours)).map((object) => object.name);
   const listContainers = () => namesOf('container');
