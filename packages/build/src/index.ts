@@ -18,6 +18,13 @@ export {
   staleBuildDirectories,
 } from './build-leftovers.js';
 export type { BuilderChoice } from './builders.js';
+export { claudeImageTag, ensureClaudeImage } from './claude-code.js';
+export {
+  CLAUDE_CODE_BIN,
+  CLAUDE_CODE_PACKAGE,
+  CLAUDE_CODE_VERSION,
+  LABEL_CLAUDE_CODE,
+} from './claude-code-pin.js';
 export { computeDepHash, type DepHashKey } from './dephash.js';
 export {
   BaseImageMissingError,

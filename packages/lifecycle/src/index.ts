@@ -48,7 +48,8 @@ export {
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
-export type { SandboxRecord } from './record.js';
+export { LABEL_EGRESS_ALLOW, LABEL_WITH_CLAUDE, type SandboxRecord } from './record.js';
+export { chooseRuntime, RUNSC_NETWORKLESS, type RuntimeChoice } from './runtime-choice.js';
 export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';
 export { type StartResult, type StopResult, startSandbox, stopSandbox } from './start-stop.js';

@@ -120,6 +120,8 @@ function partialRecord(row: LabeledRow): SandboxRecord {
     status: 'incomplete' satisfies PartialStatus,
     createdAt: row.created,
     egress: [],
+    allow: [],
+    withClaude: false,
   };
 }
 

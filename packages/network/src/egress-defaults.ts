@@ -43,18 +43,33 @@ function mirrorDestinations(env: NodeJS.ProcessEnv): string[] {
 
 /** What the install of `provider` may reach: its registries, configured mirrors and extras. */
 export function installEgressRules(provider: string, env: NodeJS.ProcessEnv = process.env): EgressRule[] {
+  return [...parseEgressRules(INSTALL_REGISTRIES[provider] ?? []), ...configuredInstallRules(env)];
+}
+
+/** The Claude Code image's build (`--with-claude`): the npm registry, configured mirrors and extras. */
+export function claudeInstallEgressRules(env: NodeJS.ProcessEnv = process.env): EgressRule[] {
+  return [...parseEgressRules(['registry.npmjs.org']), ...configuredInstallRules(env)];
+}
+
+/**
+ * Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
+ * allowed wherever they resolve, like the repo's host.
+ */
+function configuredInstallRules(env: NodeJS.ProcessEnv): EgressRule[] {
   const extra = (env[INSTALL_ALLOW_ENV] ?? '')
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean);
-  const registries = parseEgressRules(INSTALL_REGISTRIES[provider] ?? []);
-  // Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
-  // allowed wherever they resolve, like the repo's host.
-  const configured = parseEgressRules([...mirrorDestinations(env), ...extra]).map((rule) =>
+  return parseEgressRules([...mirrorDestinations(env), ...extra]).map((rule) =>
     rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule,
   );
-  return [...registries, ...configured];
 }
+
+/**
+ * The only destination of a `--with-claude` box: the Anthropic API, HTTPS only. Nothing else (no
+ * telemetry host, no update server): a box that holds a key reaches its API and nothing more.
+ */
+export const CLAUDE_API_DESTINATION = 'api.anthropic.com:443';
 
 const SCHEME_PORTS: Readonly<Record<string, number>> = { https: 443, http: 80, git: 9418, ssh: 22 };
 

@@ -1,5 +1,7 @@
 export { parseAllowEntries } from './allow-entries.js';
 export {
+  CLAUDE_API_DESTINATION,
+  claudeInstallEgressRules,
   cloneEgressRule,
   INSTALL_REGISTRIES,
   installEgressRules,
@@ -8,6 +10,7 @@ export { assertInternalNetwork, createEgressNetworks, egressNames } from './egre
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
+  describeEgressRule,
   type EgressRule,
   egressBlockedRanges,
   hostBlockedRanges,
