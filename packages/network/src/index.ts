@@ -6,7 +6,12 @@ export {
   INSTALL_REGISTRIES,
   installEgressRules,
 } from './egress-defaults.js';
-export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
+export {
+  assertInternalNetwork,
+  createEgressNetwork,
+  createEgressNetworks,
+  egressNames,
+} from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
