@@ -1,5 +1,4 @@
-import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
-import { BOX_USER } from './names.js';
+import { BOX_USER, docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 
 /** The helper's heartbeat file, on its tmpfs. */
 export const HEARTBEAT_FILE = '/tmp/.ca-sbx-alive';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker, imageExists, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { docker, imageExists, SANDBOX_FILTER, sandboxNames } from '@ca-sandbox/docker';
 import {
   applyAllowlist,
   createSandboxNetwork,
@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create.js';
 import { CreateAbortedError, SandboxNotFoundError } from './errors.js';
-import { sandboxNames } from './names.js';
 import { destroySandbox, pruneWhere, Sweep, sweepOrphanRules } from './teardown.js';
 
 const ready =

@@ -1,13 +1,10 @@
-export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
-export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
+export { parseAllowEntries } from './allow-entries.js';
 export {
   CLAUDE_API_DESTINATION,
   claudeInstallEgressRules,
   cloneEgressRule,
-  INSTALL_ALLOW_ENV,
   INSTALL_REGISTRIES,
   installEgressRules,
-  MIRROR_ENV_NAMES,
 } from './egress-defaults.js';
 export {
   assertInternalNetwork,
@@ -18,7 +15,6 @@ export {
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
-  DEFAULT_EGRESS_PORTS,
   describeEgressRule,
   type EgressRule,
   egressBlockedRanges,
@@ -27,7 +23,6 @@ export {
   parseEgressRules,
 } from './egress-rules.js';
 export {
-  FIREWALL_HINT,
   FirewallCommandError,
   FirewallUnavailableError,
   InvalidAllowEntryError,
@@ -46,19 +41,10 @@ export {
   removeFirewallRules,
   verifyFirewallRules,
 } from './firewall.js';
-export {
-  BLOCKED_RANGES,
-  buildAllowlistRules,
-  compareRuleSets,
-  type FirewallRule,
-  type FirewallRuleSpec,
-  parseRuleListing,
-  type RuleSetComparison,
-} from './firewall-rules.js';
+export { compareRuleSets, type FirewallRule, type RuleSetComparison } from './firewall-rules.js';
 export {
   blockedRanges,
   deriveHostRanges,
-  FIXED_BLOCKED_RANGES,
   firewallBlockedRanges,
   type HostRanges,
 } from './host-ranges.js';
@@ -67,7 +53,6 @@ export {
   assertSandboxId,
   bridgeName,
   parseRuleTag,
-  RULE_TAG_PREFIX,
   ruleTag,
   sandboxNetworkName,
 } from './names.js';
@@ -95,4 +80,3 @@ export {
   parseGatewayLog,
   renderSquidConfig,
 } from './squid-config.js';
-export { teardownSandboxNetwork } from './teardown.js';

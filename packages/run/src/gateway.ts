@@ -1,4 +1,4 @@
-import { docker, inspectContainer, spawnDocker } from '@ca-sandbox/docker';
+import { BOX_USER, docker, inspectContainer, spawnDocker } from '@ca-sandbox/docker';
 import {
   createEgressNetwork,
   type EgressRule,
@@ -177,7 +177,7 @@ export async function reconfigureGateway(
     [
       'exec',
       '--user',
-      '1000:1000',
+      BOX_USER,
       '--env',
       `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
       '--',

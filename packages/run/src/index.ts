@@ -10,7 +10,6 @@ export {
 export {
   DEFAULT_GATEWAY_IMAGE,
   type EgressGateway,
-  GATEWAY_IMAGE_ENV,
   type GatewayOptions,
   gatewayImage,
   readGatewayLog,
@@ -36,9 +35,6 @@ export {
   buildRunArgs,
   containerEnv,
   containerLabels,
-  KEEP_ALIVE,
   PROXY_ENV_NAMES,
-  REPO_DIR,
-  SANDBOX_USER,
 } from './run-args.js';
 export { type RunHooks, type RunningContainer, runContainer, verifyContainer } from './run-container.js';
