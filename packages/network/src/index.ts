@@ -2,12 +2,17 @@ export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
 export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 export {
   cloneEgressRule,
-  INSTALL_ALLOW_ENV,
   INSTALL_REGISTRIES,
+  type InstallDestinations,
   installEgressRules,
-  MIRROR_ENV_NAMES,
 } from './egress-defaults.js';
-export { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
+export {
+  assertInternalNetwork,
+  createEgressNetworks,
+  egressNames,
+  type InternalNetworkInspect,
+  internalNetworkProblems,
+} from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
