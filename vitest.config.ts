@@ -24,6 +24,9 @@ export default defineConfig({
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**', '**/dist/**'],
+          // They run beside the integration project on two cores: a unit test that starts the bin
+          // or imports the lifecycle can take seconds of wall time when the engine is busy.
+          testTimeout: 30_000,
         },
       },
       {

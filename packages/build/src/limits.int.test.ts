@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { BUILD_LABEL_REPO, docker } from '@ca-sandbox/docker';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, removeImages } from '../test/fixture-volume.js';
 import { INSTALL_CODE_MARKER, installCodeRepo as postinstall } from '../test/install-code.js';
@@ -13,6 +13,7 @@ import {
   type PrepareImageOptions,
   prepareImage,
 } from './index.js';
+import { sanitiseRepoName } from './tag.js';
 
 const baseImages = { node: 'ca-sbx-base:node', plain: 'ca-sbx-base:debian' };
 const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
@@ -51,9 +52,15 @@ async function attempt(tree: Record<string, string>, options: Partial<PrepareIma
   }
 }
 
-/** The ids the legacy builder printed for its RUN containers (the fixture is ours: trusted here). */
-function buildContainers(lines: string[]): string[] {
-  return lines.flatMap((line) => /^ ---> Running in ([0-9a-f]{12})$/.exec(line)?.[1] ?? []);
+/**
+ * Build containers of this file's builds that still exist, running or not. Every step of our
+ * Dockerfile carries the build labels (its first instruction), so its RUN containers do too; the
+ * builder's own `Running in <id>` lines are no longer in the log (framing is dropped).
+ */
+async function buildContainersLeft(): Promise<string[]> {
+  const repo = sanitiseRepoName(`build-limits/${run}`);
+  const listed = await docker(['ps', '--all', '--quiet', '--filter', `label=${BUILD_LABEL_REPO}=${repo}`]);
+  return listed.stdout.split('\n').filter((line) => line.trim() !== '');
 }
 
 afterEach(async () => {
@@ -76,10 +83,7 @@ describe('prepareImage: build limits (real engine)', () => {
     // The repo's install code ran, and it is what the limit killed.
     expect(lines).toContain(INSTALL_CODE_MARKER);
     expect(lines.join('\n')).toMatch(/SIGKILL|137/);
-    for (const id of buildContainers(lines)) {
-      const left = await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`]);
-      expect(left.stdout.trim()).toBe('');
-    }
+    expect(await buildContainersLeft()).toEqual([]);
   });
 
   it('install code that never ends is stopped at buildTimeoutMs; no build container is left behind', async () => {
@@ -93,12 +97,7 @@ describe('prepareImage: build limits (real engine)', () => {
     expect(timeout).toMatchObject({ kind: 'failure', code: 'IMAGE_BUILD_TIMEOUT', timeoutMs: 90_000 });
     expect(timeout.message).toMatch(/ran past the time limit of 90 s/);
     expect(lines).toContain(INSTALL_CODE_MARKER);
-    const ids = buildContainers(lines);
-    expect(ids.length).toBeGreaterThan(0);
-    for (const id of ids) {
-      const left = await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`]);
-      expect(left.stdout.trim()).toBe('');
-    }
+    expect(await buildContainersLeft()).toEqual([]);
     // No image was tagged for the stopped build.
     expect((await docker(['image', 'ls', '--quiet', timeout.image])).stdout.trim()).toBe('');
   });
@@ -147,7 +146,7 @@ describe('prepareImage: build limits (real engine)', () => {
     // 16 MiB every 0.2 s up to 1 GiB: the host-side watch must stop it long before the end.
     const fill =
       'i=0; while [ $i -lt 64 ]; do head -c 16777216 /dev/zero > /deps/src/fill-$i; i=$((i+1)); sleep 0.2; done';
-    const { error, lines, ms } = await attempt(postinstall(fill), { maxDepsSize: 64 * 1024 ** 2 });
+    const { error, ms } = await attempt(postinstall(fill), { maxDepsSize: 64 * 1024 ** 2 });
     console.info(`fill under a 64 MiB cap: failed after ${ms} ms: ${(error as Error).message}`);
     expect(error).toBeInstanceOf(DepsImageTooLargeError);
     const failure = error as DepsImageTooLargeError;
@@ -165,9 +164,7 @@ describe('prepareImage: build limits (real engine)', () => {
       `label=ca.sandbox.build.dephash=${dephash}`,
     ]);
     expect(left.stdout.trim()).toBe('');
-    for (const id of buildContainers(lines)) {
-      expect((await docker(['ps', '--all', '--quiet', '--filter', `id=${id}`])).stdout.trim()).toBe('');
-    }
+    expect(await buildContainersLeft()).toEqual([]);
   });
 
   it('an install that writes past the cap at once is refused on the image, which is removed', async () => {

@@ -5,6 +5,7 @@ import {
   binPlaceholders,
   filterRcFile,
   filterYarnrcYml,
+  localDependencyDirs,
   nodeContextFiles,
   stripOwnScripts,
 } from './node-context.js';
@@ -70,6 +71,28 @@ describe('the repo own lifecycle scripts', () => {
     expect(notes.join()).toMatch(
       /own install scripts were skipped .*package\.json \(install\); packages\/a\/package\.json \(prepare\)/,
     );
+  });
+
+  it('a package the repo depends on by a file: path keeps its scripts (it installs as a dependency)', () => {
+    const root = JSON.stringify({
+      scripts: { postinstall: 'x' },
+      dependencies: { addon: 'file:./addon', tar: 'file:vendor/t.tgz', out: 'file:../elsewhere' },
+      devDependencies: { tool: 'file:tools/tool/' },
+    });
+    const input = [
+      f('package.json', root),
+      f('addon/package.json', '{"scripts":{"install":"node-gyp rebuild"}}'),
+      f('tools/tool/package.json', '{"scripts":{"postinstall":"echo tool"}}'),
+      f('packages/a/package.json', '{"scripts":{"prepare":"tsc"}}'),
+    ];
+    expect([...localDependencyDirs(input)].sort()).toEqual(['addon', 'tools/tool']);
+    const { files, notes } = nodeContextFiles(input);
+    const kept = (path: string) => files.find((file) => file.path === path)?.content.toString();
+    expect(kept('addon/package.json')).toBe('{"scripts":{"install":"node-gyp rebuild"}}');
+    expect(kept('tools/tool/package.json')).toBe('{"scripts":{"postinstall":"echo tool"}}');
+    expect(kept('package.json')).not.toContain('postinstall');
+    expect(kept('packages/a/package.json')).not.toContain('prepare');
+    expect(notes.join()).not.toMatch(/addon/);
   });
 });
 

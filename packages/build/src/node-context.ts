@@ -267,18 +267,54 @@ export function binPlaceholders(files: readonly ManifestFile[]): ManifestFile[] 
   return [...out.values()];
 }
 
+const DEPENDENCY_FIELDS = ['dependencies', 'devDependencies', 'optionalDependencies'] as const;
+
+/**
+ * Directories (relative to the repo, `.`-free) of the packages that some package.json of the repo
+ * depends on by a `file:` directory spec. Tarballs and paths out of the repo are not packages of the
+ * context, so they are not listed.
+ */
+export function localDependencyDirs(files: readonly ManifestFile[]): Set<string> {
+  const dirs = new Set<string>();
+  for (const file of files) {
+    if (posix.basename(file.path) !== 'package.json') continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(file.content.toString('utf8'));
+    } catch {
+      continue;
+    }
+    for (const field of DEPENDENCY_FIELDS) {
+      const table = (json as Record<string, unknown> | null)?.[field];
+      if (!table || typeof table !== 'object' || Array.isArray(table)) continue;
+      for (const spec of Object.values(table as Record<string, unknown>)) {
+        if (typeof spec !== 'string' || !spec.startsWith('file:')) continue;
+        const target = spec.slice('file:'.length);
+        if (/\.(tgz|tar\.gz|tar)$/i.test(target)) continue;
+        const dir = posix.normalize(posix.join(posix.dirname(file.path), target)).replace(/\/+$/, '');
+        if (dir === '.' || dir === '..' || dir.startsWith('../') || posix.isAbsolute(dir)) continue;
+        dirs.add(dir);
+      }
+    }
+  }
+  return dirs;
+}
+
 /**
  * The node part of the context: the repo's own lifecycle scripts out of every package.json,
  * rc files filtered. The dephash is computed over the repo's files as read, not over these.
  */
 export function nodeContextFiles(files: readonly ManifestFile[]): { files: ManifestFile[]; notes: string[] } {
   const paths = new Set(files.map((file) => file.path));
+  const dependencyDirs = localDependencyDirs(files);
   const stripped: string[] = [];
   const rcNotes: string[] = [];
   const out = files.map((file) => {
     const base = posix.basename(file.path);
     const dir = posix.dirname(file.path);
-    if (base === 'package.json') {
+    // A package the repo depends on by path (`file:./addon`) is installed as a dependency: its
+    // scripts run like any dependency's (a native addon builds); the repo's own packages' do not.
+    if (base === 'package.json' && !dependencyDirs.has(dir)) {
       const { content, removed } = stripOwnScripts(file.content);
       if (removed.length) stripped.push(`${file.path} (${removed.join(', ')})`);
       return { path: file.path, content };
