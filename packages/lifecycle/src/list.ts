@@ -242,7 +242,7 @@ async function gatewayCheck(id: string): Promise<IsolationCheck> {
     id: 'allowlist-gateway',
     cis: '-',
     title: 'the allowlist gateway runs and passes its own checks; the box network is internal',
-    expected: `${gateway} running, all checks pass; ${internal} internal, no host address`,
+    expected: `${gateway} running, all checks pass; ${internal} internal, no host address, no IPv6`,
     seen,
     pass: Boolean(report?.ok) && running && networkOk,
   };
