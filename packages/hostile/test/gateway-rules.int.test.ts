@@ -69,7 +69,7 @@ describe('the gateway of an allowlist box', () => {
       expect.objectContaining({ check: 'allowlist-gateway-rules', pass: true }),
     );
     await destroyBox(box.id);
-  });
+  }, 600_000);
 
   it('fails verify and the start gate when its configuration is not the box list', async () => {
     const box = await createBox(fixture, { network: 'allowlist', extra: ['--allow', allowed] });
@@ -107,5 +107,5 @@ describe('the gateway of an allowlist box', () => {
     const state = await docker(['inspect', '--format', '{{.State.Running}}', '--', box.container]);
     expect(state.stdout.trim()).toBe('false');
     await destroyBox(box.id);
-  });
+  }, 600_000);
 });
