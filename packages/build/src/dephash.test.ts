@@ -132,3 +132,14 @@ describe('computeDepHash', () => {
     expect(await hashOf(second)).toBe(await hashOf(first));
   });
 });
+
+describe('computeDepHash add-ons', () => {
+  it('an image with Claude Code is its own cache entry; without add-ons the hash is unchanged', () => {
+    const files = [file('package.json', '{}')];
+    const plain = computeDepHash(files, key);
+    expect(computeDepHash(files, { ...key, addOns: [] })).toBe(plain);
+    const claude = computeDepHash(files, { ...key, addOns: ['claude-code@2.1.332'] });
+    expect(claude).not.toBe(plain);
+    expect(computeDepHash(files, { ...key, addOns: ['claude-code@2.1.333'] })).not.toBe(claude);
+  });
+});

@@ -7,6 +7,8 @@ export interface DepHashKey {
   builderVersion: string;
   /** `docker image inspect` Id of the resolved base image. */
   baseImageId: string;
+  /** What the image gets besides the deps (`claude-code@<version>`): a distinct cache entry. */
+  addOns?: readonly string[];
 }
 
 /** Hex characters of the dephash: 96 bits, short enough for a readable tag. */
@@ -41,6 +43,11 @@ export function computeDepHash(files: readonly ManifestFile[], key: DepHashKey):
   for (const entry of entries) {
     field(hash, entry.path);
     field(hash, entry.digest);
+  }
+  // Only when there are add-ons: every existing key keeps its hash.
+  if (key.addOns?.length) {
+    field(hash, 'add-ons');
+    for (const addOn of [...key.addOns].sort()) field(hash, addOn);
   }
   return hash.digest('hex').slice(0, DEPHASH_LENGTH);
 }

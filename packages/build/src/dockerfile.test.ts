@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
+import { renderClaudeDockerfile } from './claude-code.js';
+import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
+import { claudeProbe, envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe, contextFiles } from './recipe.js';
+import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
 const render = (files: ManifestFile[], base = 'ca-sbx-base:debian') =>
@@ -211,5 +214,60 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('COPY --chown=1000:1000 extra-ca.pem /deps/.ca-sbx/extra-ca.pem');
     expect(text).toContain('export NODE_EXTRA_CA_CERTS=/deps/.ca-sbx/extra-ca.pem');
     expect(text).not.toMatch(/^ENV (NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)/m);
+  });
+
+  it('--with-claude: the binary is copied as root before the install, and the probe must run it', () => {
+    const files = [f('requirements.txt', 'six\n')];
+    const claudeImage = 'ca-sbx:_claude-code-2.1.332-0123456789ab';
+    const text = renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), {
+      claudeImage,
+    });
+    const lines = text.split('\n');
+    const copy = lines.findIndex((line) => line.startsWith(`COPY --from=${claudeImage} --chown=0:0 `));
+    expect(lines[copy]).toMatch(/ \/usr\/local\/bin\/claude$/);
+    // Before the switch to the install user: the repo's install runs after it, as 1000, and cannot replace it.
+    expect(copy).toBeLessThan(lines.indexOf('USER 1000:1000'));
+    expect(text).toContain('ENV DISABLE_AUTOUPDATER="1"');
+    const probe = JSON.parse(
+      lines
+        .filter((line) => line.startsWith('RUN '))
+        .at(-1)
+        ?.slice(4) ?? '[]',
+    ).at(-1);
+    expect(probe).toContain('/usr/local/bin/claude --version');
+    expect(probe).toContain('does not run on this base image');
+    expect(renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)))).not.toContain(
+      'claude',
+    );
+    expect(() =>
+      renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), {
+        claudeImage: 'x\nRUN evil',
+      }),
+    ).toThrow(/invalid Claude Code image/);
+  });
+
+  it('claudeProbe adds claude=<version> to the marked line, before its end', () => {
+    const probe = claudeProbe(TOOLCHAIN_PROBE).split('\n');
+    expect(probe.at(-1)).toBe('echo');
+    expect(probe.at(-2)).toBe('printf "%s=%s," claude "$v"');
+  });
+
+  it('the Claude Code image installs the pinned package as 1000 without new privileges and checks the binary', () => {
+    const text = renderClaudeDockerfile('ca-sbx-base:node', {
+      extraCa: true,
+      buildId: '0123456789abcdef',
+      registries: { npm: 'https://npm.corp.example/' },
+    });
+    const install = text
+      .split('\n')
+      .find((line) => line.startsWith('RUN ["/usr/bin/setpriv","--no-new-privs"'));
+    const script = JSON.parse(install?.slice(4) ?? '[]').at(-1) as string;
+    expect(script).toContain(`'@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}'`);
+    expect(script).toContain("export npm_config_registry='https://npm.corp.example/'");
+    expect(script).toContain('export NODE_EXTRA_CA_CERTS=');
+    expect(script).toMatch(/bin\/claude\.exe --version/);
+    expect(text.indexOf('USER 1000:1000')).toBeLessThan(text.indexOf(install ?? ''));
+    // No host value: no ARG, no credential variable.
+    expect(text).not.toMatch(/^ARG |ANTHROPIC|CLAUDE_CODE_OAUTH/m);
   });
 });

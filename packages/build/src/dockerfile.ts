@@ -1,5 +1,6 @@
 import { hasControlChar } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
+import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
 import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
 import { TOOLCHAIN_PROBE } from './toolchain.js';
 
@@ -30,7 +31,7 @@ export const EXTRA_CA_PATH = '/deps/.ca-sbx/extra-ca.pem';
 export const CONTEXT_EXTRA_CA = 'extra-ca.pem';
 
 // Only the install step trusts the extra CA; the image's own ENV stays as the builder made it.
-const EXTRA_CA_SETUP = [
+export const EXTRA_CA_SETUP = [
   `cat /etc/ssl/certs/ca-certificates.crt ${EXTRA_CA_PATH} > /tmp/ca-sbx-bundle.pem 2>/dev/null || cp ${EXTRA_CA_PATH} /tmp/ca-sbx-bundle.pem`,
   `export NODE_EXTRA_CA_CERTS=${EXTRA_CA_PATH}`,
   'export SSL_CERT_FILE=/tmp/ca-sbx-bundle.pem PIP_CERT=/tmp/ca-sbx-bundle.pem REQUESTS_CA_BUNDLE=/tmp/ca-sbx-bundle.pem',
@@ -61,6 +62,11 @@ export interface RenderOptions {
    * build's containers are found and removed) differs from other repos' concurrent builds.
    */
   image?: string;
+  /**
+   * The Claude Code image (`--with-claude`): its binary is copied to CLAUDE_CODE_BIN in a root step
+   * before the install (owned by root, not writable by the box user), and the probe must run it.
+   */
+  claudeImage?: string;
 }
 
 /** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
@@ -96,7 +102,7 @@ function labelLine(labels: Record<string, string>): string[] {
   return [`LABEL ${entries.map(([key, value]) => `${key}=${value}`).join(' ')}`];
 }
 
-function shellEnv(entries: readonly EnvEntry[]): string[] {
+export function shellEnv(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
     if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
     return `export ${entry.name}='${entry.value.replace(/'/g, `'\\''`)}'`;
@@ -145,6 +151,8 @@ export function renderDockerfile(
     throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
   if (options.buildId !== undefined && !/^[0-9a-f]{8,64}$/.test(options.buildId))
     throw new Error('invalid build id');
+  if (options.claudeImage !== undefined && !ImageRefSchema.safeParse(options.claudeImage).success)
+    throw new Error(`invalid Claude Code image ${JSON.stringify(options.claudeImage.slice(0, 100))}`);
   const lines = [
     `FROM ${baseImage}`,
     ...labelLine({
@@ -156,15 +164,36 @@ export function renderDockerfile(
       `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
     ),
     `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
+    // Root's, explicitly (COPY --from keeps the source's owner, 1000 there): the install step and
+    // the box run as 1000 and must not be able to replace the binary that will read the API key.
+    ...(options.claudeImage
+      ? [`COPY --from=${options.claudeImage} --chown=0:0 ${CLAUDE_CODE_STAGE_BINARY} ${CLAUDE_CODE_BIN}`]
+      : []),
     ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
     'USER 1000:1000',
     ...envLines(recipe.env),
+    // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
+    ...(options.claudeImage ? envLines(CLAUDE_CODE_ENV) : []),
     `WORKDIR ${DEPS_SRC}`,
   ];
   // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
   // on the image's PATH, /deps bins first) gains no privilege.
   if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
   // Its own step after the install: no install script's output can follow its line.
-  lines.push(runLine(`${TOOLCHAIN_PROBE}\n${CLEAN_TMP}`, NO_NEW_PRIVS), `WORKDIR ${REPO_DIR}`, '');
+  const probe = options.claudeImage ? claudeProbe(TOOLCHAIN_PROBE) : TOOLCHAIN_PROBE;
+  lines.push(runLine(`${probe}\n${CLEAN_TMP}`, NO_NEW_PRIVS), `WORKDIR ${REPO_DIR}`, '');
   return lines.join('\n');
+}
+
+/**
+ * The toolchain probe of an image with Claude Code: the binary (by absolute path: a `claude` of the
+ * repo's deps earlier on PATH is not it) must run on this base, and its version joins the label.
+ */
+export function claudeProbe(probe: string): string {
+  const version = `v=$(${CLAUDE_CODE_BIN} --version 2>/dev/null | head -n 1 | sed -e "s/^[^0-9]*//" -e "s/ .*//")`;
+  const check = `[ -n "$v" ] || { echo 'ca-sandbox: Claude Code (${CLAUDE_CODE_BIN}) does not run on this base image' >&2; exit 1; }`;
+  // The probe's last line ends its marked line: the claude entry goes just before it.
+  const lines = probe.split('\n');
+  const last = lines.pop();
+  return [...lines, version, check, 'printf "%s=%s," claude "$v"', last].join('\n');
 }

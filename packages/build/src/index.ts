@@ -26,8 +26,15 @@ export {
   builtinBuilder,
   selectBuilder,
 } from './builders.js';
+export { claudeImageTag, ensureClaudeImage, renderClaudeDockerfile } from './claude-code.js';
+export {
+  CLAUDE_CODE_BIN,
+  CLAUDE_CODE_PACKAGE,
+  CLAUDE_CODE_VERSION,
+  LABEL_CLAUDE_CODE,
+} from './claude-code-pin.js';
 export { computeDepHash, DEPHASH_LENGTH, type DepHashKey } from './dephash.js';
-export { LABEL_BUILD_ID, NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
+export { claudeProbe, LABEL_BUILD_ID, NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
 export {
   BaseImageMissingError,
   BuildConfigError,

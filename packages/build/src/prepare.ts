@@ -34,6 +34,8 @@ import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 import { buildDirPrefix } from './build-leftovers.js';
 import { isBuilderFraming } from './build-log.js';
 import { type Builder, type BuilderName, selectBuilder } from './builders.js';
+import { ensureClaudeImage } from './claude-code.js';
+import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { DEPS_SIZE_POLL_MS, depsImageBytes, largestBuildLayer } from './deps-size.js';
 import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS, LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
@@ -160,6 +162,14 @@ const PrepareOptionsSchema = z.strictObject({
    * install really runs. Without it the install uses Docker's default bridge (library callers).
    */
   egress: z.custom<(provider: Provider) => Promise<InstallEgress>>((v) => typeof v === 'function').optional(),
+  /**
+   * Claude Code in the image (`--with-claude`): its binary, from a Claude Code image built once per
+   * version through `claudeEgress` (the npm registry only), is copied to /usr/local/bin/claude,
+   * owned by root. A distinct cache entry (part of the dephash). Needs a policy that installs.
+   */
+  withClaude: z.boolean().default(false),
+  /** Opens the way out for the Claude Code image's build (the lifecycle: the npm registry only). */
+  claudeEgress: z.custom<() => Promise<InstallEgress>>((v) => typeof v === 'function').optional(),
   onLog: z.custom<(line: string) => void>((v) => typeof v === 'function').optional(),
   onEvent: z.custom<(event: PrepareEvent) => void>((v) => typeof v === 'function').optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
@@ -223,6 +233,10 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
       ? { ...fromSettings, ...input }
       : input;
   const opts = parseOptions(PrepareOptionsSchema, merged, 'prepareImage');
+  if (opts.withClaude && opts.policy === 'offline')
+    throw new InvalidBuildOptionsError(
+      'invalid prepareImage option withClaude: Claude Code is installed while the network is on, not under the offline policy',
+    );
   return {
     ...opts,
     buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS,
@@ -282,6 +296,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     builder: builder.name,
     builderVersion: builder.version,
     baseImageId,
+    ...(opts.withClaude ? { addOns: [CLAUDE_CODE_ADDON] } : {}),
   });
   const image = imageTag(opts.repoName, dephash, opts.source);
   emit({ type: 'dephash', dephash, image });
@@ -412,7 +427,9 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
       [BUILD_LABEL_REPO]: repoLabel,
       [BUILD_LABEL_DEPHASH]: input.dephash,
     };
+    const claudeImage = opts.withClaude ? await claudeImageFor(opts, log) : undefined;
     const dockerfile = renderDockerfile(input.baseImage, recipe, {
+      ...(claudeImage ? { claudeImage } : {}),
       extraCa: Boolean(caFile),
       buildId,
       sourceKey: sourceKey(opts.source),
@@ -483,6 +500,28 @@ async function buildImage(input: BuildInput): Promise<{ recipe: InstallRecipe; t
   } finally {
     await rm(context, { recursive: true, force: true });
   }
+}
+
+/** The Claude Code image (built now unless cached), from the node base image of the settings. */
+async function claudeImageFor(opts: ResolvedPrepareOptions, log: (line: string) => void): Promise<string> {
+  const nodeBase = resolveBaseImage('node', opts.baseImages ? { baseImages: opts.baseImages } : {}).image;
+  const nodeBaseId = await ensureBaseImage(nodeBase, 'node', opts.signal);
+  return ensureClaudeImage({
+    nodeBaseImage: nodeBase,
+    nodeBaseImageId: nodeBaseId,
+    registries: opts.registries,
+    ...(opts.caCertificates ? { caCertificates: opts.caCertificates } : {}),
+    limits: {
+      memory: opts.buildMemory,
+      cpus: opts.buildCpus,
+      processes: opts.buildProcesses,
+      fileSize: opts.buildFileSize,
+    },
+    timeoutMs: opts.buildTimeoutMs,
+    ...(opts.claudeEgress ? { egress: opts.claudeEgress } : {}),
+    log,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
 }
 
 /**

@@ -25,6 +25,8 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     status: 'running',
     createdAt: '2026-12-01T09:55:00Z',
     egress: [],
+    allow: [],
+    withClaude: false,
     ...over,
   };
 }

@@ -109,13 +109,19 @@ describe('usage errors', () => {
     expect((await run(['cp', 'demo:/work/repo', './x', '--git', 'all'])).code).toBe(2);
   });
 
-  it('explains --with-claude and exits 2', async () => {
+  it('--with-claude refuses another --network and any --allow, in one line (exit 2)', async () => {
     for (const command of ['create', 'run']) {
-      const result = await run([command, './repo', '--with-claude']);
-      expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/sandbox-claude-inside skill/);
+      const offline = await run([command, './repo', '--with-claude', '--network', 'offline']);
+      expect(offline.code).toBe(2);
+      expect(offline.stderr).toMatch(
+        /^error: --with-claude runs the box under the allowlist policy with api\.anthropic\.com:443 only: it cannot be combined with --network offline$/m,
+      );
+      const allow = await run([command, './repo', '--with-claude', '--allow', 'example.com']);
+      expect(allow.code).toBe(2);
+      expect(allow.stderr).toMatch(/^error: --with-claude allows api\.anthropic\.com:443 and nothing else/m);
     }
-  });
+    // Four commands that each load the lifecycle: slow on a busy machine.
+  }, 30_000);
 
   it('exec: tool errors exit 125 so they never look like the command`s own code', async () => {
     const bad = await run(['exec', 'demo', '-la']);

@@ -77,6 +77,24 @@ describe('resolveCreateOptions', () => {
     );
   });
 
+  it('--with-claude hands the lifecycle only what the user typed: it applies (and checks) the allowlist', () => {
+    expect(resolveCreateOptions('./r', { withClaude: true })).toEqual({ source: './r', withClaude: true });
+    expect(
+      resolveCreateOptions('./r', {
+        withClaude: true,
+        network: 'offline',
+        allow: ['example.com'],
+        runtime: 'runc',
+      }),
+    ).toEqual({
+      source: './r',
+      withClaude: true,
+      network: 'offline',
+      allow: ['example.com'],
+      runtime: 'runc',
+    });
+  });
+
   it('refuses an empty source', () => {
     expect(usageMessage(() => resolveCreateOptions('  ', {}))).toMatch(/repo-url-or-path/);
   });

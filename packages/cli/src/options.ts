@@ -47,6 +47,7 @@ const CreateFlagsSchema = z.object({
     .optional(),
   // Checked (with docker's size syntax and the 1m floor) by the lifecycle, like --memory.
   maxDepsSize: z.string().trim().min(1, 'expected a size such as 4g or 512m').optional(),
+  withClaude: z.boolean().optional(),
 });
 
 export type CreateFlags = z.input<typeof CreateFlagsSchema>;
@@ -55,7 +56,8 @@ export type CreateFlags = z.input<typeof CreateFlagsSchema>;
 export interface CreateRequest {
   source: string;
   name?: string;
-  network: (typeof NETWORK_POLICIES)[number];
+  /** Absent only with withClaude and no --network (the lifecycle then applies allowlist). */
+  network?: (typeof NETWORK_POLICIES)[number];
   allow?: string[];
   builder?: (typeof BUILDERS)[number];
   ref?: string;
@@ -67,6 +69,7 @@ export interface CreateRequest {
   maxSourceBytes?: string;
   maxSourceEntries?: number;
   maxDepsSize?: string;
+  withClaude?: boolean;
 }
 
 function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
@@ -82,6 +85,14 @@ function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<
 export function resolveCreateOptions(source: string, flags: CreateFlags): CreateRequest {
   if (!source.trim()) throw new UsageError('missing <repo-url-or-path>', 'INVALID_OPTIONS');
   const parsed = parseOrUsage(CreateFlagsSchema, flags);
+  if (parsed.withClaude) {
+    // The lifecycle applies --with-claude's network (and refuses what conflicts with it): only
+    // what the user typed goes along.
+    const request: CreateRequest = { source, withClaude: true };
+    if (flags.network !== undefined) request.network = parsed.network;
+    if (parsed.allow.length > 0) request.allow = parsed.allow;
+    return passFlags(request, parsed);
+  }
   if (parsed.allow.length > 0 && parsed.network !== 'allowlist') {
     throw new UsageError('--allow only applies to --network allowlist', 'INVALID_OPTIONS');
   }
@@ -92,6 +103,12 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
     );
   }
   const request: CreateRequest = { source, network: parsed.network };
+  if (parsed.allow.length > 0) request.allow = parsed.allow;
+  return passFlags(request, parsed);
+}
+
+/** The flags the lifecycle takes as they are, when the user gave them. */
+function passFlags(request: CreateRequest, parsed: z.output<typeof CreateFlagsSchema>): CreateRequest {
   const passed = [
     'name',
     'builder',
@@ -108,7 +125,6 @@ export function resolveCreateOptions(source: string, flags: CreateFlags): Create
   for (const key of passed) {
     if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });
   }
-  if (parsed.allow.length > 0) request.allow = parsed.allow;
   return request;
 }
 

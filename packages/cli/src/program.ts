@@ -61,9 +61,10 @@ function addCreateOptions(command: Command): Command {
   return command
     .option('--name <id>', 'sandbox id (default: derived from the repo name)')
     .addOption(
-      new Option('--network <policy>', 'network policy of the box')
-        .choices([...NETWORK_POLICIES])
-        .default('offline'),
+      // No commander default: --with-claude must tell a --network the user gave from none.
+      new Option('--network <policy>', 'network policy of the box (default: offline)').choices([
+        ...NETWORK_POLICIES,
+      ]),
     )
     .option(
       '--allow <dest>',
@@ -86,7 +87,10 @@ function addCreateOptions(command: Command): Command {
       '--max-deps-size <size>',
       'cap on what the dependency install adds to the image, e.g. 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g)',
     )
-    .option('--with-claude', 'not on the default path: see the sandbox-claude-inside skill');
+    .option(
+      '--with-claude',
+      'Claude Code in the box (offline-installed at build), egress to api.anthropic.com:443 only, gVisor where it can run that; no --network other than allowlist, no --allow; the key is typed into `ca-sandbox shell`',
+    );
 }
 
 /**

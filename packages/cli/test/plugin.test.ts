@@ -210,6 +210,19 @@ describe('plugin skills', () => {
     const { body } = parseMarkdown(join(PLUGIN, 'skills/sandbox-claude-inside/SKILL.md'));
     expect(body).toMatch(/credentials volume is never mounted into a box that runs untrusted code/);
   });
+
+  it('the claude-inside skill prescribes what the CLI does: --with-claude, no extra --allow, no forced runsc', () => {
+    const { body } = parseMarkdown(join(PLUGIN, 'skills/sandbox-claude-inside/SKILL.md'));
+    const creates = cliMentions(body).filter((mention) => ['create', 'run'].includes(mention.sub));
+    expect(creates.length).toBeGreaterThan(0);
+    for (const mention of creates) {
+      expect(mention.flags, mention.text).toContain('--with-claude');
+      // --with-claude refuses both (main.test): a skill line that adds them would fail for the user.
+      expect(mention.flags, mention.text).not.toContain('--allow');
+      expect(mention.text).not.toMatch(/--runtime runsc/);
+    }
+    expect(body).toMatch(/api\.anthropic\.com:443/);
+  });
 });
 
 describe('claude plugin validate', () => {

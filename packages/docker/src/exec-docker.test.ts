@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DockerResponseError } from './errors.js';
 import { dockerEnv, isDaemonUnreachable } from './exec-docker.js';
-import { parseDockerInfo } from './info.js';
+import { parseDockerInfo, runtimeIsNetworkless } from './info.js';
 import { parseContainerInspect } from './inspect.js';
 import { labelArgs, SANDBOX_FILTER, sandboxIdFilter, sandboxLabels } from './labels.js';
 
@@ -88,6 +88,22 @@ describe('parseDockerInfo', () => {
     );
     expect(info.securityOptions).toEqual(['name=apparmor', 'name=seccomp,profile=default']);
     expect(info.runtimes).toEqual(['runc', 'runsc']);
+  });
+
+  it('keeps the arguments each runtime is registered with: gVisor with --network=none is networkless', () => {
+    const info = parseDockerInfo(
+      JSON.stringify({
+        ServerVersion: '20.10.24',
+        Runtimes: {
+          runc: { path: 'runc' },
+          runsc: { path: '/usr/bin/runsc', runtimeArgs: ['--network=none'] },
+        },
+      }),
+    );
+    expect(info.runtimeArgs).toEqual({ runc: [], runsc: ['--network=none'] });
+    expect(runtimeIsNetworkless(info, 'runsc')).toBe(true);
+    expect(runtimeIsNetworkless(info, 'runc')).toBe(false);
+    expect(runtimeIsNetworkless({ runtimeArgs: { runsc: ['--platform=systrap'] } }, 'runsc')).toBe(false);
   });
 
   it('reads a missing or null SecurityOptions as none', () => {

@@ -7,7 +7,7 @@ export {
   listLabeled,
   resizeExec,
 } from './engine-api.js';
-export { type DockerInfo, dockerInfo, parseDockerInfo } from './info.js';
+export { type DockerInfo, dockerInfo, parseDockerInfo, runtimeIsNetworkless } from './info.js';
 export {
   type ContainerInspect,
   ContainerInspectSchema,

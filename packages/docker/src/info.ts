@@ -23,6 +23,8 @@ const InfoSchema = z.object({
 export interface DockerInfo {
   serverVersion: string;
   runtimes: string[];
+  /** The arguments each runtime is registered with (`runsc`: e.g. `['--network=none']`). */
+  runtimeArgs: Record<string, string[]>;
   defaultRuntime: string;
   operatingSystem: string;
   storageDriver: string;
@@ -73,6 +75,9 @@ export function parseDockerInfo(stdout: string): DockerInfo {
   return {
     serverVersion: info.ServerVersion,
     runtimes: Object.keys(info.Runtimes).sort(),
+    runtimeArgs: Object.fromEntries(
+      Object.entries(info.Runtimes).map(([name, value]) => [name, runtimeArgsOf(value)]),
+    ),
     defaultRuntime: info.DefaultRuntime,
     operatingSystem: info.OperatingSystem,
     storageDriver: info.Driver,
@@ -81,4 +86,17 @@ export function parseDockerInfo(stdout: string): DockerInfo {
     cpus: info.NCPU,
     memTotalBytes: info.MemTotal,
   };
+}
+
+function runtimeArgsOf(value: unknown): string[] {
+  const args = (value as { runtimeArgs?: unknown } | null)?.runtimeArgs;
+  return Array.isArray(args) ? args.filter((arg): arg is string => typeof arg === 'string') : [];
+}
+
+/**
+ * True when a runtime is registered without a network of its own (gVisor's `--network=none`): its
+ * containers have a loopback only, whatever docker network they are put on.
+ */
+export function runtimeIsNetworkless(info: Pick<DockerInfo, 'runtimeArgs'>, runtime: string): boolean {
+  return (info.runtimeArgs[runtime] ?? []).some((arg) => /^--?network=none$/.test(arg));
 }

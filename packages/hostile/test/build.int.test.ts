@@ -14,6 +14,7 @@ import {
   destroyLeftovers,
   execBox,
   FIXTURES,
+  labeledLeft,
   parseJson,
 } from './_harness.js';
 
@@ -151,6 +152,14 @@ describe('hostile dependency installs', () => {
       expect(Date.now() < deadline, 'the install step never started').toBe(true);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
+    // The install runs through the sandbox's egress gateway: its container and both networks exist.
+    expect(await labeledLeft(name)).toEqual(
+      expect.arrayContaining([
+        `container:ca-sbx.gw.${name}`,
+        `network:ca-sbx.egress.${name}`,
+        `network:ca-sbx.out.${name}`,
+      ]),
+    );
     process.kill(-pid, 'SIGKILL');
     await child;
     // The daemon cancels the orphaned build; what it leaves is what we look for.
@@ -178,7 +187,15 @@ describe('hostile dependency installs', () => {
     for (const image of mine.images) expect(listed).toContain(`image:${image}`);
     for (const container of mine.containers) expect(listed).toContain(`container:${container}`);
     expect(listed).toContain(`directory:${dirs[0]}`);
-    expect(listed).toContain(`container:ca-sbx-${name}-helper`);
+    expect(listed).toContain(`container:ca-sbx_helper-${name}`);
+    // The gateway outlives a killed create (stopped by its heartbeat within 90 s, removed only by
+    // prune or destroy): prune finds it and its networks.
+    for (const gateway of [
+      `container:ca-sbx.gw.${name}`,
+      `network:ca-sbx.egress.${name}`,
+      `network:ca-sbx.out.${name}`,
+    ])
+      expect(listed).toContain(gateway);
 
     // Removal scoped to what this test provably made: its repo's labels, its pid, its sandbox name.
     const removal = await removeBuildLeftovers({ ...mine, directories: dirs });
@@ -186,9 +203,10 @@ describe('hostile dependency installs', () => {
     expect((await cli(['destroy', name, '--json'])).exitCode).toBe(0);
     expect(await leftBy(repo)).toEqual([]);
     expect(await readdir(tmpdir())).not.toContain(dirs[0]?.split('/').at(-1));
-    expect(
-      await ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.id=${name}`]),
-    ).toEqual([]);
-    expect(await ids(['volume', 'ls', '--quiet', '--filter', `label=ca.sandbox.id=${name}`])).toEqual([]);
+    // Nothing of the sandbox or its gateway: no container, volume or network, and no host rule.
+    expect(await labeledLeft(name)).toEqual([]);
+    expect((await execa('iptables', ['-w', '10', '-S'], { reject: false })).stdout).not.toContain(
+      `ca-sandbox:${name}`,
+    );
   });
 });

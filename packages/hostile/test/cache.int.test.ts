@@ -6,17 +6,21 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createBox, destroyBox, destroyLeftovers, execBox } from './_harness.js';
 
 // Cache poisoning: deps images are a cache keyed by the manifests. A source that shares a victim's
-// directory name and manifests must not hand the victim its install: the postinstall below writes
+// directory name and manifests must not hand the victim its install: the install code below writes
 // a value of its own into /deps, which stands for whatever a hostile install plants there.
 
+// The repo's own lifecycle scripts are skipped at install; its .pnpmfile.cjs is code pnpm runs.
 const PACKAGE_JSON = JSON.stringify({
   name: 'proj',
   version: '1.0.0',
   private: true,
-  scripts: {
-    postinstall: "node -e \"require('fs').writeFileSync('/deps/marker', require('crypto').randomUUID())\"",
-  },
+  packageManager: 'pnpm@9.15.9',
 });
+const PNPMFILE = [
+  "require('node:fs').writeFileSync('/deps/marker', require('node:crypto').randomUUID());",
+  'module.exports = {};',
+  '',
+].join('\n');
 
 const dirs: string[] = [];
 const images = new Set<string>();
@@ -34,6 +38,7 @@ async function project(side: string): Promise<string> {
   const dir = join(root, 'proj');
   await mkdir(dir);
   await writeFile(join(dir, 'package.json'), PACKAGE_JSON);
+  await writeFile(join(dir, '.pnpmfile.cjs'), PNPMFILE);
   return dir;
 }
 

@@ -1,22 +1,37 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker, LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker';
+import { execa } from 'execa';
 import { GenericContainer, type StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, escapes, execBox, parseJson } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  escapes,
+  execBox,
+  hostAddress,
+  labeledLeft,
+  parseJson,
+} from './_harness.js';
 
 /**
- * The dependency install runs the repo's scripts with the network on: through the egress gateway
- * it may reach its registries and nothing else. The probe is inline node (only manifests reach the
- * build), run by the root package's postinstall and by a workspace package's.
+ * The dependency install runs code of the repo's choosing with the network on: through the egress
+ * gateway it may reach its registries and nothing else. The repo's own lifecycle scripts (root and
+ * workspace packages, `file:` folders: every package.json of the context) are skipped by design,
+ * so the probe runs where an install really runs such code: a `.pnpmfile.cjs`, which pnpm loads in
+ * its own process, and a dependency's postinstall (the package comes from a registry of the test's
+ * own, configured as the npm mirror). The probe is inline node (only manifests reach the build).
  */
 const PROBE = `
 const net = require('net'), dns = require('dns'), fs = require('fs');
-// node -e CODE WHO [TARGETS] (install scripts) or node probe.js WHO TARGETS (the box)
+// node -e CODE WHO TARGETS [OUT] or node probe.js WHO TARGETS [OUT]; no OUT: stdout
 const args = process.argv.slice(/.js$/.test(process.argv[1] || '') ? 2 : 1);
-const targets = JSON.parse(process.env.npm_package_config_targets || args[1] || '[]');
+const targets = JSON.parse(args[1] || '[]');
 const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy || 'http://0.0.0.0:1');
 const out = [];
 const tcp = (host, port) => new Promise((done) => {
@@ -45,26 +60,86 @@ const connect = (target) => new Promise((done) => {
   out.push((/^[0-9.:a-f]+$/.test(name) ? 'RESOLVED dns ' : 'BLOCKED dns ') + name);
   out.push('off-list ' + (await connect('example.com:443')));
   out.push('registry ' + (await connect('registry.npmjs.org:443')));
-  if (process.env.npm_lifecycle_event) fs.writeFileSync('/deps/egress-' + args[0] + '.txt', out.join('\\n') + '\\n');
+  out.push('proxy ' + proxy.host);
+  if (args[2]) fs.writeFileSync(args[2], out.join('\\n') + '\\n');
   else process.stdout.write(out.join('\\n') + '\\n');
 })();
 `;
 
-const script = (who: string) => `node -e "$npm_package_config_probe" ${who}`;
+/** Where a probe run by the install leaves its report (in the image, read back from the box). */
+const report = (who: string) => `/deps/egress-${who}.txt`;
 
 let listener: Server;
 let hits = 0;
 let port = 0;
 let peer: StartedTestContainer;
-let fixture: string;
+let registry: StartedTestContainer;
+let work: string;
+let pnpmfileRepo: string;
+let dependencyRepo: string;
+let boxRepo: string;
+const images = new Set<string>();
+let registryUrl: string;
 let targets: string[];
 
-/** The host's own addresses: every non-loopback IPv4 (its LAN address, docker's bridge gateways). */
-function hostAddresses(): string[] {
-  return Object.values(networkInterfaces())
-    .flatMap((list) => list ?? [])
-    .filter((info) => info.family === 'IPv4' && !info.internal)
-    .map((info) => info.address);
+/**
+ * The host's own addresses: docker's default bridge gateway and the host's address on its own
+ * network (no other interface: the bridges of other people's sandboxes come and go).
+ */
+async function hostAddresses(): Promise<string[]> {
+  const docker0 = networkInterfaces().docker0?.find((info) => info.family === 'IPv4')?.address;
+  return [...new Set([await hostAddress(), ...(docker0 ? [docker0] : [])])];
+}
+
+/** The package a registry of our own serves: its postinstall is the probe. */
+const PROBE_PACKAGE = 'ca-sbx-egress-probe';
+
+/**
+ * An npm registry of the test's own (python's http.server in a container, published on this
+ * host's address, where the gateway reaches it as a configured mirror): one package, one version.
+ */
+async function startRegistry(): Promise<{ container: StartedTestContainer; url: string }> {
+  const container = await new GenericContainer('ca-sbx-base:python')
+    .withCommand(['python3', '-m', 'http.server', '--directory', '/srv', '8000'])
+    .withExposedPorts(8000)
+    .start();
+  const url = `http://${await hostAddress()}:${container.getMappedPort(8000)}`;
+  const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-egress-pkg-'));
+  try {
+    const scripts = {
+      postinstall: `node probe.js dependency '${JSON.stringify(targets)}' ${report('dependency')}`,
+    };
+    const manifest = { name: PROBE_PACKAGE, version: '1.0.0', scripts };
+    await mkdir(join(dir, 'package'));
+    await writeFile(join(dir, 'package', 'package.json'), JSON.stringify(manifest));
+    await writeFile(join(dir, 'package', 'probe.js'), PROBE);
+    await execa('tar', ['-czf', 'pkg.tgz', '--owner=0', '--group=0', 'package'], { cwd: dir });
+    const tarball = await readFile(join(dir, 'pkg.tgz'));
+    const tarballPath = `${PROBE_PACKAGE}/-/${PROBE_PACKAGE}-1.0.0.tgz`;
+    const packument = {
+      name: PROBE_PACKAGE,
+      'dist-tags': { latest: '1.0.0' },
+      versions: {
+        '1.0.0': {
+          ...manifest,
+          hasInstallScript: true,
+          dist: {
+            tarball: `${url}/${tarballPath}`,
+            shasum: createHash('sha1').update(tarball).digest('hex'),
+            integrity: `sha512-${createHash('sha512').update(tarball).digest('base64')}`,
+          },
+        },
+      },
+    };
+    // http.server answers /<name> with a redirect to /<name>/ and serves its index.html there.
+    await container.copyContentToContainer([
+      { content: JSON.stringify(packument), target: `/srv/${PROBE_PACKAGE}/index.html` },
+      { content: tarball, target: `/srv/${tarballPath}` },
+    ]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return { container, url };
 }
 
 beforeAll(async () => {
@@ -79,85 +154,167 @@ beforeAll(async () => {
     .withExposedPorts(8080)
     .start();
   targets = [
-    ...hostAddresses().map((address) => `${address}:${port}`),
+    ...(await hostAddresses()).map((address) => `${address}:${port}`),
     `${peer.getIpAddress('bridge')}:8080`,
   ];
-  fixture = await mkdtemp(join(tmpdir(), 'ca-hostile-egress-'));
-  const config = { probe: PROBE, targets: JSON.stringify(targets) };
+  const served = await startRegistry();
+  registry = served.container;
+  registryUrl = served.url;
+  work = await mkdtemp(join(tmpdir(), 'ca-hostile-egress-'));
+  // A box's own probe, run with exec (a node repo without dependencies: the box has node).
+  boxRepo = join(work, 'box');
+  await mkdir(boxRepo);
+  await writeFile(join(boxRepo, 'package.json'), JSON.stringify({ name: 'egress-box', private: true }));
+  await writeFile(join(boxRepo, 'probe.js'), PROBE);
+  // The repo's own code in pnpm's process: the probe runs while pnpm loads its hooks.
+  pnpmfileRepo = join(work, 'pnpmfile');
+  await mkdir(pnpmfileRepo);
   await writeFile(
-    join(fixture, 'package.json'),
+    join(pnpmfileRepo, 'package.json'),
     JSON.stringify({
-      name: 'egress-install',
+      name: 'egress-pnpmfile',
+      version: '1.0.0',
+      private: true,
+      packageManager: 'pnpm@9.15.9',
+    }),
+  );
+  await writeFile(
+    join(pnpmfileRepo, '.pnpmfile.cjs'),
+    [
+      `const probe = ${JSON.stringify(PROBE)};`,
+      `require('node:child_process').execFileSync(process.execPath, ['-e', probe, 'pnpmfile', ${JSON.stringify(JSON.stringify(targets))}, ${JSON.stringify(report('pnpmfile'))}], { stdio: 'inherit' });`,
+      'module.exports = {};',
+      '',
+    ].join('\n'),
+  );
+  // Dependencies' postinstall (npm runs them): one from the registry, one the repo holds itself
+  // (`file:./local-dep`, installed as a dependency, its scripts kept; only its manifest reaches the
+  // build, so the probe is a field of it). The root's and a workspace package's own postinstall
+  // would run the probe too if the install ran them (it does not: checked below).
+  dependencyRepo = join(work, 'dependency');
+  const own = (who: string) => ({
+    postinstall: `node -e "require('fs').writeFileSync('${report(who)}', 'ran')"`,
+  });
+  await mkdir(join(dependencyRepo, 'packages', 'ws-a'), { recursive: true });
+  await writeFile(
+    join(dependencyRepo, 'package.json'),
+    JSON.stringify({
+      name: 'egress-dependency',
       version: '1.0.0',
       private: true,
       workspaces: ['packages/*'],
-      config,
-      scripts: { postinstall: script('root') },
+      dependencies: { [PROBE_PACKAGE]: '1.0.0', 'local-dep': 'file:./local-dep' },
+      scripts: own('root'),
     }),
   );
-  await writeFile(join(fixture, 'probe.js'), PROBE);
-  await mkdir(join(fixture, 'packages', 'ws-a'), { recursive: true });
+  await mkdir(join(dependencyRepo, 'local-dep'));
   await writeFile(
-    join(fixture, 'packages', 'ws-a', 'package.json'),
+    join(dependencyRepo, 'local-dep', 'package.json'),
     JSON.stringify({
-      name: 'ws-a',
+      name: 'local-dep',
       version: '1.0.0',
-      config,
-      scripts: { postinstall: script('workspace') },
+      probe: PROBE,
+      scripts: {
+        postinstall: `node -e "eval(require('./package.json').probe)" file-dependency '${JSON.stringify(targets)}' ${report('file-dependency')}`,
+      },
     }),
+  );
+  await writeFile(
+    join(dependencyRepo, 'packages', 'ws-a', 'package.json'),
+    JSON.stringify({ name: 'ws-a', version: '1.0.0', scripts: own('workspace') }),
   );
 });
 
 afterAll(async () => {
   await destroyLeftovers();
   await peer?.stop();
+  await registry?.stop();
   await new Promise((resolve) => listener?.close(resolve));
-  if (fixture) await rm(fixture, { recursive: true, force: true });
+  if (work) await rm(work, { recursive: true, force: true });
+  if (images.size) await docker(['image', 'rm', '--force', ...images], { allowFailure: true });
 });
 
-describe('install scripts behind the egress gateway', () => {
-  it('reach neither the host, the LAN, another container nor an off-list domain, and resolve no name', async () => {
-    const box = await createBox(fixture, { network: 'clone-then-cut' });
-    for (const who of ['root', 'workspace']) {
-      const report = await execBox(box.id, ['cat', `/deps/egress-${who}.txt`]);
-      expect(report.exitCode, `${who}: ${report.stderr}`).toBe(0);
-      expect(escapes(report.stdout), `${who}:\n${report.stdout}`).toEqual([]);
-      for (const target of targets) {
-        expect(report.stdout).toContain(`BLOCKED direct ${target}`);
-        expect(report.stdout).toMatch(new RegExp(`BLOCKED proxy ${target.replace(/\./g, '\\.')} 403`));
-      }
-      expect(report.stdout).toContain('BLOCKED dns');
-      expect(report.stdout).toContain('off-list 403');
-      // The control: the registry is on the list and its tunnel opens.
-      expect(report.stdout).toContain('registry 200');
-    }
+/** The probe's report, read from the box: nothing reached, the registry (the control) reached. */
+async function expectContained(id: string, who: string): Promise<void> {
+  const read = await execBox(id, ['cat', report(who)]);
+  expect(read.exitCode, `${who}: ${read.stderr}`).toBe(0);
+  const seen = read.stdout;
+  console.info(`egress probe (${who}):\n${seen}`);
+  expect(escapes(seen), `${who}:\n${seen}`).toEqual([]);
+  // The probe went through the gateway the install was given, not some other proxy.
+  expect(seen).toMatch(/^proxy \d+\.\d+\.\d+\.\d+:3128$/m);
+  for (const target of targets) {
+    expect(seen).toContain(`BLOCKED direct ${target}`);
+    expect(seen).toMatch(new RegExp(`BLOCKED proxy ${target.replace(/\./g, '\\.')} 403`));
+  }
+  expect(seen).toContain('BLOCKED dns');
+  expect(seen).toContain('off-list 403');
+  // The control: the registry is on the list and its tunnel opens.
+  expect(seen).toContain('registry 200');
+}
+
+/** What the install tried to reach is on the record, refusals included. */
+async function expectRecorded(id: string): Promise<void> {
+  const record = await cli(['egress', id, '--json']);
+  expect(record.exitCode, record.stderr).toBe(0);
+  const decisions = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(record);
+  expect(decisions).toContainEqual(
+    expect.objectContaining({ phase: 'install', destination: 'example.com:443', allowed: false }),
+  );
+  expect(decisions).toContainEqual(
+    expect.objectContaining({ phase: 'install', destination: 'registry.npmjs.org:443', allowed: true }),
+  );
+  for (const target of targets)
+    expect(decisions).toContainEqual(
+      expect.objectContaining({ phase: 'install', destination: target, allowed: false }),
+    );
+}
+
+/** Destroys the box; nothing of the sandbox or its gateway (containers, volume, networks) is left. */
+async function expectGone(id: string): Promise<void> {
+  await destroyBox(id);
+  expect(await labeledLeft(id)).toEqual([]);
+}
+
+describe('install code behind the egress gateway', () => {
+  it(".pnpmfile.cjs (the repo's code in pnpm's process) reaches neither the host, another container nor an off-list domain, and resolves no name", async () => {
+    const box = await createBox(pnpmfileRepo, { network: 'clone-then-cut' });
+    images.add(box.image);
+    await expectContained(box.id, 'pnpmfile');
     expect(hits).toBe(0);
-    // What the install tried to reach is on the record, refusals included.
-    const record = await cli(['egress', box.id, '--json']);
-    expect(record.exitCode, record.stderr).toBe(0);
-    const decisions = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(record);
-    expect(decisions).toContainEqual(
-      expect.objectContaining({ phase: 'install', destination: 'example.com:443', allowed: false }),
+    await expectRecorded(box.id);
+    await expectGone(box.id);
+  });
+
+  it("dependencies' postinstall (from a configured mirror, and a file: package of the repo) are held the same way; the repo's own root and workspace scripts do not run", async () => {
+    const box = await createBox(dependencyRepo, {
+      network: 'clone-then-cut',
+      env: { CA_SANDBOX_NPM_REGISTRY: registryUrl },
+    });
+    images.add(box.image);
+    await expectContained(box.id, 'dependency');
+    await expectContained(box.id, 'file-dependency');
+    expect(hits).toBe(0);
+    // Skipped by design (the install sees only manifests), so not a way out to test here.
+    for (const who of ['root', 'workspace'])
+      expect((await execBox(box.id, ['test', '-e', report(who)])).exitCode, who).toBe(1);
+    await expectRecorded(box.id);
+    // The mirror is the user's own: allowed, wherever it resolves (this host's address included).
+    const record = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(
+      await cli(['egress', box.id, '--json']),
     );
-    expect(decisions).toContainEqual(
-      expect.objectContaining({ phase: 'install', destination: 'registry.npmjs.org:443', allowed: true }),
+    expect(record).toContainEqual(
+      expect.objectContaining({
+        phase: 'install',
+        destination: expect.stringContaining(new URL(registryUrl).host),
+        allowed: true,
+      }),
     );
-    await destroyBox(box.id);
-    // Nothing of the gateway (container, networks) outlives the sandbox.
-    const left = await docker([
-      'network',
-      'ls',
-      '-q',
-      '--filter',
-      SANDBOX_FILTER,
-      '--filter',
-      `label=${LABEL_ID}=${box.id}`,
-    ]);
-    expect(left.stdout.trim()).toBe('');
+    await expectGone(box.id);
   });
 
   it('the listener really answers an ordinary container (the probe is not vacuous)', async () => {
-    const address = hostAddresses()[0];
+    const address = targets[0]?.split(':')[0];
     const probe = await docker(
       [
         'run',
@@ -175,8 +332,8 @@ describe('install scripts behind the egress gateway', () => {
 
 describe('an allowlist box behind the egress gateway', () => {
   it('reaches the allowed name and the allowed address, and nothing else', async () => {
-    const allowed = `${hostAddresses()[0]}:${port}`;
-    const box = await createBox(fixture, {
+    const allowed = targets[0] as string;
+    const box = await createBox(boxRepo, {
       network: 'allowlist',
       extra: ['--allow', 'registry.npmjs.org', '--allow', allowed],
     });
@@ -209,15 +366,9 @@ describe('an allowlist box behind the egress gateway', () => {
     expect(record).toContainEqual(
       expect.objectContaining({ phase: 'box', destination: 'example.com:443', allowed: false }),
     );
-    await destroyBox(box.id);
-    const left = await docker([
-      'ps',
-      '-aq',
-      '--filter',
-      SANDBOX_FILTER,
-      '--filter',
-      `label=${LABEL_ID}=${box.id}`,
-    ]);
-    expect(left.stdout.trim()).toBe('');
+    await expectGone(box.id);
+    // A gateway allowlist sets no host firewall rule; none of this id's is left either way.
+    const rules = await execa('iptables', ['-w', '10', '-S'], { reject: false });
+    expect(rules.stdout).not.toContain(`ca-sandbox:${box.id}`);
   });
 });

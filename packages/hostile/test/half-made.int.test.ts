@@ -95,8 +95,8 @@ describe('a create killed with SIGKILL in the middle of its clone', () => {
     killed.add(id);
     const driver = [
       `import { createSandbox } from ${JSON.stringify(LIFECYCLE_ENTRY)};`,
-      `await createSandbox({ source: ${JSON.stringify(url)}, name: ${JSON.stringify(id)}, cloneNetwork: 'bridge',`,
-      "  onPhase: (event) => process.stderr.write(event.phase + ': ' + event.status + '\\n') });",
+      `await createSandbox({ source: ${JSON.stringify(url)}, name: ${JSON.stringify(id)}, cloneNetwork: 'bridge' },`,
+      "  { onPhase: (event) => process.stderr.write(event.phase + ': ' + event.status + '\\n') });",
     ].join('\n');
     const child = execa(process.execPath, ['--input-type=module', '-e', driver], {
       reject: false,
@@ -107,7 +107,7 @@ describe('a create killed with SIGKILL in the middle of its clone', () => {
     child.stderr?.on('data', (chunk: Buffer) => {
       progress += chunk.toString('utf8');
     });
-    await waitFor(async () => progress.includes('clone: started'), 'the clone to start', 120_000);
+    await waitFor(async () => progress.includes('clone: start'), 'the clone to start', 120_000);
     await waitFor(
       async () => (await labeledLeft(id)).some((name) => name.startsWith('container:')),
       'the helper',

@@ -1,18 +1,25 @@
-// The cost of the egress gateway on a cold install: prepareImage of a one-dependency npm repo whose
-// install goes through a fresh gateway (started, used, removed: what create does) against the same
-// install straight on Docker's default bridge (no gateway: what create did before it), A B A B ...
-// Every round changes the manifest, so both are cache misses. Goal: ≤ 1.1x. Run after `pnpm build`:
-//   node packages/lifecycle/bench/egress.bench.mjs [rounds]
+// The cost of the egress gateway on a cold install: the helper with a one-dependency npm repo, then
+// prepareImage, its install
+//   serial:  through a fresh gateway started when the install asks for it and removed after it
+//            (the whole cost of a gateway on the path),
+//   overlap: through a gateway started while the repo is copied into the helper and pointed at the
+//            registries when the install asks (what create does for a local source; create removes
+//            it while the box starts, so its removal is not timed here),
+//   direct:  straight on Docker's default bridge (no gateway: what create did before it),
+// in rotating order. Every round changes the manifest, so all are cache misses. Goal: <= 1.1x.
+// Run after `pnpm build`:  node packages/lifecycle/bench/egress.bench.mjs [rounds]
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { prepareImage, removeImage } from '@ca-sandbox/build';
 import { docker, sandboxLabels } from '@ca-sandbox/docker';
 import { installEgressRules } from '@ca-sandbox/network';
-import { startGateway, stopGateway } from '@ca-sandbox/run';
+import { reconfigureGateway, startGateway, stopGateway } from '@ca-sandbox/run';
 import { pack } from 'tar-stream';
 import { median } from './_shared.mjs';
 
 const rounds = Number(process.argv[2] ?? 5);
+// A TLS-intercepting upstream (as the test runs have): the install trusts the host's bundle.
+const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
 const labels = (id) => Object.entries(sandboxLabels(id)).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
 const created = [];
 const images = [];
@@ -60,51 +67,64 @@ async function helper(id) {
   });
 }
 
-async function install(id, throughGateway) {
+async function install(id, mode) {
   const start = performance.now();
+  // create's prestart: the gateway comes up, allowing nothing, while the repo is copied.
+  const prestarted = mode === 'overlap' ? startGateway({ sandboxId: id, rules: [] }) : undefined;
+  prestarted?.catch(() => undefined);
   try {
+    await helper(id);
     const prepared = await prepareImage({
       containerId: `ca-sbx-${id}-helper`,
       repoName: 'bench-egress',
+      source: `/bench/egress/${id}`,
       policy: 'clone-then-cut',
       builder: 'builtin',
       baseImages: { node: process.env.CA_SANDBOX_BASE_IMAGE_NODE ?? 'ca-sbx-base:node' },
-      ...(process.env.CA_SANDBOX_CA_CERTS ? { caCertificates: process.env.CA_SANDBOX_CA_CERTS } : {}),
-      ...(throughGateway
-        ? {
+      ...(caCertificates ? { caCertificates } : {}),
+      ...(mode === 'direct'
+        ? {}
+        : {
             egress: async (provider) => {
-              const gateway = await startGateway({ sandboxId: id, rules: installEgressRules(provider) });
+              const rules = installEgressRules(provider);
+              let gateway;
+              if (prestarted) {
+                gateway = await prestarted;
+                await reconfigureGateway(gateway, rules);
+              } else gateway = await startGateway({ sandboxId: id, rules });
               return { network: gateway.network, proxyUrl: gateway.proxyUrl };
             },
-          }
-        : {}),
+          }),
     });
     images.push(prepared.image);
     if (prepared.cacheHit) throw new Error('expected a cache miss');
+    if (mode === 'serial') await stopGateway(id);
+    return performance.now() - start;
   } finally {
-    if (throughGateway) await stopGateway(id);
+    if (mode !== 'direct') await stopGateway(id);
   }
-  return performance.now() - start;
 }
 
+const MODES = ['serial', 'overlap', 'direct'];
+
 try {
-  const viaGateway = [];
-  const direct = [];
+  const times = { serial: [], overlap: [], direct: [] };
   for (let i = 0; i < rounds; i++) {
-    for (const throughGateway of i % 2 === 0 ? [true, false] : [false, true]) {
+    for (let k = 0; k < MODES.length; k++) {
+      const mode = MODES[(i + k) % MODES.length];
       const id = `sbx-${randomUUID().slice(0, 8)}`;
-      await helper(id);
-      (throughGateway ? viaGateway : direct).push(await install(id, throughGateway));
+      times[mode].push(await install(id, mode));
     }
   }
-  const g = median(viaGateway);
-  const d = median(direct);
+  const [serial, overlap, direct] = MODES.map((mode) => median(times[mode]));
+  const ratio = (x) => `${(x / direct).toFixed(2)}x ${x / direct <= 1.1 ? 'ok' : 'OVER'}`;
   console.log(
     `cold install through the egress gateway vs straight on the bridge (${rounds} rounds, medians):`,
   );
-  console.log(`  through the gateway (start, install, remove): ${g.toFixed(0)} ms`);
-  console.log(`  straight on the default bridge:               ${d.toFixed(0)} ms`);
-  console.log(`  ratio ${(g / d).toFixed(2)}x (goal <= 1.10x) ${g / d <= 1.1 ? 'ok' : 'OVER'}`);
+  console.log(`  gateway started, used, removed on the path: ${serial.toFixed(0)} ms  ${ratio(serial)}`);
+  console.log(`  gateway overlapped as create does:          ${overlap.toFixed(0)} ms  ${ratio(overlap)}`);
+  console.log(`  straight on the default bridge:             ${direct.toFixed(0)} ms`);
+  console.log('  (goal <= 1.10x)');
 } finally {
   for (const id of created) {
     await docker(['rm', '-f', `ca-sbx-${id}-helper`], { allowFailure: true });

@@ -22,7 +22,9 @@ import { buildVolumeCreateArgs } from '@ca-sandbox/mounts';
 import {
   applyAllowlist,
   assertFirewallUsable,
+  claudeInstallEgressRules,
   createSandboxNetwork,
+  describeEgressRule,
   installEgressRules,
   removeFirewallRules,
 } from '@ca-sandbox/network';
@@ -68,12 +70,15 @@ import { scanDirectory } from './pack-local.js';
 import {
   LABEL_ALLOW,
   LABEL_BLOCKED,
+  LABEL_EGRESS_ALLOW,
   LABEL_INSTANCE,
   LABEL_SOURCE,
+  LABEL_WITH_CLAUDE,
   recordFromInspect,
   type SandboxRecord,
   sandboxRecordLabels,
 } from './record.js';
+import { chooseRuntime } from './runtime-choice.js';
 import { type ParsedSource, parseSource, redactUserinfo } from './source.js';
 
 export type CreatePhase = 'preflight' | 'clone' | 'dephash' | 'build' | 'run' | 'verify';
@@ -88,6 +93,8 @@ export interface PhaseEvent {
 export interface CreateHooks {
   onPhase?(event: PhaseEvent): void;
   onLog?(line: string): void;
+  /** A line the user must see whatever the verbosity (why the box does not get gVisor, say). */
+  onNotice?(line: string): void;
   /** Abort (SIGINT/SIGTERM in the CLI): what was created so far is removed, then CreateAbortedError. */
   signal?: AbortSignal;
 }
@@ -174,6 +181,8 @@ class CreateRun {
   readonly egress: CreateEgress;
   /** The box's memory/cpus/pids, fitted to the engine in preflight. */
   private limits: BoxLimits;
+  /** The box's runtime, chosen in preflight (chooseRuntime). */
+  private runtime: 'runc' | 'runsc';
 
   constructor(
     private readonly id: string,
@@ -183,6 +192,7 @@ class CreateRun {
   ) {
     this.names = sandboxNames(id);
     this.limits = { memory: options.memory, cpus: options.cpus, pids: options.pids };
+    this.runtime = options.runtime;
     this.labels = sandboxLabels(id, {
       [LABEL_REPO]: source.repoName,
       [LABEL_POLICY]: options.policy,
@@ -218,6 +228,9 @@ class CreateRun {
     if (this.options.runtime !== 'runc' && !info.runtimes.includes(this.options.runtime)) {
       throw new RuntimeUnavailableError(this.options.runtime, info.runtimes);
     }
+    const choice = chooseRuntime(this.options, info);
+    this.runtime = choice.runtime;
+    if (choice.notice) this.notice(choice.notice);
     if (!(await imageExists(this.options.helperImage)))
       throw new HelperImageMissingError(this.options.helperImage);
     if (this.needsGateway() && !(await imageExists(gatewayImage())))
@@ -348,6 +361,19 @@ class CreateRun {
       builder: this.options.builder,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
       ...(this.options.maxDepsSize ? { maxDepsSize: this.options.maxDepsSize } : {}),
+      ...(this.options.withClaude
+        ? {
+            withClaude: true,
+            // Claude Code's own image: the npm registry (or its mirror) and nothing else.
+            claudeEgress: async () => {
+              const gateway = await this.egress.open(
+                'claude-code',
+                claudeInstallEgressRules(this.options.installDestinations),
+              );
+              return { network: gateway.network, proxyUrl: gateway.proxyUrl };
+            },
+          }
+        : {}),
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
       // The install reaches its provider's registries (and configured mirrors) through the gateway.
       egress: async (provider) => {
@@ -451,7 +477,7 @@ class CreateRun {
         // On its user-defined network Docker's resolver would forward to the host's DNS servers:
         // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
         ...(this.options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
-        runtime: this.options.runtime,
+        runtime: this.runtime,
         memory: this.limits.memory,
         cpus: this.limits.cpus,
         pidsLimit: this.limits.pids,
@@ -468,6 +494,10 @@ class CreateRun {
             toolchain: prepared.toolchain,
           }),
           ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
+          ...(this.boxUsesGateway()
+            ? { [LABEL_EGRESS_ALLOW]: this.options.allowRules.map(describeEgressRule).join(' ') }
+            : {}),
+          ...(this.options.withClaude ? { [LABEL_WITH_CLAUDE]: 'true' } : {}),
         },
       },
       {
@@ -536,6 +566,15 @@ class CreateRun {
     } catch {
       // A progress printer must not break a create.
     }
+  }
+
+  private notice(line: string): void {
+    try {
+      this.hooks.onNotice?.(line);
+    } catch {
+      // idem
+    }
+    this.log(line);
   }
 
   private log(line: string): void {

@@ -127,6 +127,8 @@ function partialRecord(row: LabeledRow): SandboxRecord {
     status: 'incomplete' satisfies PartialStatus,
     createdAt: row.created,
     egress: [],
+    allow: [],
+    withClaude: false,
   };
 }
 

@@ -34,8 +34,16 @@ describe('resolveCreateOptions', () => {
     [{ source: '.', network: 'open' }, /unknown network policy/],
     [{ source: '.', network: 'allowlist' }, /at least one --allow/],
     [{ source: '.', allow: ['1.2.3.4'] }, /only for the allowlist/],
-    [{ source: '.', network: 'allowlist', allow: ['1.2.3.4'], runtime: 'runsc' }, /--network=none/],
-    [{ source: '.', network: 'allowlist', allow: ['example.com'], runtime: 'runsc' }, /--network=none/],
+    [{ source: '.', withClaude: true, network: 'offline' }, /cannot be combined with --network offline$/],
+    [
+      { source: '.', withClaude: true, network: 'clone-then-cut' },
+      /allowlist policy with api\.anthropic\.com:443 only/,
+    ],
+    [{ source: '.', withClaude: true, allow: ['example.com'] }, /--allow cannot widen/],
+    [
+      { source: '.', withClaude: true, network: 'allowlist', allow: ['*.anthropic.com'] },
+      /--allow cannot widen/,
+    ],
     [{ source: '.', network: 'allowlist', allow: ['exa mple.com'] }, /invalid egress destination/],
     [{ source: '.', ref: '--upload-pack=x' }, /invalid ref/],
     [{ source: '.', memory: '1 gig' }, /^memory '1 gig' is not a number/],
@@ -45,6 +53,31 @@ describe('resolveCreateOptions', () => {
     [{ source: '.', cloneNetwork: 'host;x' }, /cloneNetwork/],
   ])('refuses %j', (input, message) => {
     expect(() => resolveCreateOptions(input, {})).toThrow(message);
+  });
+
+  it('withClaude is the allowlist of api.anthropic.com:443 through the gateway, runtime left to preflight', () => {
+    for (const input of [
+      { source: '.', withClaude: true },
+      { source: '.', withClaude: true, network: 'allowlist' },
+    ]) {
+      expect(resolveCreateOptions(input, {})).toMatchObject({
+        withClaude: true,
+        policy: 'allowlist',
+        allowVia: 'gateway',
+        allow: [],
+        allowRules: [{ kind: 'domain', domain: 'api.anthropic.com', subdomains: false, ports: [443] }],
+        runtime: 'runc',
+        runtimeGiven: false,
+      });
+    }
+    expect(resolveCreateOptions({ source: '.', withClaude: true, runtime: 'runsc' }, {})).toMatchObject({
+      runtime: 'runsc',
+      runtimeGiven: true,
+    });
+    expect(resolveCreateOptions({ source: '.' }, {})).toMatchObject({
+      withClaude: false,
+      runtimeGiven: false,
+    });
   });
 
   it('allowlist entries are normalised: addresses only go to the firewall, any domain or port to the gateway', () => {

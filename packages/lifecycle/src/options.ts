@@ -3,6 +3,7 @@ import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox
 import { parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker/process';
 import {
   allowlistEnforcement,
+  CLAUDE_API_DESTINATION,
   type EgressRule,
   type InstallDestinations,
   type NetworkPolicy,
@@ -44,6 +45,11 @@ export const CreateOptionsSchema = z.strictObject({
   /** Bytes, or a docker size such as `512m` (the CLI passes the text of --max-source-bytes). */
   maxSourceBytes: z.union([z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), z.string()]).optional(),
   maxSourceEntries: z.number().int().min(1).max(100_000_000).optional(),
+  /**
+   * Claude Code in the box's image, egress to the Anthropic API only (allowlist through the
+   * gateway), gVisor when it can run that here. See resolveCreateOptions for what it refuses.
+   */
+  withClaude: z.boolean().optional(),
 });
 
 export type CreateOptions = z.input<typeof CreateOptionsSchema>;
@@ -62,6 +68,10 @@ export interface ResolvedCreateOptions {
   builder: 'auto' | 'builtin' | 'nixpacks';
   ref?: { ref: string; commit: boolean };
   runtime: 'runc' | 'runsc';
+  /** The caller named the runtime; else preflight may choose runsc (--with-claude, see chooseRuntime). */
+  runtimeGiven: boolean;
+  /** Claude Code in the image; the box's egress is CLAUDE_API_DESTINATION only. */
+  withClaude: boolean;
   memory: string;
   cpus: number;
   pids: number;
@@ -102,8 +112,7 @@ export function resolveCreateOptions(
   }
   const options = parsed.data;
   checkLimits(options);
-  const policy = resolveNetworkPolicy(options.network);
-  const entries = options.allow ?? [];
+  const { policy, entries } = withClaudeNetwork(options);
   if (entries.length > 0 && policy !== 'allowlist') {
     throw new InvalidOptionsError('--allow is only for the allowlist network policy');
   }
@@ -117,12 +126,8 @@ export function resolveCreateOptions(
   const allowVia = allowlistEnforcement(entries);
   const allow = allowVia === 'firewall' ? parseAllowEntries(entries) : [];
   const allowRules = allowVia === 'gateway' ? parseEgressRules(entries) : [];
+  // runsc with an allowlist: decided in preflight, where the engine says how runsc is registered.
   const runtime = options.runtime ?? 'runc';
-  if (runtime === 'runsc' && policy === 'allowlist') {
-    throw new InvalidOptionsError(
-      'runtime runsc cannot run an allowlist box here: gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs; use runtime runc, or the offline or clone-then-cut policy',
-    );
-  }
   const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
   if (options.maxDepsSize !== undefined && !(maxDepsSize !== undefined && maxDepsSize >= 1024 ** 2))
     throw new InvalidOptionsError(`invalid create options: maxDepsSize must be at least 1m, ${SIZE_SYNTAX}`);
@@ -150,6 +155,8 @@ export function resolveCreateOptions(
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
     runtime,
+    runtimeGiven: options.runtime !== undefined,
+    withClaude: options.withClaude === true,
     memory: options.memory ?? BOX_LIMITS.memory.default,
     cpus: options.cpus ?? BOX_LIMITS.cpus.default,
     pids: options.pids ?? BOX_LIMITS.pids.default,
@@ -165,6 +172,32 @@ export function resolveCreateOptions(
       maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
     },
   };
+}
+
+/**
+ * The network of a create: `withClaude` means the allowlist policy with CLAUDE_API_DESTINATION as
+ * its only entry. A policy other than allowlist, or any --allow beside it, is refused: a box that
+ * will hold an API key reaches the API and nothing else.
+ */
+function withClaudeNetwork(options: {
+  network?: string | undefined;
+  allow?: string[] | undefined;
+  withClaude?: boolean | undefined;
+}): {
+  policy: NetworkPolicy;
+  entries: string[];
+} {
+  if (!options.withClaude)
+    return { policy: resolveNetworkPolicy(options.network), entries: options.allow ?? [] };
+  if (options.network !== undefined && options.network !== 'allowlist')
+    throw new InvalidOptionsError(
+      `--with-claude runs the box under the allowlist policy with ${CLAUDE_API_DESTINATION} only: it cannot be combined with --network ${printable(options.network, 40)}`,
+    );
+  if ((options.allow ?? []).length > 0)
+    throw new InvalidOptionsError(
+      `--with-claude allows ${CLAUDE_API_DESTINATION} and nothing else: --allow cannot widen the egress of a box that holds an API key`,
+    );
+  return { policy: 'allowlist', entries: [CLAUDE_API_DESTINATION] };
 }
 
 /** --max-source-bytes as bytes: a number as it is, a text through docker's size parser. */

@@ -52,6 +52,8 @@ describe('recordFromInspect', () => {
       status: 'running',
       createdAt: '2026-01-02T03:04:05.000Z',
       egress: [],
+      allow: [],
+      withClaude: false,
     });
   });
 });

@@ -36,6 +36,13 @@ export interface SandboxRecord {
   createdAt: string;
   /** What the clone and install reached or were refused through the egress gateway (refusals first). */
   egress: EgressSummaryRow[];
+  /**
+   * What an allowlist box may reach: the gateway's destinations (`api.anthropic.com:443`), or the
+   * CIDRs of a firewall allowlist; empty for the other policies.
+   */
+  allow: string[];
+  /** Claude Code is in the image (`--with-claude`; its version is in `toolchain.claude`). */
+  withClaude: boolean;
 }
 
 /** Where the source came from, as shown (any URL userinfo, user and password, is masked). */
@@ -55,6 +62,10 @@ export const LABEL_IMAGE_SOURCE = 'ca.sandbox.image-source';
  * (the gateway's exact configuration).
  */
 export const LABEL_ALLOW = 'ca.sandbox.allow';
+/** Allowlist boxes through the egress gateway: its destinations as describeEgressRule shows them, space-joined. */
+export const LABEL_EGRESS_ALLOW = 'ca.sandbox.egress-allow';
+/** Boxes made with `--with-claude`. */
+export const LABEL_WITH_CLAUDE = 'ca.sandbox.with-claude';
 /** Allowlist boxes: the blocked ranges their rules or gateway were built with (fixed plus the host's prefixes). */
 export const LABEL_BLOCKED = 'ca.sandbox.blocked';
 
@@ -104,5 +115,14 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     status: inspect.State.Status,
     createdAt: labels[LABEL_CREATED] ?? inspect.Created ?? '',
     egress: egressFromLabels(labels),
+    allow: allowFromLabels(labels),
+    withClaude: labels[LABEL_WITH_CLAUDE] === 'true',
   };
+}
+
+/** The allow list of an allowlist box, from whichever label its enforcement wrote. */
+function allowFromLabels(labels: Record<string, string>): string[] {
+  const gateway = labels[LABEL_EGRESS_ALLOW];
+  if (gateway !== undefined) return gateway.split(' ').filter(Boolean);
+  return (labels[LABEL_ALLOW] ?? '').split(',').filter(Boolean);
 }

@@ -45,15 +45,30 @@ function mirrorDestinations(mirrors: readonly string[]): string[] {
 
 /** What the install of `provider` may reach: its registries, the configured mirrors and extras. */
 export function installEgressRules(provider: string, configured: InstallDestinations = {}): EgressRule[] {
+  return [...parseEgressRules(INSTALL_REGISTRIES[provider] ?? []), ...configuredInstallRules(configured)];
+}
+
+/** The Claude Code image's build (`--with-claude`): the npm registry, configured mirrors and extras. */
+export function claudeInstallEgressRules(configured: InstallDestinations = {}): EgressRule[] {
+  return [...parseEgressRules(['registry.npmjs.org']), ...configuredInstallRules(configured)];
+}
+
+/**
+ * Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
+ * allowed wherever they resolve, like the repo's host.
+ */
+function configuredInstallRules(configured: InstallDestinations): EgressRule[] {
   const extra = (configured.extra ?? []).map((entry) => entry.trim()).filter(Boolean);
-  const registries = parseEgressRules(INSTALL_REGISTRIES[provider] ?? []);
-  // Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
-  // allowed wherever they resolve, like the repo's host.
-  const own = parseEgressRules([...mirrorDestinations(configured.mirrors ?? []), ...extra]).map((rule) =>
+  return parseEgressRules([...mirrorDestinations(configured.mirrors ?? []), ...extra]).map((rule) =>
     rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule,
   );
-  return [...registries, ...own];
 }
+
+/**
+ * The only destination of a `--with-claude` box: the Anthropic API, HTTPS only. Nothing else (no
+ * telemetry host, no update server): a box that holds a key reaches its API and nothing more.
+ */
+export const CLAUDE_API_DESTINATION = 'api.anthropic.com:443';
 
 const SCHEME_PORTS: Readonly<Record<string, number>> = { https: 443, http: 80, git: 9418, ssh: 22 };
 

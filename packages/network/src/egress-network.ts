@@ -18,49 +18,47 @@ export function egressNames(sandboxId: string): { gateway: string; internal: str
 const INHIBIT_IPV4 = 'com.docker.network.bridge.inhibit_ipv4';
 
 /**
- * Creates the two networks of an egress gateway: `internal` (docker `--internal`: no route out, and
- * no host address on its bridge; the build or box and the proxy meet there) and `outward` (a bridge with
- * inter-container traffic off, on which only the proxy sits). Both are labeled for the sandbox.
+ * Creates one network of an egress gateway, labeled for the sandbox: `internal` (docker
+ * `--internal`: no route out, no host address on its bridge and no IPv6, checked once made; the build or
+ * box and the proxy meet there) or `outward` (a bridge with inter-container traffic off, on which
+ * only the proxy sits). Returns its name.
  */
+export async function createEgressNetwork(
+  sandboxId: string,
+  which: 'internal' | 'outward',
+  labels: Record<string, string> = {},
+): Promise<string> {
+  const name = egressNames(sandboxId)[which];
+  const flags = labelArgs({ ...labels, ...sandboxLabels(sandboxId) });
+  const options =
+    which === 'internal'
+      ? [
+          '--internal',
+          // No IPv6 on it at all: an IPv6 address would give the client a path (and the embedded
+          // resolver a family) that the gate does not cover.
+          '--ipv6=false',
+          // No address of the host on this bridge: a client's packets to the host's own addresses
+          // would otherwise go up the host's INPUT chain, which --internal does not close (seen: a
+          // build reached a listener on the host's LAN address and on docker0's).
+          '--opt',
+          `${INHIBIT_IPV4}=true`,
+        ]
+      : ['--opt', 'com.docker.network.bridge.enable_icc=false'];
+  await docker(['network', 'create', '--driver', 'bridge', ...options, ...flags, '--', name]);
+  if (which === 'internal') await assertInternalNetwork(name);
+  return name;
+}
+
+/** Both networks of an egress gateway (see createEgressNetwork), made side by side. */
 export async function createEgressNetworks(
   sandboxId: string,
   labels: Record<string, string> = {},
 ): Promise<{ internal: string; outward: string }> {
-  const names = egressNames(sandboxId);
-  const flags = labelArgs({ ...labels, ...sandboxLabels(sandboxId) });
-  await Promise.all([
-    docker([
-      'network',
-      'create',
-      '--driver',
-      'bridge',
-      '--internal',
-      // No IPv6 on it at all: an IPv6 address would give the client a path (and the embedded
-      // resolver a family) that the checks below do not cover.
-      '--ipv6=false',
-      // No address of the host on this bridge: a client's packets to the host's own addresses
-      // would otherwise go up the host's INPUT chain, which --internal does not close (seen: a
-      // build reached a listener on the host's LAN address and on docker0's).
-      '--opt',
-      `${INHIBIT_IPV4}=true`,
-      ...flags,
-      '--',
-      names.internal,
-    ]),
-    docker([
-      'network',
-      'create',
-      '--driver',
-      'bridge',
-      '--opt',
-      'com.docker.network.bridge.enable_icc=false',
-      ...flags,
-      '--',
-      names.outward,
-    ]),
+  const [internal, outward] = await Promise.all([
+    createEgressNetwork(sandboxId, 'internal', labels),
+    createEgressNetwork(sandboxId, 'outward', labels),
   ]);
-  await assertInternalNetwork(names.internal);
-  return { internal: names.internal, outward: names.outward };
+  return { internal, outward };
 }
 
 /** What `docker network inspect` says of a network, as far as the internal-network gate reads it. */

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { cloneEgressRule, installEgressRules } from './egress-defaults.js';
+import {
+  CLAUDE_API_DESTINATION,
+  claudeInstallEgressRules,
+  cloneEgressRule,
+  installEgressRules,
+} from './egress-defaults.js';
 import {
   describeEgressRule,
   egressBlockedRanges,
@@ -140,6 +145,25 @@ describe('defaults', () => {
     expect(
       rules.find((rule) => rule.kind === 'domain' && rule.domain === 'registry.npmjs.org'),
     ).not.toHaveProperty('resolvesAnywhere');
+  });
+});
+
+describe('--with-claude destinations', () => {
+  it('the Claude Code build reaches the npm registry (and configured mirrors) only; the box the API on 443 only', () => {
+    expect(claudeInstallEgressRules({}).map((rule) => rule.kind === 'domain' && rule.domain)).toEqual([
+      'registry.npmjs.org',
+    ]);
+    expect(
+      claudeInstallEgressRules({ mirrors: ['https://npm.corp.example/'] }).map(
+        (rule) => rule.kind === 'domain' && rule.domain,
+      ),
+    ).toEqual(['registry.npmjs.org', 'npm.corp.example']);
+    expect(parseEgressRule(CLAUDE_API_DESTINATION)).toEqual({
+      kind: 'domain',
+      domain: 'api.anthropic.com',
+      subdomains: false,
+      ports: [443],
+    });
   });
 });
 

@@ -1,6 +1,8 @@
 export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
 export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 export {
+  CLAUDE_API_DESTINATION,
+  claudeInstallEgressRules,
   cloneEgressRule,
   INSTALL_REGISTRIES,
   type InstallDestinations,
@@ -8,6 +10,7 @@ export {
 } from './egress-defaults.js';
 export {
   assertInternalNetwork,
+  createEgressNetwork,
   createEgressNetworks,
   egressNames,
   type InternalNetworkInspect,

@@ -1,7 +1,7 @@
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
-import { docker, inspectContainer, internalExecArgs } from '@ca-sandbox/docker';
+import { docker, inspectContainer, internalExecArgs, spawnDocker } from '@ca-sandbox/docker';
 import {
-  createEgressNetworks,
+  createEgressNetwork,
   type EgressRule,
   egressBlockedRanges,
   egressNames,
@@ -72,6 +72,11 @@ export interface EgressGateway {
   blocked: string[];
 }
 
+/** The gateway image in use: setting gatewayImage (file, env CA_SANDBOX_GATEWAY_IMAGE), else the seeded one. */
+export function gatewayImage(): string {
+  return currentSettings().value('gatewayImage') ?? DEFAULT_GATEWAY_IMAGE;
+}
+
 /**
  * Starts a sandbox's egress gateway: two labeled networks, then Debian's squid in a container of
  * role `gateway` (the same hardening as every box: non-root, no capabilities, read-only root, no
@@ -79,23 +84,22 @@ export interface EgressGateway {
  * waited for until squid accepts connections. On any failure what was made is left for the caller's
  * label-based cleanup (the networks and container carry the sandbox's labels).
  */
-/** The gateway image in use: setting gatewayImage (file, env CA_SANDBOX_GATEWAY_IMAGE), else the seeded one. */
-export function gatewayImage(): string {
-  return currentSettings().value('gatewayImage') ?? DEFAULT_GATEWAY_IMAGE;
-}
-
 export async function startGateway(options: GatewayOptions): Promise<EgressGateway> {
   const names = egressNames(options.sandboxId);
   const labels = options.labels ?? {};
   const blocked = egressBlockedRanges();
-  const networks = await createEgressNetworks(options.sandboxId, labels);
+  // The proxy starts on the outward network while the internal one is made and checked: it joins
+  // that one only once docker says it is internal with no host address.
+  const internal = createEgressNetwork(options.sandboxId, 'internal', labels);
+  internal.catch(() => undefined);
+  const outward = await createEgressNetwork(options.sandboxId, 'outward', labels);
   await runContainer({
     sandboxId: options.sandboxId,
     name: names.gateway,
     image: options.image ?? gatewayImage(),
     role: 'gateway',
-    network: networks.outward,
-    extraNetworks: [networks.internal],
+    network: outward,
+    extraNetworks: [names.internal],
     memory: '256m',
     cpus: 1,
     pidsLimit: 128,
@@ -104,7 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     labels,
     command: options.heartbeat ? START_WATCHED_COMMAND : START_COMMAND,
   });
-  await docker(['network', 'connect', '--', networks.internal, names.gateway]);
+  await docker(['network', 'connect', '--', await internal, names.gateway]);
   const report = await verifyContainer(names.gateway);
   if (!report.ok) {
     throw new IsolationViolationError(
@@ -112,44 +116,74 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
       report.checks.filter((check) => !check.pass),
     );
   }
-  await waitUntilReady(names.gateway, 0, options.signal);
+  await waitUntilReady(names.gateway, undefined, options.signal);
   const inspect = await inspectContainer(names.gateway);
-  const address = inspect?.NetworkSettings.Networks[networks.internal]?.IPAddress;
+  const address = inspect?.NetworkSettings.Networks[names.internal]?.IPAddress;
   if (!address) throw new GatewayStartError(names.gateway, 'it has no address on the internal network');
   return {
     container: names.gateway,
-    network: networks.internal,
+    network: names.internal,
     proxyUrl: `http://${address}:${GATEWAY_PORT}`,
     blocked,
   };
 }
 
-/** How many times squid has opened its port so far (once at start, again after each reconfigure). */
-async function readyCount(container: string): Promise<{ count: number; last: string }> {
-  const logs = await docker(['logs', '--', container], { allowFailure: true });
-  const lines = logs.stderr.split('\n');
-  return {
-    count: lines.filter((line) => READY.test(line)).length,
-    last: lines.filter(Boolean).slice(-1)[0] ?? '',
-  };
-}
-
-async function waitUntilReady(container: string, after: number, signal?: AbortSignal): Promise<void> {
-  const deadline = performance.now() + READY_TIMEOUT_MS;
-  let last = '';
-  while (performance.now() < deadline) {
-    if (signal?.aborted) throw new GatewayStartError(container, 'the create was aborted');
-    const seen = await readyCount(container);
-    if (seen.count > after) return;
-    last = seen.last;
-    const state = await inspectContainer(container);
-    if (!state?.State.Running) throw new GatewayStartError(container, `squid exited: ${last.slice(0, 200)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new GatewayStartError(
+/**
+ * Waits until squid says it accepts connections in a log line written at or after `since` (the
+ * daemon's time; undefined: from the start). One `docker logs --follow` stream, not a poll: the
+ * line is seen as soon as squid writes it, and the stream ends if the container stops.
+ */
+async function waitUntilReady(
+  container: string,
+  since: Date | undefined,
+  signal?: AbortSignal,
+): Promise<void> {
+  const follow = spawnDocker([
+    'logs',
+    '--follow',
+    ...(since ? ['--since', since.toISOString()] : []),
+    '--',
     container,
-    `squid did not accept connections within 15 s: ${last.slice(0, 200)}`,
-  );
+  ]);
+  let last = '';
+  let pending = '';
+  let outcome: 'ready' | 'timeout' | 'aborted' | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const abort = () => settle?.('aborted');
+  let settle: ((why: 'ready' | 'timeout' | 'aborted') => void) | undefined;
+  await new Promise<void>((resolve) => {
+    settle = (why) => {
+      outcome ??= why;
+      resolve();
+    };
+    follow.stderr?.on('data', (chunk: Buffer) => {
+      const lines = (pending + chunk.toString('utf8')).split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.trim()) last = line;
+        if (READY.test(line)) settle?.('ready');
+      }
+    });
+    follow.stdout?.resume();
+    timer = setTimeout(() => settle?.('timeout'), READY_TIMEOUT_MS);
+    signal?.addEventListener('abort', abort, { once: true });
+    if (signal?.aborted) abort();
+    // The stream ends when the container stops: outcome stays undefined.
+    void follow.then(() => resolve());
+  });
+  clearTimeout(timer);
+  signal?.removeEventListener('abort', abort);
+  follow.kill();
+  await follow;
+  if (outcome === 'ready') return;
+  if (outcome === 'aborted') throw new GatewayStartError(container, 'the create was aborted');
+  if (outcome === 'timeout')
+    throw new GatewayStartError(
+      container,
+      `squid did not accept connections within 15 s: ${last.slice(0, 200)}`,
+    );
+  // The stream ended: the container stopped (or is gone).
+  throw new GatewayStartError(container, `squid exited: ${(last || pending).slice(0, 200)}`);
 }
 
 /**
@@ -162,7 +196,8 @@ export async function reconfigureGateway(
   rules: readonly EgressRule[],
   signal?: AbortSignal,
 ): Promise<void> {
-  const before = (await readyCount(gateway.container)).count;
+  // The daemon's clock is this host's: a line squid writes after the exec below is at or after it.
+  const since = new Date(Date.now() - 1);
   await docker(
     [
       'exec',
@@ -178,7 +213,7 @@ export async function reconfigureGateway(
     ],
     { timeoutMs: 15_000 },
   );
-  await waitUntilReady(gateway.container, before, signal);
+  await waitUntilReady(gateway.container, since, signal);
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
+  runtimeIsNetworkless,
 } from '@ca-sandbox/docker';
 import {
   ContainerNameInUseError,
@@ -30,11 +31,12 @@ export interface RunningContainer {
 
 async function assertRuntime(options: RunOptions): Promise<void> {
   if (options.runtime === 'runc') return;
-  const { runtimes } = await dockerInfo();
+  const info = await dockerInfo();
+  const { runtimes } = info;
   if (!runtimes.includes(options.runtime)) throw new RuntimeUnavailableError(options.runtime, runtimes);
-  if (options.network !== 'none') {
+  if (options.network !== 'none' && runtimeIsNetworkless(info, options.runtime)) {
     throw new UnsupportedCombinationError(
-      `runtime ${options.runtime} is registered here for network-less boxes only (--network=none); use the offline or clone-then-cut policy, or runtime runc`,
+      `runtime ${options.runtime} is registered here for network-less boxes only (--network=none): a container of it has a loopback only; use the offline or clone-then-cut policy, or runtime runc`,
     );
   }
 }

@@ -1,4 +1,3 @@
-import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type SandboxRecord } from '../lifecycle-api.js';
 import { type CreateFlags, resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
@@ -6,17 +5,7 @@ import type { ActionContext } from '../program.js';
 import { formatElapsed, Progress } from '../progress.js';
 import { sanitizeName } from '../sanitize.js';
 
-export type CreateCommandFlags = CreateFlags & { withClaude?: boolean };
-
-/** Refuses --with-claude: an agent inside a box is a deliberate, separate path with its own rules. */
-export function rejectWithClaude(flags: { withClaude?: boolean }): void {
-  if (!flags.withClaude) return;
-  throw new UsageError(
-    '--with-claude is not on the default path: running an agent inside a box is covered by the sandbox-claude-inside skill of the ca-sandbox Claude Code plugin (hardened defaults, never a credentials volume in a box that runs untrusted code)',
-    'WITH_CLAUDE_NOT_DEFAULT',
-    'create the box without --with-claude, then follow plugin/skills/sandbox-claude-inside/SKILL.md',
-  );
-}
+export type CreateCommandFlags = CreateFlags;
 
 /** create/run shared part: validate, warn, create with live progress. */
 export async function createWithProgress(
@@ -25,7 +14,6 @@ export async function createWithProgress(
   flags: CreateCommandFlags,
   { signal, showNext }: { signal: AbortSignal; showNext: boolean },
 ): Promise<SandboxRecord> {
-  rejectWithClaude(flags);
   const request = resolveCreateOptions(source, flags);
   const warning = request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
   if (warning) out.warn(warning);
@@ -36,6 +24,8 @@ export async function createWithProgress(
     const record = await lifecycle.createSandbox(request, {
       onPhase: progress.onPhase,
       onLog: progress.onLog,
+      // One line whatever the verbosity: why a --with-claude box does not get gVisor.
+      onNotice: (line: string) => out.warn(line),
       signal,
     });
     // A signal that lands after the last check inside createSandbox: the box is whole, but the
@@ -83,6 +73,9 @@ export function summary(
     `  tools    ${toolchainLine(record.toolchain)}`,
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
   ];
+  if (record.allow?.length)
+    lines.push(`  allow    ${record.allow.map(sanitizeName).join(' ')} (nothing else)`);
+  if (record.withClaude) lines.push(...claudeLines(record.id, showNext));
   const egress = record.egress ?? [];
   if (egress.length > 0) {
     const count = (allowed: boolean) =>
@@ -99,6 +92,19 @@ export function summary(
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * How the key gets into a --with-claude box: typed by the user into the box's shell, nowhere else.
+ * `run` is already on its way to the shell.
+ */
+export function claudeLines(id: string, showNext: boolean): string[] {
+  const name = sanitizeName(id);
+  const open = showNext ? `ca-sandbox shell ${name}, then run` : 'in the shell, run';
+  return [
+    `  claude   ${open} \`claude\` and paste a dedicated, short-lived, spend-capped API key (never your own; the repo's code can read it)`,
+    `           then ca-sandbox destroy ${name} and revoke the key`,
+  ];
 }
 
 /** `ca-sandbox create <repo>`: prints the id (JSON: the sandbox record). */

@@ -5,7 +5,7 @@ import { resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
 import type { ActionContext } from '../program.js';
 import { sanitizeName } from '../sanitize.js';
-import { type CreateCommandFlags, createWithProgress, rejectWithClaude } from './create.js';
+import { type CreateCommandFlags, createWithProgress } from './create.js';
 import { reportTeardown } from './destroy.js';
 import { openShellWithBanner } from './shell.js';
 
@@ -19,9 +19,11 @@ export async function runCommand(
   const flags = options as CreateCommandFlags & { keep?: boolean };
   if (!isatty(0)) {
     // The shell needs a terminal: refused before anything is created (bad flags are said first).
-    rejectWithClaude(flags);
-    resolveCreateOptions(String(args[0] ?? ''), flags);
-    throw new (await loadLifecycle()).ShellNeedsTerminalError();
+    const request = resolveCreateOptions(String(args[0] ?? ''), flags);
+    const lifecycle = await loadLifecycle();
+    // The lifecycle's own checks too (--with-claude beside --network or --allow): pure, no docker.
+    lifecycle.resolveCreateOptions(request);
+    throw new lifecycle.ShellNeedsTerminalError();
   }
   const record = await createWithProgress(out, String(args[0] ?? ''), flags, { signal, showNext: false });
   const lifecycle = await loadLifecycle();

@@ -1,0 +1,159 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  BUILD_LABEL,
+  BUILD_LABEL_REPO,
+  CACHE_IMAGE_REPOSITORY,
+  CACHE_LABEL,
+  docker,
+  imageExists,
+} from '@ca-sandbox/docker';
+import { shellQuote } from './_utils.js';
+import { readExtraCa, resolveCaCertificates } from './base-image.js';
+import { type BuildLimits, buildArgv } from './build-argv.js';
+import { buildDirPrefix } from './build-leftovers.js';
+import {
+  CLAUDE_CODE_PACKAGE,
+  CLAUDE_CODE_STAGE_BINARY,
+  CLAUDE_CODE_VERSION,
+  LABEL_CLAUDE_CODE,
+  CLAUDE_STAGE_PREFIX as STAGE_PREFIX,
+} from './claude-code-pin.js';
+import {
+  CONTEXT_EXTRA_CA,
+  EXTRA_CA_SETUP,
+  LABEL_BUILD_ID,
+  NO_NEW_PRIVS,
+  runLine,
+  shellEnv,
+} from './dockerfile.js';
+import { ImageBuildError, ImageBuildTimeoutError } from './errors.js';
+import { meaningfulLines } from './install-log.js';
+import { type Registries, registryInstallEnv } from './registries.js';
+
+/**
+ * The Dockerfile of the Claude Code image: FROM the node base (npm runs the install and the
+ * package's postinstall, which links the native binary), as 1000:1000 without new privileges, the
+ * registry reached through the gateway the build is given. The binary must answer `--version`.
+ */
+export function renderClaudeDockerfile(
+  nodeBaseImage: string,
+  options: { extraCa: boolean; buildId: string; registries: Registries },
+): string {
+  const install = [
+    'set -eu',
+    ...(options.extraCa ? EXTRA_CA_SETUP : []),
+    ...shellEnv(registryInstallEnv('node', options.registries)),
+    `npm install --global --prefix ${STAGE_PREFIX} --no-audit --no-fund --loglevel=error ${shellQuote(`${CLAUDE_CODE_PACKAGE}@${CLAUDE_CODE_VERSION}`)}`,
+    `${CLAUDE_CODE_STAGE_BINARY} --version`,
+    `chmod -R go-w ${STAGE_PREFIX}`,
+    'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true',
+  ].join('\n');
+  return [
+    `FROM ${nodeBaseImage}`,
+    // The build labels of every deps build: what a killed build leaves is found by `prune --images`.
+    `LABEL ${LABEL_BUILD_ID}=${options.buildId} ${BUILD_LABEL}=1 ${BUILD_LABEL_REPO}=claude-code`,
+    'USER 0:0',
+    runLine(`mkdir -p ${STAGE_PREFIX} && chown 1000:1000 ${STAGE_PREFIX}`),
+    ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} /deps/.ca-sbx/extra-ca.pem`] : []),
+    'USER 1000:1000',
+    'ENV HOME=/tmp',
+    runLine(install, NO_NEW_PRIVS),
+    '',
+  ].join('\n');
+}
+
+/**
+ * `ca-sbx:_claude-code-<version>-<12 hex>` (the node base image's id and the npm registry are in
+ * the key): in the cache repository, so `prune --images` removes it; no repo's tag starts with `_`.
+ */
+export function claudeImageTag(nodeBaseImageId: string, registries: Registries): string {
+  const key = createHash('sha256')
+    .update(`${nodeBaseImageId}\n${registries.npm ?? ''}\n${CLAUDE_CODE_VERSION}`)
+    .digest('hex')
+    .slice(0, 12);
+  return `${CACHE_IMAGE_REPOSITORY}:_claude-code-${CLAUDE_CODE_VERSION}-${key}`;
+}
+
+export interface ClaudeImageInput {
+  nodeBaseImage: string;
+  nodeBaseImageId: string;
+  registries: Registries;
+  caCertificates?: string;
+  limits: BuildLimits;
+  timeoutMs: number;
+  /** Opens the gateway for this build (the npm registry, or its mirror, and nothing else). */
+  egress?: () => Promise<{ network: string; proxyUrl: string }>;
+  log: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * The image that holds Claude Code's binary, built once per version, node base and npm registry
+ * (then reused by every repo's deps image, which copies the binary alone). Returns its tag.
+ */
+export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string> {
+  const image = claudeImageTag(input.nodeBaseImageId, input.registries);
+  if (await imageExists(image)) {
+    input.log(`Claude Code ${CLAUDE_CODE_VERSION}: cached image ${image}`);
+    return image;
+  }
+  const context = await mkdtemp(buildDirPrefix());
+  const buildId = randomBytes(12).toString('hex');
+  try {
+    const caFile = resolveCaCertificates(input.caCertificates);
+    if (caFile) await writeFile(join(context, CONTEXT_EXTRA_CA), readExtraCa(caFile), { mode: 0o644 });
+    const dockerfile = join(context, 'Dockerfile');
+    await writeFile(
+      dockerfile,
+      renderClaudeDockerfile(input.nodeBaseImage, {
+        extraCa: Boolean(caFile),
+        buildId,
+        registries: input.registries,
+      }),
+      { mode: 0o644 },
+    );
+    const egress = input.egress ? await input.egress() : undefined;
+    const argv = buildArgv({
+      image,
+      network: egress?.network ?? 'bridge',
+      labels: { [CACHE_LABEL]: '1', [LABEL_CLAUDE_CODE]: CLAUDE_CODE_VERSION },
+      dockerfile,
+      context,
+      limits: input.limits,
+      ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
+    });
+    input.log(
+      `docker build ${image} (Claude Code ${CLAUDE_CODE_VERSION}, network ${egress?.network ?? 'bridge'})`,
+    );
+    const result = await docker(argv, {
+      allowFailure: true,
+      timeoutMs: input.timeoutMs,
+      ...(input.signal ? { signal: input.signal } : {}),
+    }).catch(async (error: unknown) => {
+      // Killed (time limit or abort): nothing of the build may stay.
+      await removeClaudeBuild(buildId, image);
+      if (input.signal?.aborted) throw error;
+      throw new ImageBuildTimeoutError(image, input.timeoutMs, String((error as Error).message));
+    });
+    if (result.exitCode === 0) return image;
+    await removeClaudeBuild(buildId, image);
+    const output = `${result.stdout}\n${result.stderr}`;
+    const details = meaningfulLines(output.split('\n').slice(-200));
+    throw new ImageBuildError(image, result.exitCode, output, input.limits.memory, { details });
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+}
+
+/** A failed build's images (intermediate ones carry the build id) and the tag, if it was made. */
+async function removeClaudeBuild(buildId: string, image: string): Promise<void> {
+  await docker(['image', 'rm', '--force', '--', image], { allowFailure: true });
+  const listed = await docker(
+    ['image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `label=${LABEL_BUILD_ID}=${buildId}`],
+    { allowFailure: true },
+  );
+  for (const id of listed.stdout.split('\n').filter((line) => /^sha256:[0-9a-f]{64}$/.test(line)))
+    await docker(['image', 'rm', '--force', '--', id], { allowFailure: true });
+}
