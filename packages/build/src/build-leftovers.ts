@@ -2,13 +2,15 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  BOX_USER,
   BUILD_LABEL,
   BUILD_LABEL_DEPHASH,
   BUILD_LABEL_REPO,
+  DEPS_SRC,
   docker,
+  REPO_DIR,
   SANDBOX_LABEL,
 } from '@ca-sandbox/docker';
-import { DEPS_SRC, REPO_DIR } from './recipe.js';
 
 /** The build context directories: `<tmpdir>/ca-sbx-build-<pid of the building process>-<random>`. */
 export const BUILD_DIR_PREFIX = 'ca-sbx-build-';
@@ -17,7 +19,7 @@ const BUILD_DIR = /^ca-sbx-build-(?:([1-9][0-9]{0,9})-)?[A-Za-z0-9]{6}$/;
 const UNOWNED_DIR_STALE_MS = 24 * 3_600_000;
 
 /** Text of our first RUN: in `docker history` it marks an image built from our Dockerfile. */
-export const OWN_HISTORY_MARK = `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000`;
+export const OWN_HISTORY_MARK = `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER}`;
 
 /** The context directory prefix for this process (a prune elsewhere can tell whether we still run). */
 export function buildDirPrefix(): string {

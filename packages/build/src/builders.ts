@@ -5,7 +5,10 @@ import type { Detection } from './provider.js';
 import { builtinRecipe, type InstallRecipe } from './recipe.js';
 
 export type BuilderName = 'builtin' | 'nixpacks';
-export type BuilderChoice = 'auto' | BuilderName;
+
+import type { BuilderChoice } from '@ca-sandbox/docker';
+
+export type { BuilderChoice };
 
 /** Bump when the built-in Dockerfile template changes: it is part of the dephash key. */
 export const BUILTIN_VERSION = '4';

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  BOX_USER,
   BUILD_LABEL,
   BUILD_LABEL_REPO,
   CACHE_IMAGE_REPOSITORY,
@@ -22,6 +23,7 @@ import {
 } from './claude-code-pin.js';
 import {
   CONTEXT_EXTRA_CA,
+  EXTRA_CA_PATH,
   EXTRA_CA_SETUP,
   LABEL_BUILD_ID,
   NO_NEW_PRIVS,
@@ -55,9 +57,9 @@ export function renderClaudeDockerfile(
     // The build labels of every deps build: what a killed build leaves is found by `prune --images`.
     `LABEL ${LABEL_BUILD_ID}=${options.buildId} ${BUILD_LABEL}=1 ${BUILD_LABEL_REPO}=claude-code`,
     'USER 0:0',
-    runLine(`mkdir -p ${STAGE_PREFIX} && chown 1000:1000 ${STAGE_PREFIX}`),
-    ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} /deps/.ca-sbx/extra-ca.pem`] : []),
-    'USER 1000:1000',
+    runLine(`mkdir -p ${STAGE_PREFIX} && chown ${BOX_USER} ${STAGE_PREFIX}`),
+    ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
+    `USER ${BOX_USER}`,
     'ENV HOME=/tmp',
     runLine(install, NO_NEW_PRIVS),
     '',

@@ -1,13 +1,12 @@
+import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
 import { hasControlChar } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
-import { DEPS_DIR, DEPS_SRC, type EnvEntry, type InstallRecipe, REPO_DIR } from './recipe.js';
+import type { EnvEntry, InstallRecipe } from './recipe.js';
 import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 /** The build context folder that holds the manifests (nothing else is copied). */
 export const CONTEXT_MANIFESTS = 'manifests';
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** A Dockerfile ENV value in double quotes; without `expand`, `$` is escaped (no substitution). */
 export function envValue(entry: EnvEntry): string {
@@ -20,7 +19,7 @@ export function envValue(entry: EnvEntry): string {
 // One ENV line per entry keeps the order explicit (a later PATH builds on an earlier one).
 function envLines(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
-    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
     return `ENV ${entry.name}=${envValue(entry)}`;
   });
 }
@@ -104,7 +103,7 @@ function labelLine(labels: Record<string, string>): string[] {
 
 export function shellEnv(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
-    if (!ENV_NAME.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
     return `export ${entry.name}='${entry.value.replace(/'/g, `'\\''`)}'`;
   });
 }
@@ -161,16 +160,16 @@ export function renderDockerfile(
     }),
     'USER 0:0',
     runLine(
-      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown 1000:1000 ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
+      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER} ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
     ),
-    `COPY --chown=1000:1000 ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
+    `COPY --chown=${BOX_USER} ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
     // Root's, explicitly (COPY --from keeps the source's owner, 1000 there): the install step and
     // the box run as 1000 and must not be able to replace the binary that will read the API key.
     ...(options.claudeImage
       ? [`COPY --from=${options.claudeImage} --chown=0:0 ${CLAUDE_CODE_STAGE_BINARY} ${CLAUDE_CODE_BIN}`]
       : []),
-    ...(options.extraCa ? [`COPY --chown=1000:1000 ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
-    'USER 1000:1000',
+    ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
+    `USER ${BOX_USER}`,
     ...envLines(recipe.env),
     // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
     ...(options.claudeImage ? envLines(CLAUDE_CODE_ENV) : []),

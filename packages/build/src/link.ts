@@ -1,4 +1,12 @@
-import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  DEPS_SRC,
+  DOCKER_NAME_PATTERN,
+  docker,
+  internalExecArgs,
+  REPO_DIR,
+  SH_BIN,
+} from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { ManifestReadError } from './errors.js';
 
@@ -22,7 +30,7 @@ export interface LinkResult {
 // state goes next to the repo's .yarn so `yarn run` knows the project is installed.
 const LINK_JS = `
 const fs = require('fs'), path = require('path');
-const SRC = '/deps/src', ROOT = process.argv[1];
+const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
 const out = { dirs: [], kept: [], entries: 0 };
 function exists(p) { try { fs.lstatSync(p); return true; } catch { return false; } }
 function plainDir(p) { try { return fs.realpathSync(p) === p && fs.statSync(p).isDirectory(); } catch { return false; } }
@@ -83,13 +91,13 @@ export async function linkDependencies(
   options: { root?: string; timeoutMs?: number } = {},
 ): Promise<LinkResult> {
   if (!prepared.linkNodeModules) return { linked: false, reason: 'not needed' };
-  const root = options.root ?? '/work/repo';
-  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
+  const root = options.root ?? REPO_DIR;
+  if (!DOCKER_NAME_PATTERN.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
   // env -i and the system PATH (internalExecArgs): the image's node, no NODE_OPTIONS or NODE_PATH.
   const argv = internalExecArgs(containerId, [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root], {
-    user: '1000:1000',
+    user: BOX_USER,
   });
   const { stdout } = await docker(argv, { timeoutMs: options.timeoutMs ?? 120_000 });
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));

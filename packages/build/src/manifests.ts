@@ -1,4 +1,11 @@
-import { internalExecArgs, SH_BIN, spawnDocker } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  DOCKER_NAME_PATTERN,
+  internalExecArgs,
+  REPO_DIR,
+  SH_BIN,
+  spawnDocker,
+} from '@ca-sandbox/docker';
 import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
 import { parseOptions } from './_utils.js';
@@ -30,13 +37,11 @@ export const DEFAULT_MAX_FILES = 5000;
 export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
-const CONTAINER_REF = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-
 const ReadManifestsOptionsSchema = z.strictObject({
   root: z
     .string()
     .regex(/^\/[A-Za-z0-9._/-]*$/, 'root must be an absolute path of [A-Za-z0-9._/-]')
-    .default('/work/repo'),
+    .default(REPO_DIR),
   maxFiles: z.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_FILES),
   maxFileBytes: z.number().int().min(1).default(DEFAULT_MAX_FILE_BYTES),
   maxTotalBytes: z.number().int().min(1).default(DEFAULT_MAX_TOTAL_BYTES),
@@ -81,14 +86,14 @@ export async function readManifests(
   options: ReadManifestsOptions = {},
 ): Promise<ManifestFile[]> {
   const opts = resolveReadManifestsOptions(options);
-  if (!CONTAINER_REF.test(containerId))
+  if (!DOCKER_NAME_PATTERN.test(containerId))
     throw new ManifestReadError(`invalid container reference: ${JSON.stringify(containerId.slice(0, 80))}`);
   // PATH fixed and an empty environment: find, head and tar are the system's, never the repo's.
   const argv = internalExecArgs(
     containerId,
     [SH_BIN, '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)],
     {
-      user: '1000:1000',
+      user: BOX_USER,
     },
   );
   const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });

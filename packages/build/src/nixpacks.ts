@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENV_NAME_PATTERN } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { hasControlChar } from './_utils.js';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
@@ -68,7 +69,6 @@ const RESERVED = new Set([
   'CARGO_HOME',
   'RUSTUP_HOME',
 ]);
-const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** Strips the YAML header of a nixpacks snapshot (`---\n...\n---\n{json}`) when there is one. */
 export function planJsonFromSnapshot(text: string): unknown {
@@ -125,7 +125,12 @@ export function translatePlan(input: unknown, fallback: Provider): PlanTranslati
   }
   const variables: EnvEntry[] = [];
   for (const [name, value] of Object.entries(plan.variables ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (!VAR_NAME.test(name) || RESERVED.has(name) || name.startsWith('LD_') || hasControlChar(value)) {
+    if (
+      !ENV_NAME_PATTERN.test(name) ||
+      RESERVED.has(name) ||
+      name.startsWith('LD_') ||
+      hasControlChar(value)
+    ) {
       notes.push(`nixpacks variable ${JSON.stringify(name.slice(0, 64))} ignored`);
       continue;
     }

@@ -1,3 +1,4 @@
+import { DEPS_DIR, DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 
 /**
@@ -6,9 +7,9 @@ import { shellQuote } from './_utils.js';
  * is a link to the root one (NODE_PATH and PATH name it). The box's /work/repo/node_modules are
  * real directories in the volume whose entries link here (see linkDependencies).
  */
-export const NODE_MODULES_DIR = '/deps/src/node_modules';
+export const NODE_MODULES_DIR = `${DEPS_SRC}/node_modules`;
 /** The pinned package manager, installed with `npm install --global --prefix`. */
-export const PM_PREFIX = '/deps/pm';
+export const PM_PREFIX = `${DEPS_DIR}/pm`;
 
 // Workspace links the package managers made point into /deps/src/<package>, which has the
 // manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
@@ -16,7 +17,7 @@ export const PM_PREFIX = '/deps/pm';
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
 const RELINK_JS = `
 const fs = require('fs'), path = require('path');
-const SRC = '/deps/src', REPO = '/work/repo';
+const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
 let rewritten = 0;
 function walk(dir, depth) {
   if (depth > 64) return;

@@ -6,6 +6,7 @@ import {
   BUILD_LABEL,
   BUILD_LABEL_DEPHASH,
   BUILD_LABEL_REPO,
+  BUILDERS,
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
@@ -15,6 +16,7 @@ import {
   docker,
   dockerSpawnError,
   formatSize,
+  NETWORK_POLICIES,
   parseSize,
   SANDBOX_LABEL,
   SIZE_SYNTAX,
@@ -68,8 +70,7 @@ import {
   toolchainFromOutput,
 } from './toolchain.js';
 
-/** Same union as @ca-sandbox/network's NetworkPolicy (kept local: build does not import network). */
-export type NetworkPolicy = 'offline' | 'clone-then-cut' | 'allowlist';
+export type { NetworkPolicy } from '@ca-sandbox/docker';
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
 export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
@@ -110,8 +111,8 @@ const PrepareOptionsSchema = z.strictObject({
   source: z.string().min(1).max(4096),
   /** How the source is shown in the image's `ca.sandbox.cache.source` label (default: `source`). */
   sourceDisplay: z.string().min(1).max(4096).optional(),
-  policy: z.enum(['offline', 'clone-then-cut', 'allowlist']),
-  builder: z.enum(['auto', 'builtin', 'nixpacks']).default('auto'),
+  policy: z.enum(NETWORK_POLICIES),
+  builder: z.enum(BUILDERS).default('auto'),
   baseImage: z.string().max(255).optional(),
   baseImages: z.partialRecord(providerEnum, z.string().max(255)).optional(),
   /** PEM bundle the install step trusts (TLS-intercepting proxy); default: setting caCertificates. */

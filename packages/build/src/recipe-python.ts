@@ -1,8 +1,9 @@
+import { DEPS_SRC } from '@ca-sandbox/docker';
 import { filterRequirements, hasInstallableRequirement } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
 import type { Detection } from './provider.js';
 import { PYTHON_REQS_PROGRAM } from './python-reqs.js';
-import { DEPS_SRC, type InstallRecipe } from './recipe.js';
+import type { InstallRecipe } from './recipe.js';
 
 /** Scratch space of the install step (emptied at its end). */
 const TOOLS = '/tmp/ca-sbx-tools';

@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { REPO_DIR } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
@@ -7,12 +8,6 @@ import { NODE_FINISH, PM_PREFIX } from './node-layout.js';
 import { planPackageManager } from './package-manager.js';
 import type { Detection, Provider } from './provider.js';
 import { pythonInstall } from './recipe-python.js';
-
-/** Where the deps live in the image, out of the source tree. */
-export const DEPS_DIR = '/deps';
-/** Where the manifests are copied for the install (the build context's only content). */
-export const DEPS_SRC = '/deps/src';
-export const REPO_DIR = '/work/repo';
 
 /** One ENV entry. `expand` lets docker substitute `$PATH`; only our own constants use it. */
 export interface EnvEntry {

@@ -7,13 +7,8 @@ import { docker } from '@ca-sandbox/docker';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { goModule, localPypiIndex, Mirror, pypiSubset } from '../test/mirrors.js';
-import {
-  ImageBuildError,
-  LABEL_BUILD_ID,
-  type PrepareImageOptions,
-  parseToolchain,
-  prepareImage,
-} from './index.js';
+import { LABEL_BUILD_ID } from './dockerfile.js';
+import { ImageBuildError, type PrepareImageOptions, parseToolchain, prepareImage } from './index.js';
 
 // Fixtures of our own, each running its own test command in the box, with its dependencies
 // installed through a mirror served from a container of the test (python, go) or the npm registry.

@@ -1,5 +1,5 @@
+import { BUILDERS, NETWORK_POLICIES, RUNTIMES, SANDBOX_ID_PATTERN } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES, SANDBOX_ID } from './constants.js';
 import { zodSentence } from './error-report.js';
 import { UsageError } from './errors.js';
 
@@ -19,7 +19,7 @@ const CreateFlagsSchema = z.object({
   name: z
     .string()
     .regex(
-      SANDBOX_ID,
+      SANDBOX_ID_PATTERN,
       'expected lower-case letters, digits, ".", "_" or "-" (at most 63, starting with a letter or digit)',
     )
     .optional(),
@@ -157,6 +157,6 @@ function splitBoxPath(operand: string): { id: string; path: string } | undefined
   if (colon <= 0) return undefined;
   const id = operand.slice(0, colon);
   const path = operand.slice(colon + 1);
-  if (!SANDBOX_ID.test(id) || path === '') return undefined;
+  if (!SANDBOX_ID_PATTERN.test(id) || path === '') return undefined;
   return { id, path };
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
 import { Argument, Command, Option } from 'commander';
-import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from './constants.js';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
 

@@ -1,7 +1,6 @@
 export { ConfigError } from './errors.js';
 export {
   CONFIG_ENV,
-  CONFIG_FILE_NAME,
   type ConfigLocation,
   configDir,
   configLocation,
@@ -21,7 +20,6 @@ export {
   PROVIDERS,
   type Provider,
   readConfigFile,
-  SETTING_KEYS,
   type Setting,
   type SettingKey,
   type SettingSource,

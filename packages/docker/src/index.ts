@@ -1,6 +1,5 @@
 // The full barrel: the light entry (spawning, errors, labels) plus the engine's answers parsed.
 export {
-  engineSocket,
   findExecByArgument,
   type LabeledKind,
   type LabeledObject,

@@ -43,6 +43,11 @@ export function sandboxIdFilter(id: string): string {
   return `label=${LABEL_ID}=${id}`;
 }
 
+/** `key=value` pairs selecting one sandbox's objects, as listLabeled takes them. */
+export function sandboxLabelPairs(id: string): string[] {
+  return [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];
+}
+
 /** The labels every object of sandbox `id` gets, plus any extra ones (which cannot override ours). */
 export function sandboxLabels(id: string, extra: Record<string, string> = {}): Record<string, string> {
   return { ...extra, [SANDBOX_LABEL]: SANDBOX_LABEL_VALUE, [LABEL_ID]: id };

@@ -1,6 +1,7 @@
 // The light entry (`@ca-sandbox/docker/process`): spawning and labels without the zod schemas,
 // for hot paths such as `ca-sandbox exec` whose start-up time is measured.
 
+export * from './contracts.js';
 export { containerLabels } from './engine-api.js';
 export {
   DOCKER_HINT,

@@ -11,14 +11,7 @@ import {
 import { NotABoxError, SandboxNotFoundError } from './errors.js';
 import { boxName } from './names.js';
 
-export {
-  BOX_USER,
-  BOX_WORKDIR,
-  boxName,
-  looksLikeMissingContainer,
-  resolveBox,
-  sandboxNames,
-} from './names.js';
+export { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
 
 /**
  * The box of sandbox `id` (any state): SandboxNotFoundError when nothing has its name,

@@ -1,5 +1,5 @@
 import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
-import { BOX_USER, BOX_WORKDIR } from './_utils.js';
+import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
 import { firstLine, GIT_ENV, gitCommand } from './clone.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
@@ -57,7 +57,7 @@ export function measureArgs(
       revision,
       ...gitCommand('file', timeoutSeconds),
     ],
-    { user: BOX_USER, workdir: BOX_WORKDIR, env: GIT_ENV },
+    { user: BOX_USER, workdir: REPO_DIR, env: GIT_ENV },
   );
 }
 

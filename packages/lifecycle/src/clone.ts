@@ -1,5 +1,4 @@
-import { DockerCommandError, docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
-import { BOX_WORKDIR } from './_utils.js';
+import { BOX_USER, DockerCommandError, docker, internalExecArgs, REPO_DIR, SH_BIN } from '@ca-sandbox/docker';
 import { CloneFailedError, printable } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
 import { type CloneScheme, type ParsedSource, redactUserinfo, urlWithoutUserinfo } from './source.js';
@@ -73,7 +72,7 @@ export function buildUrlClonePlan(
   timeoutSeconds: number,
 ): ClonePlan {
   const git = gitCommand(source.scheme, timeoutSeconds);
-  const inRepo = [...git, '-C', BOX_WORKDIR];
+  const inRepo = [...git, '-C', REPO_DIR];
   return {
     fetch: fetchSteps(source, ref, git, inRepo),
     revision: ref?.commit ? ref.ref : 'HEAD',
@@ -105,7 +104,7 @@ export function forgetCredentials(
   if (clean === source.url) return [];
   return [
     { argv: [...inRepo, 'remote', 'set-url', 'origin', clean] },
-    { argv: [RM_BIN, '-f', '--', `${BOX_WORKDIR}/.git/FETCH_HEAD`] },
+    { argv: [RM_BIN, '-f', '--', `${REPO_DIR}/.git/FETCH_HEAD`] },
   ];
 }
 
@@ -130,13 +129,13 @@ function fetchSteps(
           ...branch,
           '--',
           source.url,
-          BOX_WORKDIR,
+          REPO_DIR,
         ],
       },
     ];
   }
   return [
-    { argv: [...git, 'init', '--quiet', '--', BOX_WORKDIR] },
+    { argv: [...git, 'init', '--quiet', '--', REPO_DIR] },
     { argv: [...inRepo, 'remote', 'add', 'origin', '--', source.url] },
     {
       argv: [
@@ -176,7 +175,7 @@ export function buildLocalClonePlan(
   timeoutSeconds: number,
 ): ClonePlan {
   const git = gitCommand('file', timeoutSeconds);
-  const inRepo = [...git, '-C', BOX_WORKDIR];
+  const inRepo = [...git, '-C', REPO_DIR];
   const branch = ref && !ref.commit ? ['--branch', ref.ref] : [];
   return {
     fetch: [
@@ -191,7 +190,7 @@ export function buildLocalClonePlan(
           ...branch,
           '--',
           LOCAL_STAGING,
-          BOX_WORKDIR,
+          REPO_DIR,
         ],
       },
     ],
@@ -212,7 +211,7 @@ export async function runCloneSteps(
   for (const step of steps) {
     if (step.fallback && !previousFailed) continue;
     const argv = internalExecArgs(helper, step.argv, {
-      user: '1000:1000',
+      user: BOX_USER,
       workdir: '/tmp',
       env: { ...GIT_ENV, ...extraEnv },
     });
@@ -236,7 +235,7 @@ export const CLONE_CA_PATH = '/tmp/ca-sbx-ca.pem';
  */
 export async function installCloneCa(helper: string, certificates: Buffer): Promise<Record<string, string>> {
   const script = `umask 022; { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null; cat; } > ${CLONE_CA_PATH}`;
-  await docker(internalExecArgs(helper, [SH_BIN, '-c', script], { user: '1000:1000', stdin: true }), {
+  await docker(internalExecArgs(helper, [SH_BIN, '-c', script], { user: BOX_USER, stdin: true }), {
     input: certificates,
     timeoutMs: 30_000,
   });
@@ -253,9 +252,9 @@ export async function sendLocalTree(
   signal?: AbortSignal,
 ): Promise<void> {
   const prefix = scan.gitRepo ? 'src/' : '';
-  const target = scan.gitRepo ? '/tmp' : BOX_WORKDIR;
+  const target = scan.gitRepo ? '/tmp' : REPO_DIR;
   const argv = internalExecArgs(helper, [TAR_BIN, '-x', '--no-same-owner', '-C', target, '-f', '-'], {
-    user: '1000:1000',
+    user: BOX_USER,
     stdin: true,
   });
   try {

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
+import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
-import { assertBoxRunning, BOX_WORKDIR, boxName, looksLikeMissingContainer, resolveBox } from './_utils.js';
+import { assertBoxRunning, boxName, looksLikeMissingContainer, resolveBox } from './_utils.js';
 import {
   CpOutDestinationError,
   CpOutSourceError,
@@ -14,7 +15,6 @@ import {
 } from './errors.js';
 import { captureCapped, decodeUtf8 } from './exec.js';
 import { type ExtractSummary, extractTar, type PathNote } from './extract.js';
-import { GIT_MODES, type GitMode } from './git-modes.js';
 import { packTree } from './pack-tree.js';
 import { removeStaleStaging, STAGING_PREFIX } from './staging.js';
 
@@ -70,7 +70,7 @@ export function resolveBoxPath(boxPath: string): string {
   if (typeof boxPath !== 'string' || boxPath === '' || /[\u0000-\u001f\u007f]/.test(boxPath)) {
     throw new CpOutSourceError('give a path inside the box without control characters');
   }
-  const absolute = posix.resolve(BOX_WORKDIR, boxPath);
+  const absolute = posix.resolve(REPO_DIR, boxPath);
   if (absolute === '/') throw new CpOutSourceError('copy a file or directory, not the whole box');
   return absolute;
 }

@@ -12,11 +12,13 @@ import {
   dockerInfo,
   imageExists,
   LABEL_CREATED,
-  LABEL_ID,
   LABEL_POLICY,
   LABEL_REPO,
+  type Runtime,
   SANDBOX_FILTER,
+  sandboxIdFilter,
   sandboxLabels,
+  sandboxNames,
 } from '@ca-sandbox/docker';
 import { buildVolumeCreateArgs } from '@ca-sandbox/mounts';
 import {
@@ -26,7 +28,6 @@ import {
   createSandboxNetwork,
   describeEgressRule,
   installEgressRules,
-  removeFirewallRules,
 } from '@ca-sandbox/network';
 import {
   ContainerNameInUseError,
@@ -35,7 +36,7 @@ import {
   RuntimeUnavailableError,
   runContainer,
 } from '@ca-sandbox/run';
-import { listIds, sandboxNames } from './_utils.js';
+import { listIds } from './_utils.js';
 import { measureCheckout } from './checkout-size.js';
 import {
   buildLocalClonePlan,
@@ -63,6 +64,7 @@ import {
   HelperImageMissingError,
   SandboxExistsError,
 } from './errors.js';
+import { releaseFirewallRules } from './firewall-release.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import { type BoxLimits, fitToEngine } from './limits.js';
 import { generateSandboxId, type ResolvedCreateOptions, resolveCreateOptions } from './options.js';
@@ -143,16 +145,13 @@ export async function cleanupCreate(id: string, instance: string, firewall: bool
   if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
   const format = ['--format', '{{.Name}}'];
   const containerFormat = ['--format', '{{.Names}}'];
-  const flags = (filters: string[]) => filters.flatMap((filter) => ['--filter', filter]);
-  const ofId = flags([SANDBOX_FILTER, `label=${LABEL_ID}=${id}`]);
+  const flags = mine.flatMap((filter) => ['--filter', filter]);
   const names = async (argv: string[]) =>
     (await docker(argv)).stdout.split('\n').filter((line) => line.trim() !== '');
-  const [leftContainers, leftVolumes, leftNetworks, idContainers, idNetworks] = await Promise.all([
-    names(['container', 'ls', '--all', ...flags(mine), ...containerFormat]),
-    names(['volume', 'ls', ...flags(mine), ...format]),
-    names(['network', 'ls', ...flags(mine), ...format]),
-    firewall ? names(['container', 'ls', '--all', ...ofId, ...containerFormat]) : Promise.resolve([]),
-    firewall ? names(['network', 'ls', ...ofId, ...format]) : Promise.resolve([]),
+  const [leftContainers, leftVolumes, leftNetworks] = await Promise.all([
+    names(['container', 'ls', '--all', ...flags, ...containerFormat]),
+    names(['volume', 'ls', ...flags, ...format]),
+    names(['network', 'ls', ...flags, ...format]),
   ]);
   const leftovers = [
     ...leftContainers.map((name) => `container:${name}`),
@@ -160,12 +159,9 @@ export async function cleanupCreate(id: string, instance: string, firewall: bool
     ...leftNetworks.map((name) => `network:${name}`),
   ];
   if (!firewall) return leftovers;
-  if (idContainers.length > 0 || idNetworks.length > 0) return [...leftovers, `firewall:ca-sandbox:${id}`];
-  const removed = await removeFirewallRules(id).then(
-    () => true,
-    () => false,
-  );
-  return removed ? leftovers : [...leftovers, `firewall:ca-sandbox:${id}`];
+  // Any container or network of the id (not only this create's) keeps the rules.
+  const { leftover } = await releaseFirewallRules(id);
+  return leftover ? [...leftovers, leftover] : leftovers;
 }
 
 class CreateRun {
@@ -182,7 +178,7 @@ class CreateRun {
   /** The box's memory/cpus/pids, fitted to the engine in preflight. */
   private limits: BoxLimits;
   /** The box's runtime, chosen in preflight (chooseRuntime). */
-  private runtime: 'runc' | 'runsc';
+  private runtime: Runtime;
 
   constructor(
     private readonly id: string,
@@ -237,7 +233,7 @@ class CreateRun {
       throw new GatewayImageMissingError(gatewayImage());
     if (this.options.policy === 'allowlist' && this.options.allowVia === 'firewall')
       await assertFirewallUsable();
-    const filters = [SANDBOX_FILTER, `label=${LABEL_ID}=${this.id}`];
+    const filters = [SANDBOX_FILTER, sandboxIdFilter(this.id)];
     const [containers, volumes] = await Promise.all([
       listIds('container', filters),
       listIds('volume', filters),

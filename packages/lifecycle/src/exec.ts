@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
+  BOX_USER,
   DOCKER_CLI_PROXY_VARIABLES,
   type DockerChild,
   type DockerProcessResult,
@@ -9,11 +10,12 @@ import {
   dockerSpawnError,
   internalExecArgs,
   isDaemonUnreachable,
+  REPO_DIR,
   SH_BIN,
   spawnDocker,
 } from '@ca-sandbox/docker/process';
 import { ExecInterruptedError, InvalidOptionsError } from './errors.js';
-import { BOX_USER, BOX_WORKDIR, boxName, looksLikeMissingContainer, resolveBox } from './names.js';
+import { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
 
 /** The exec contract of DESIGN.md. */
 export interface ExecResult {
@@ -125,13 +127,13 @@ export function checkExecEnv(env: unknown): Record<string, string> | undefined {
  * relative paths against /work/repo, normalised; no control characters.
  */
 export function resolveExecWorkdir(workdir: unknown): string {
-  if (workdir === undefined) return BOX_WORKDIR;
+  if (workdir === undefined) return REPO_DIR;
   if (typeof workdir !== 'string' || workdir === '' || workdir.length > 4096 || CONTROL.test(workdir)) {
     throw new InvalidOptionsError(
       'invalid working directory: a path in the box without control characters (relative paths start at /work/repo)',
     );
   }
-  return posix.resolve(BOX_WORKDIR, workdir);
+  return posix.resolve(REPO_DIR, workdir);
 }
 
 export interface ResolvedExecOptions {
@@ -186,7 +188,7 @@ export function buildExecArgs(
   marker?: string,
   options: { env?: Record<string, string>; workdir?: string } = {},
 ): string[] {
-  const args = ['exec', '-u', BOX_USER, '-w', options.workdir ?? BOX_WORKDIR];
+  const args = ['exec', '-u', BOX_USER, '-w', options.workdir ?? REPO_DIR];
   for (const [name, value] of Object.entries(options.env ?? {})) args.push('-e', `${name}=${value}`);
   if (marker) args.push('-e', `CA_SBX_EXEC=${marker}`);
   return [...args, container, ...argv];

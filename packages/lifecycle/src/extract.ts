@@ -2,11 +2,11 @@ import { constants } from 'node:fs';
 import { chmod, link, lstat, mkdir, open, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import type { GitMode } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
 import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
 import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
-import type { GitMode } from './git-modes.js';
 
 export interface ExtractLimits {
   /** Bytes of file content written. */

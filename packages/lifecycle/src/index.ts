@@ -1,3 +1,4 @@
+export { GIT_MODES, type GitMode } from '@ca-sandbox/docker';
 export { DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/run';
 export { type CpOutOptions, type CpOutResult, cpOut, cpOutToStream, resolveBoxPath } from './cp-out.js';
 export {
@@ -44,9 +45,8 @@ export {
   type StreamExecResult,
   streamExecInSandbox,
 } from './exec.js';
-export { GIT_MODES, type GitMode } from './git-modes.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
-export { allowlistFirewallCheck, egressLog, listSandboxes, verifySandbox } from './list.js';
+export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export { LABEL_EGRESS_ALLOW, LABEL_WITH_CLAUDE, type SandboxRecord } from './record.js';
 export { chooseRuntime, RUNSC_NETWORKLESS, type RuntimeChoice } from './runtime-choice.js';

@@ -5,28 +5,10 @@ import {
   LABEL_ROLE,
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
+  sandboxNames,
 } from '@ca-sandbox/docker/process';
 import { NotABoxError, SandboxNotFoundError } from './errors.js';
 import { validateSandboxName } from './source.js';
-
-/** The box user: never root, never anything else. */
-export const BOX_USER = '1000:1000';
-export const BOX_WORKDIR = '/work/repo';
-
-/** Box, volume and network names are this prefix and the sandbox id. */
-export const SANDBOX_PREFIX = 'ca-sbx-';
-/**
- * Helper names are this prefix and the id. `ca-sbx_` can never begin a box name (`ca-sbx-` and an
- * id), so no sandbox id names another sandbox's helper: `ca-sbx-<x>-helper` was the box of a
- * sandbox called `<x>-helper`.
- */
-export const HELPER_PREFIX = 'ca-sbx_helper-';
-
-/** Names of a sandbox's objects (architecture.md: Names); the one home of the naming rule. */
-export function sandboxNames(id: string): { box: string; helper: string; volume: string; network: string } {
-  const base = `${SANDBOX_PREFIX}${id}`;
-  return { box: base, helper: `${HELPER_PREFIX}${id}`, volume: base, network: base };
-}
 
 /** The box container of a (validated) sandbox id. */
 export function boxName(id: unknown): string {

@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
-import { parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker/process';
+import {
+  BUILDERS,
+  type BuilderChoice,
+  DOCKER_NAME_PATTERN,
+  IMAGE_REF_PATTERN,
+  parseSize,
+  RUNTIMES,
+  type Runtime,
+  SIZE_SYNTAX,
+} from '@ca-sandbox/docker/process';
 import {
   allowlistEnforcement,
   CLAUDE_API_DESTINATION,
@@ -17,22 +26,19 @@ import { BOX_LIMITS, checkLimits } from './limits.js';
 import { DEFAULT_PACK_LIMITS, type PackLimits } from './pack-local.js';
 import { parseRef, validateSandboxName } from './source.js';
 
-const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
-
 export const CreateOptionsSchema = z.strictObject({
   source: z.string(),
   name: z.string().optional(),
   network: z.string().optional(),
   allow: z.array(z.string()).optional(),
-  builder: z.enum(['auto', 'builtin', 'nixpacks']).optional(),
+  builder: z.enum(BUILDERS).optional(),
   ref: z.string().optional(),
-  runtime: z.enum(['runc', 'runsc']).optional(),
+  runtime: z.enum(RUNTIMES).optional(),
   // Bounds: checkLimits (limits.ts), so that every caller gets the same one-line message.
   memory: z.string().optional(),
   cpus: z.number().optional(),
   pids: z.number().optional(),
-  baseImage: z.string().regex(IMAGE, 'must be an image reference').optional(),
+  baseImage: z.string().regex(IMAGE_REF_PATTERN, 'must be an image reference').optional(),
   /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
   maxDepsSize: z.string().max(64).optional(),
   /**
@@ -40,7 +46,7 @@ export const CreateOptionsSchema = z.strictObject({
    * and special set-ups). Default: the clone goes through the sandbox's gateway, to the repo's
    * host only.
    */
-  cloneNetwork: z.string().regex(NETWORK_NAME, 'must be a docker network name').optional(),
+  cloneNetwork: z.string().regex(DOCKER_NAME_PATTERN, 'must be a docker network name').optional(),
   /** Caps on the source: the local folder packed, and the checkout measured before it is written. */
   /** Bytes, or a docker size such as `512m` (the CLI passes the text of --max-source-bytes). */
   maxSourceBytes: z.union([z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), z.string()]).optional(),
@@ -65,9 +71,9 @@ export interface ResolvedCreateOptions {
   /** The entries allowRules were parsed from, trimmed (the box's label; verify parses them again). */
   allowEntries: string[];
   allowVia: 'firewall' | 'gateway';
-  builder: 'auto' | 'builtin' | 'nixpacks';
+  builder: BuilderChoice;
   ref?: { ref: string; commit: boolean };
-  runtime: 'runc' | 'runsc';
+  runtime: Runtime;
   /** The caller named the runtime; else preflight may choose runsc (--with-claude, see chooseRuntime). */
   runtimeGiven: boolean;
   /** Claude Code in the image; the box's egress is CLAUDE_API_DESTINATION only. */

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { formatSize } from '@ca-sandbox/docker/process';
+import { BOX_GID, BOX_UID, formatSize } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
 import { SourceTooLargeError } from './errors.js';
 
@@ -127,7 +127,7 @@ export function packDirectory(scan: DirectoryScan, prefix = ''): Readable {
 type Sink = ReturnType<tar.Pack['entry']>;
 type TarHeader = Partial<tar.Header> & { name: string };
 
-const OWNER = { uid: 1000, gid: 1000, uname: 'sandbox', gname: 'sandbox' };
+const OWNER = { uid: BOX_UID, gid: BOX_GID, uname: 'sandbox', gname: 'sandbox' };
 
 async function packEntry(pack: tar.Pack, root: string, entry: ScannedEntry, prefix: string): Promise<void> {
   const header = { ...OWNER, name: `${prefix}${entry.path}`, mode: entry.mode, mtime: entry.mtime };

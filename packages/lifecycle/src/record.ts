@@ -6,8 +6,8 @@ import {
   LABEL_POLICY,
   LABEL_REPO,
   LABEL_RUNTIME,
+  REPO_DIR,
 } from '@ca-sandbox/docker';
-import { BOX_WORKDIR } from './_utils.js';
 import { type EgressSummaryRow, egressFromLabels } from './egress.js';
 import { redactUserinfo } from './source.js';
 
@@ -93,7 +93,7 @@ export function sandboxRecordLabels(build: {
 /** The record of a box container, from its inspect document (labels, image, state). */
 export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
   const labels = inspect.Config.Labels;
-  const volume = inspect.Mounts.find((mount) => mount.Destination === BOX_WORKDIR)?.Name ?? '';
+  const volume = inspect.Mounts.find((mount) => mount.Destination === REPO_DIR)?.Name ?? '';
   return {
     id: labels[LABEL_ID] ?? '',
     container: inspect.Name.replace(/^\//, ''),

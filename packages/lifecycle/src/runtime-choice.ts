@@ -1,4 +1,4 @@
-import { type DockerInfo, runtimeIsNetworkless } from '@ca-sandbox/docker';
+import { type DockerInfo, type Runtime, runtimeIsNetworkless } from '@ca-sandbox/docker';
 import type { NetworkPolicy } from '@ca-sandbox/network';
 import { InvalidOptionsError } from './errors.js';
 
@@ -7,7 +7,7 @@ export const RUNSC_NETWORKLESS =
   'gVisor is registered with --network=none (its own network stack is off on this host), so a runsc box cannot join the network its allowlist needs';
 
 export interface RuntimeChoice {
-  runtime: 'runc' | 'runsc';
+  runtime: Runtime;
   /** One line for the user when the box does not get what was asked or implied (why not gVisor). */
   notice?: string;
 }
@@ -19,7 +19,7 @@ export interface RuntimeChoice {
  * one line why the box shares the host kernel.
  */
 export function chooseRuntime(
-  request: { runtime: 'runc' | 'runsc'; runtimeGiven: boolean; policy: NetworkPolicy; withClaude: boolean },
+  request: { runtime: Runtime; runtimeGiven: boolean; policy: NetworkPolicy; withClaude: boolean },
   info: Pick<DockerInfo, 'runtimes' | 'runtimeArgs'>,
 ): RuntimeChoice {
   const needsNetwork = request.policy === 'allowlist';

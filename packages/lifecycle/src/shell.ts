@@ -11,7 +11,8 @@ import {
   SYSTEM_PATH,
   spawnDocker,
 } from '@ca-sandbox/docker';
-import { assertBoxRunning, BOX_USER, BOX_WORKDIR, boxName } from './_utils.js';
+import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
+import { assertBoxRunning, boxName } from './_utils.js';
 import { ShellNeedsTerminalError } from './errors.js';
 import { TerminalFilter } from './terminal-filter.js';
 
@@ -132,7 +133,7 @@ export function buildShellArgs(
       id,
       nonce,
     ],
-    { user: BOX_USER, workdir: BOX_WORKDIR, env, stdin: true },
+    { user: BOX_USER, workdir: REPO_DIR, env, stdin: true },
   );
   // `-t` right after `-i`: docker allocates the terminal; the output comes back to us to filter.
   return [...args.slice(0, 2), '-t', ...args.slice(2)];

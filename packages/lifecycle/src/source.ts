@@ -1,5 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
+import { isSandboxId } from '@ca-sandbox/docker/process';
 import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError, printable } from './errors.js';
 
 export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
@@ -23,7 +24,6 @@ export type ParsedSource =
     }
   | { kind: 'local'; path: string; display: string; repoName: string; identity: string };
 
-const SANDBOX_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 const ALLOWED_SCHEMES = new Set<string>(['https', 'http', 'git', 'ssh']);
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -37,7 +37,7 @@ const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /** Throws InvalidSandboxNameError unless `name` matches `[a-z0-9][a-z0-9_.-]{0,62}`. */
 export function validateSandboxName(name: unknown): string {
-  if (typeof name !== 'string' || !SANDBOX_NAME.test(name)) throw new InvalidSandboxNameError(String(name));
+  if (!isSandboxId(name)) throw new InvalidSandboxNameError(String(name));
   return name;
 }
 

@@ -2,13 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker, imageExists } from '@ca-sandbox/docker';
+import { docker, imageExists, sandboxNames } from '@ca-sandbox/docker';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create.js';
 import { CreateAbortedError, SandboxNotFoundError } from './errors.js';
-import { sandboxNames } from './names.js';
 import { destroySandbox, pruneWhere } from './teardown.js';
 
 const ready =

@@ -6,13 +6,13 @@ import {
   LABEL_POLICY,
   listLabeled,
   SANDBOX_FILTER,
-  SANDBOX_LABEL,
-  SANDBOX_LABEL_VALUE,
+  sandboxLabelPairs,
 } from '@ca-sandbox/docker';
-import { listFirewallRules, removeFirewallRules } from '@ca-sandbox/network';
+import { listFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
 import { InvalidOptionsError, printable, SandboxNotFoundError } from './errors.js';
+import { type FirewallRelease, releaseFirewallRules } from './firewall-release.js';
 import { validateSandboxName } from './source.js';
 
 export type TeardownKind = 'container' | 'volume' | 'network' | 'firewall' | 'image' | 'directory';
@@ -25,7 +25,7 @@ export interface TeardownFailure {
   message: string;
 }
 
-/** The teardown result of DESIGN.md; names are `<kind>:<name>`. */
+/** What a teardown did; names are `<kind>:<name>`. */
 export interface TeardownResult {
   removed: string[];
   failures: TeardownFailure[];
@@ -78,14 +78,13 @@ class Sweep {
     }
   }
 
-  async firewall(sandboxId?: string): Promise<void> {
-    try {
-      const removed = await removeFirewallRules(sandboxId);
-      this.result.removed.push(...removed.map((rule) => `firewall:${rule}`));
-    } catch (error) {
-      const exitCode = (error as { exitCode?: number }).exitCode ?? -1;
-      this.fail('firewall', `ca-sandbox:${sandboxId ?? '*'}`, exitCode, (error as Error).message);
-    }
+  /** Releases the firewall rules of `id` (see releaseFirewallRules) and returns what stays. */
+  async firewall(id: string, attached: boolean): Promise<FirewallRelease> {
+    const release = await releaseFirewallRules(id, attached);
+    this.result.removed.push(...release.removed);
+    const { failure } = release;
+    if (failure) this.fail(failure.kind, failure.name, failure.exitCode, failure.message);
+    return release;
   }
 }
 
@@ -143,7 +142,7 @@ export async function destroySandbox(
   const keepVolume = parsed.data.keepVolume ?? false;
   // Reads go over the engine socket where docker is reached that way (a millisecond each instead
   // of a CLI start), else through the CLI; a failing read throws either way.
-  const ours = [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];
+  const ours = sandboxLabelPairs(id);
   const namesOf = async (kind: 'container' | 'volume' | 'network') =>
     (await listLabeled(kind, ours)).map((object) => object.name);
   const listContainers = () => namesOf('container');
@@ -173,17 +172,12 @@ export async function destroySandbox(
     listVolumes(),
     networks.length > 0 ? listNetworks() : Promise.resolve([]),
   ]);
-  // While a box or its network is still there, its egress rules stay: removing them would open it.
   const attached = leftContainers.length > 0 || leftNetworks.length > 0;
-  if (rules > 0 && !attached) await sweep.firewall(id);
-  sweep.result.leftovers = named({
-    containers: leftContainers,
-    volumes: leftVolumes,
-    networks: leftNetworks,
-  });
-  if (rules > 0 && (attached || sweep.result.failures.some((failure) => failure.kind === 'firewall'))) {
-    sweep.result.leftovers.push(`firewall:ca-sandbox:${id}`);
-  }
+  const firewall: Partial<FirewallRelease> = rules > 0 ? await sweep.firewall(id, attached) : {};
+  sweep.result.leftovers = [
+    ...named({ containers: leftContainers, volumes: leftVolumes, networks: leftNetworks }),
+    ...(firewall.leftover ? [firewall.leftover] : []),
+  ];
   return sweep.result;
 }
 
@@ -256,11 +250,9 @@ export async function pruneWhere(
     left = await discover(filters);
   }
   if (rules.length > 0) {
-    // Rules of a sandbox whose box or network survived stay (its egress must stay limited).
+    // What stays is found by the re-list below.
     const attached = await attachedIds(filters);
-    const ids = [...new Set(rules.map((rule) => rule.sandboxId))].filter((id) => !attached.has(id));
-    if (sandboxIds === undefined && attached.size === 0) await sweep.firewall();
-    else for (const id of ids) await sweep.firewall(id);
+    for (const id of new Set(rules.map((rule) => rule.sandboxId))) await sweep.firewall(id, attached.has(id));
   }
   await inChunks(cache, (chunk) => sweep.remove('image', chunk));
   if (builds) {

@@ -1,4 +1,4 @@
-import { parseSize } from '@ca-sandbox/docker';
+import { LABEL_KEY_PATTERN, OBJECT_NAME_PATTERN, parseSize } from '@ca-sandbox/docker';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
 import { type MountSpec, parseMountSpec } from './mount-spec.js';
 
@@ -35,19 +35,17 @@ function toArgs(mount: MountSpec): string[] {
   return ['--tmpfs', `${mount.target}:${options.join(',')}`];
 }
 
-const VOLUME_NAME = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
-const LABEL_KEY = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
-
 /**
  * `docker volume create` argv for a labeled named volume with the local driver and NO driver
  * options (`--opt type=none,o=bind,device=/etc` would be a bind mount in disguise).
  */
 export function buildVolumeCreateArgs(name: string, labels: Record<string, string>): string[] {
-  if (!VOLUME_NAME.test(name))
+  if (!OBJECT_NAME_PATTERN.test(name))
     throw new BindMountRejectedError(`volume name '${name.slice(0, 80)}' is not a plain name`);
   const args = ['volume', 'create', '--driver', 'local'];
   for (const [key, value] of Object.entries(labels)) {
-    if (!LABEL_KEY.test(key)) throw new InvalidMountError(`label key '${key.slice(0, 80)}' is not allowed`);
+    if (!LABEL_KEY_PATTERN.test(key))
+      throw new InvalidMountError(`label key '${key.slice(0, 80)}' is not allowed`);
     if (/[\0\n\r]/.test(value)) throw new InvalidMountError(`label ${key} has control characters`);
     args.push('--label', `${key}=${value}`);
   }

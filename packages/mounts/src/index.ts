@@ -1,3 +1,3 @@
 export { buildMountArgs, buildVolumeCreateArgs } from './build-mount-args.js';
 export { BindMountRejectedError, InvalidMountError } from './errors.js';
-export { type MountSpec, parseMountSpec, type TmpfsMountSpec, type VolumeMountSpec } from './mount-spec.js';
+export type { MountSpec, TmpfsMountSpec, VolumeMountSpec } from './mount-spec.js';

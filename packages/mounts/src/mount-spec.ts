@@ -1,9 +1,7 @@
-import { parseSize } from '@ca-sandbox/docker';
+import { OBJECT_NAME_PATTERN, parseSize } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
 
-/** Docker volume names: what the engine accepts, minus anything that could read as a path. */
-const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 /** Absolute container paths of plain segments: no `..`, no commas (they split --mount fields). */
 const TARGET = /^\/(?:[a-zA-Z0-9_.@+-]+\/?)*$/;
 
@@ -65,7 +63,7 @@ function rejectHostShapes(spec: Record<string, unknown>, index: number): void {
     }
   }
   const source = spec.source ?? spec.src;
-  if (typeof source === 'string' && !VOLUME_NAME.test(source)) {
+  if (typeof source === 'string' && !OBJECT_NAME_PATTERN.test(source)) {
     throw new BindMountRejectedError(
       `${where} source '${source.slice(0, 80)}' is not a volume name (a host path?)`,
     );

@@ -1,4 +1,4 @@
-import { docker } from '@ca-sandbox/docker';
+import { docker, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { parseJson } from './_utils.js';
 import { parseAllowEntries } from './allow-entries.js';
@@ -115,8 +115,8 @@ async function assertOwnNetwork(sandboxId: string, net: SandboxNetwork): Promise
   const labels: Record<string, string> = (parsed.success && parsed.data.Labels) || {};
   const options: Record<string, string> = (parsed.success && parsed.data.Options) || {};
   if (
-    labels['ca.sandbox'] !== '1' ||
-    labels['ca.sandbox.id'] !== sandboxId ||
+    labels[SANDBOX_LABEL] !== SANDBOX_LABEL_VALUE ||
+    labels[LABEL_ID] !== sandboxId ||
     options[BRIDGE_OPTION] !== expected.bridge
   ) {
     throw new SandboxNetworkMismatchError(

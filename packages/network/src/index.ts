@@ -1,5 +1,4 @@
-export { parseAllowEntries, parseAllowEntry } from './allow-entries.js';
-export { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
+export { parseAllowEntries } from './allow-entries.js';
 export {
   CLAUDE_API_DESTINATION,
   claudeInstallEgressRules,
@@ -19,7 +18,6 @@ export {
 export {
   ALWAYS_BLOCKED_RANGES,
   allowlistEnforcement,
-  DEFAULT_EGRESS_PORTS,
   describeEgressRule,
   type EgressRule,
   egressBlockedRanges,
@@ -28,7 +26,6 @@ export {
   parseEgressRules,
 } from './egress-rules.js';
 export {
-  FIREWALL_HINT,
   FirewallCommandError,
   FirewallUnavailableError,
   InvalidAllowEntryError,
@@ -47,19 +44,10 @@ export {
   removeFirewallRules,
   verifyFirewallRules,
 } from './firewall.js';
-export {
-  BLOCKED_RANGES,
-  buildAllowlistRules,
-  compareRuleSets,
-  type FirewallRule,
-  type FirewallRuleSpec,
-  parseRuleListing,
-  type RuleSetComparison,
-} from './firewall-rules.js';
+export { compareRuleSets, type FirewallRule, type RuleSetComparison } from './firewall-rules.js';
 export {
   blockedRanges,
   deriveHostRanges,
-  FIXED_BLOCKED_RANGES,
   firewallBlockedRanges,
   type HostRanges,
 } from './host-ranges.js';
@@ -68,7 +56,6 @@ export {
   assertSandboxId,
   bridgeName,
   parseRuleTag,
-  RULE_TAG_PREFIX,
   ruleTag,
   sandboxNetworkName,
 } from './names.js';
@@ -96,4 +83,3 @@ export {
   parseGatewayLog,
   renderSquidConfig,
 } from './squid-config.js';
-export { teardownSandboxNetwork } from './teardown.js';

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
+import { isSandboxId, SANDBOX_ID_SYNTAX, sandboxNames } from '@ca-sandbox/docker';
 import { InvalidSandboxIdError } from './errors.js';
-
-const SANDBOX_ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 
 /** Throws InvalidSandboxIdError unless `id` is a well-formed sandbox id. */
 export function assertSandboxId(id: unknown): asserts id is string {
-  if (typeof id !== 'string' || !SANDBOX_ID.test(id)) {
+  if (!isSandboxId(id)) {
     throw new InvalidSandboxIdError(
-      `invalid sandbox id ${JSON.stringify(String(id)).slice(0, 80)}: expected [a-z0-9][a-z0-9_.-]{0,62}`,
+      `invalid sandbox id ${JSON.stringify(String(id)).slice(0, 80)}: expected ${SANDBOX_ID_SYNTAX}`,
     );
   }
 }
@@ -15,7 +14,7 @@ export function assertSandboxId(id: unknown): asserts id is string {
 /** The docker network of an allowlist sandbox: `ca-sbx-<id>`. */
 export function sandboxNetworkName(sandboxId: string): string {
   assertSandboxId(sandboxId);
-  return `ca-sbx-${sandboxId}`;
+  return sandboxNames(sandboxId).network;
 }
 
 /** Bridge names look like this; anything else is not ours. */
@@ -54,6 +53,6 @@ export function parseRuleTag(comment: string): { sandboxId: string; part?: strin
   const rest = comment.slice(RULE_TAG_PREFIX.length);
   const at = rest.indexOf(RULE_PART_SEPARATOR);
   const sandboxId = at === -1 ? rest : rest.slice(0, at);
-  if (!SANDBOX_ID.test(sandboxId)) return undefined;
+  if (!isSandboxId(sandboxId)) return undefined;
   return at === -1 ? { sandboxId } : { sandboxId, part: rest.slice(at + 1) };
 }

@@ -1,11 +1,11 @@
+import { NETWORK_POLICIES, type NetworkPolicy } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { InvalidNetworkPolicyError } from './errors.js';
 
-export const NETWORK_POLICIES = ['offline', 'clone-then-cut', 'allowlist'] as const;
+export { NETWORK_POLICIES, type NetworkPolicy };
 
 /** `offline` (default), `clone-then-cut`, `allowlist` (EXPERIMENTAL). */
 export const NetworkPolicySchema = z.enum(NETWORK_POLICIES);
-export type NetworkPolicy = z.infer<typeof NetworkPolicySchema>;
 
 export const DEFAULT_NETWORK_POLICY: NetworkPolicy = 'offline';
 

@@ -1,5 +1,5 @@
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
-import { docker, inspectContainer, internalExecArgs, spawnDocker } from '@ca-sandbox/docker';
+import { BOX_USER, docker, inspectContainer, internalExecArgs, spawnDocker } from '@ca-sandbox/docker';
 import {
   createEgressNetwork,
   type EgressRule,
@@ -12,7 +12,6 @@ import {
 } from '@ca-sandbox/network';
 import { GatewayStartError, IsolationViolationError } from './errors.js';
 import { HEARTBEAT_STALE_SECONDS, heartbeatWatch } from './heartbeat.js';
-import { SANDBOX_USER } from './run-args.js';
 import { runContainer, verifyContainer } from './run-container.js';
 
 export { DEFAULT_GATEWAY_IMAGE };
@@ -202,7 +201,7 @@ export async function reconfigureGateway(
     [
       'exec',
       '--user',
-      '1000:1000',
+      BOX_USER,
       '--env',
       `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
       '--',
@@ -227,7 +226,7 @@ export async function gatewayConfigMatches(
   blocked: readonly string[],
 ): Promise<{ ok: boolean; seen: string }> {
   const { gateway } = egressNames(sandboxId);
-  const readArgs = internalExecArgs(gateway, ['/bin/cat', CONFIG_PATH], { user: SANDBOX_USER });
+  const readArgs = internalExecArgs(gateway, ['/bin/cat', CONFIG_PATH], { user: BOX_USER });
   let read = await docker(readArgs, { allowFailure: true, timeoutMs: 15_000 });
   // A gateway started a moment ago writes its file first thing: give it that moment.
   for (let attempt = 0; attempt < 10 && read.exitCode !== 0; attempt += 1) {

@@ -1,5 +1,4 @@
-import { docker, internalExecArgs } from '@ca-sandbox/docker';
-import { SANDBOX_USER } from './run-args.js';
+import { BOX_USER, docker, internalExecArgs } from '@ca-sandbox/docker';
 
 /**
  * A container that lives only while the create that made it does (the clone helper, the gateway of
@@ -35,7 +34,7 @@ export function keepAlive(container: string): () => void {
   const timer = setInterval(() => {
     if (inFlight) return;
     inFlight = true;
-    void docker(internalExecArgs(container, [TOUCH_BIN, HEARTBEAT_FILE], { user: SANDBOX_USER }), {
+    void docker(internalExecArgs(container, [TOUCH_BIN, HEARTBEAT_FILE], { user: BOX_USER }), {
       allowFailure: true,
       timeoutMs: HEARTBEAT_INTERVAL_MS * 3,
     })

@@ -43,9 +43,6 @@ export {
   buildRunArgs,
   containerEnv,
   containerLabels,
-  KEEP_ALIVE,
   PROXY_ENV_NAMES,
-  REPO_DIR,
-  SANDBOX_USER,
 } from './run-args.js';
 export { type RunHooks, type RunningContainer, runContainer, verifyContainer } from './run-container.js';

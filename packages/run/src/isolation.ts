@@ -1,5 +1,12 @@
-import { type ContainerInspect, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
-import { BLACKHOLE_DNS, PROXY_ENV_NAMES, REPO_DIR, SANDBOX_USER } from './run-args.js';
+import {
+  BOX_USER,
+  type ContainerInspect,
+  LABEL_ID,
+  REPO_DIR,
+  SANDBOX_LABEL,
+  SANDBOX_LABEL_VALUE,
+} from '@ca-sandbox/docker';
+import { BLACKHOLE_DNS, PROXY_ENV_NAMES } from './run-args.js';
 
 /** One row of the isolation report, numbered after the CIS Docker Benchmark check it matches. */
 export interface IsolationCheck {
@@ -174,9 +181,9 @@ const RULES: Rule[] = [
     id: 'non-root-user',
     cis: '4.1',
     title: 'the process runs as the unprivileged sandbox user',
-    expected: SANDBOX_USER,
+    expected: BOX_USER,
     seen: i.Config.User || 'root (empty)',
-    pass: i.Config.User === SANDBOX_USER,
+    pass: i.Config.User === BOX_USER,
   }),
   (i) => {
     const opts = i.HostConfig.SecurityOpt;

@@ -1,13 +1,19 @@
-import { DOCKER_MIN_CPUS, DOCKER_MIN_MEMORY_BYTES, parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
+import {
+  DOCKER_MIN_CPUS,
+  DOCKER_MIN_MEMORY_BYTES,
+  DOCKER_NAME_PATTERN,
+  ENV_NAME_PATTERN,
+  IMAGE_REF_PATTERN,
+  LABEL_KEY_PATTERN,
+  OBJECT_NAME_PATTERN,
+  parseSize,
+  RUNTIMES,
+  SANDBOX_ID_PATTERN,
+  SANDBOX_ID_SYNTAX,
+  SIZE_SYNTAX,
+} from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { InvalidRunOptionsError } from './errors.js';
-
-const NAME = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
-const ID = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
-const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
-const NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-const LABEL_KEY = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
 
 /** A size as docker parses it (@ca-sandbox/docker parseSize), at least `min` bytes. */
 function dockerSize(min: number) {
@@ -18,17 +24,17 @@ function dockerSize(min: number) {
 
 /** The only knobs a sandbox container has. Unknown keys are rejected: no docker flag passes through. */
 export const RunOptionsSchema = z.strictObject({
-  sandboxId: z.string().regex(ID, 'must match [a-z0-9][a-z0-9_.-]{0,62}'),
-  name: z.string().regex(NAME, 'must be a plain container name'),
-  image: z.string().regex(IMAGE, 'must be an image reference'),
+  sandboxId: z.string().regex(SANDBOX_ID_PATTERN, `must match ${SANDBOX_ID_SYNTAX}`),
+  name: z.string().regex(OBJECT_NAME_PATTERN, 'must be a plain container name'),
+  image: z.string().regex(IMAGE_REF_PATTERN, 'must be an image reference'),
   /** `gateway`: the egress proxy of a sandbox; it alone runs without the source volume. */
   role: z.enum(['box', 'helper', 'gateway']).default('box'),
-  volume: z.string().regex(NAME, 'must be a volume name').optional(),
+  volume: z.string().regex(OBJECT_NAME_PATTERN, 'must be a volume name').optional(),
   volumeReadOnly: z.boolean().default(false),
-  network: z.string().regex(NETWORK, 'must be none, bridge or a network name').default('none'),
+  network: z.string().regex(DOCKER_NAME_PATTERN, 'must be none, bridge or a network name').default('none'),
   /** Networks a gateway joins after start (`docker network connect`); only gateways have any. */
-  extraNetworks: z.array(z.string().regex(NETWORK, 'must be a network name')).max(4).default([]),
-  runtime: z.enum(['runc', 'runsc']).default('runc'),
+  extraNetworks: z.array(z.string().regex(DOCKER_NAME_PATTERN, 'must be a network name')).max(4).default([]),
+  runtime: z.enum(RUNTIMES).default('runc'),
   memory: dockerSize(DOCKER_MIN_MEMORY_BYTES).default('2g'),
   cpus: z.number().min(DOCKER_MIN_CPUS).max(256).default(2),
   pidsLimit: z.number().int().min(16).max(1_000_000).default(512),
@@ -42,13 +48,13 @@ export const RunOptionsSchema = z.strictObject({
   dns: z.enum(['default', 'blackhole']).default('default'),
   env: z
     .record(
-      z.string().regex(ENV_NAME, 'env names are [A-Za-z_][A-Za-z0-9_]*'),
+      z.string().regex(ENV_NAME_PATTERN, 'env names are [A-Za-z_][A-Za-z0-9_]*'),
       z.string().refine((value) => !value.includes('\0'), 'no NUL in env values'),
     )
     .default({}),
   labels: z
     .record(
-      z.string().regex(LABEL_KEY, 'label keys are lower-case dotted names'),
+      z.string().regex(LABEL_KEY_PATTERN, 'label keys are lower-case dotted names'),
       z.string().refine((value) => !/[\0\n\r]/.test(value), 'no control characters in labels'),
     )
     .default({}),

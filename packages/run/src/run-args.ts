@@ -1,4 +1,5 @@
 import {
+  BOX_USER,
   DOCKER_CLI_PROXY_VARIABLES,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
@@ -8,13 +9,12 @@ import {
   LABEL_RUNTIME,
   labelArgs,
   parseSize,
+  REPO_DIR,
   sandboxLabels,
 } from '@ca-sandbox/docker';
 import { buildMountArgs } from '@ca-sandbox/mounts';
 import type { RunOptions } from './options.js';
 
-export const REPO_DIR = '/work/repo';
-export const SANDBOX_USER = '1000:1000';
 export const KEEP_ALIVE = ['sleep', 'infinity'];
 /**
  * The box's own loopback. On a user-defined network the box asks Docker's embedded resolver
@@ -67,7 +67,7 @@ export function buildRunArgs(options: RunOptions): string[] {
     '--hostname',
     options.role === 'gateway' ? 'gateway' : 'sandbox',
     '--user',
-    SANDBOX_USER,
+    BOX_USER,
     '--cap-drop',
     'ALL',
     '--security-opt',

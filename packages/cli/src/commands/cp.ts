@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import type { GitMode } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
 import { type CpOutResult, loadLifecycle } from '../lifecycle-api.js';
 import { parseCpOperands } from '../options.js';
@@ -45,7 +46,7 @@ async function cpToStdout(
   out: Output,
   id: string,
   boxPath: string,
-  git: 'withhold' | 'sanitized',
+  git: GitMode,
   force: boolean,
 ): Promise<number> {
   if (out.streams.stdout.isTTY) {

@@ -1,11 +1,11 @@
 import { currentSettings } from '@ca-sandbox/config';
+import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { mergeTeardown } from '../commands/destroy.js';
 import { verifyRows } from '../commands/verify.js';
-import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '../constants.js';
 import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type TeardownResult } from '../lifecycle-api.js';

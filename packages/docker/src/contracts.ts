@@ -1,0 +1,69 @@
+// The rules every package shares, each defined once: sandbox ids and the names derived from them,
+// the paths and the user of a box, the choices a user names. No imports and no schemas, so that
+// every entry (the full barrel, the light `process` entry, the CLI's `contracts` entry for its
+// start-up path) can carry it for free.
+
+/** The syntax of a sandbox id (the name a user gives a sandbox), as shown in error messages. */
+export const SANDBOX_ID_SYNTAX = '[a-z0-9][a-z0-9_.-]{0,62}';
+/**
+ * A sandbox id: lower-case, no `/` and no leading `-` or `.`, at most 63 characters, so every name
+ * derived from it (`ca-sbx-<id>`) is still a valid container, volume and network name.
+ */
+export const SANDBOX_ID_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+
+export function isSandboxId(value: unknown): value is string {
+  return typeof value === 'string' && SANDBOX_ID_PATTERN.test(value);
+}
+
+/**
+ * The names we give containers and volumes, and the label keys we set: docker's name syntax in
+ * lower case, nothing that could read as a path or an option.
+ */
+export const OBJECT_NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,127}$/;
+export const LABEL_KEY_PATTERN = OBJECT_NAME_PATTERN;
+/** A name docker accepts for a network or a container reference (mixed case: not only ours). */
+export const DOCKER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+/** An image reference: no whitespace, no leading `-`, bounded. */
+export const IMAGE_REF_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.\-/:@]{0,254}$/;
+/** An environment variable name we pass into a container or a build. */
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** Box, volume and allowlist network names are this prefix and the sandbox id. */
+export const SANDBOX_PREFIX = 'ca-sbx-';
+/**
+ * Helper names are this prefix and the id. `ca-sbx_` can never begin a box name (`ca-sbx-` and an
+ * id), so no sandbox id names another sandbox's helper: `ca-sbx-<x>-helper` was the box of a
+ * sandbox called `<x>-helper`.
+ */
+export const HELPER_PREFIX = 'ca-sbx_helper-';
+
+/** The names of a sandbox's objects: the one home of the naming rule. */
+export function sandboxNames(id: string): { box: string; helper: string; volume: string; network: string } {
+  const base = `${SANDBOX_PREFIX}${id}`;
+  return { box: base, helper: `${HELPER_PREFIX}${id}`, volume: base, network: base };
+}
+
+/** Where the source volume is mounted in a box or helper: the only mount of a named volume. */
+export const REPO_DIR = '/work/repo';
+/** Where a deps image keeps what the install wrote (outside the volume, read-only in the box). */
+export const DEPS_DIR = '/deps';
+/** The manifests' copy the install runs in. */
+export const DEPS_SRC = `${DEPS_DIR}/src`;
+
+/** The box user, never root: every box, helper, gateway and install step runs as it. */
+export const BOX_UID = 1000;
+export const BOX_GID = 1000;
+export const BOX_USER = `${BOX_UID}:${BOX_GID}`;
+
+/** The network policies of a sandbox: `offline` (default), `clone-then-cut`, `allowlist`. */
+export const NETWORK_POLICIES = ['offline', 'clone-then-cut', 'allowlist'] as const;
+export type NetworkPolicy = (typeof NETWORK_POLICIES)[number];
+/** Container runtimes a box may run under (runsc = gVisor). */
+export const RUNTIMES = ['runc', 'runsc'] as const;
+export type Runtime = (typeof RUNTIMES)[number];
+/** How the deps image is built. */
+export const BUILDERS = ['auto', 'builtin', 'nixpacks'] as const;
+export type BuilderChoice = (typeof BUILDERS)[number];
+/** Copy-out's treatment of git directories (withheld by default). */
+export const GIT_MODES = ['withhold', 'sanitized'] as const;
+export type GitMode = (typeof GIT_MODES)[number];
