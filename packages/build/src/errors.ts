@@ -155,7 +155,7 @@ export class DepsImageTooLargeError extends Error {
     super(
       `the dependency install of ${image} wrote ${formatSize(seenBytes)}${during === 'install' ? ' and counting' : ''}, ` +
         `over the deps image cap of ${formatSize(limitBytes)}: the build was ${during === 'install' ? 'stopped' : 'refused'} and its image removed ` +
-        `(raise the cap with --max-deps-size, option maxDepsSize or env CA_SANDBOX_MAX_DEPS_SIZE)`,
+        `(raise the cap with --max-deps-size, option maxDepsSize or setting build.maxDepsSize / env CA_SANDBOX_MAX_DEPS_SIZE)`,
     );
   }
 }

@@ -95,8 +95,8 @@ export const DEFAULT_BUILD_FILE_SIZE = BUILD_DEFAULTS.fileSizeBytes;
 export const BUILD_TIMEOUT_ENV = DEFINITIONS['build.timeoutSeconds'].env[0] as string;
 /** What the install may add to the base image, in bytes. */
 export const DEFAULT_MAX_DEPS_SIZE = 4 * 1024 ** 3;
-/** Env override of the deps image cap, a docker size (`4g`, `512m`) or bytes. */
-export const MAX_DEPS_SIZE_ENV = 'CA_SANDBOX_MAX_DEPS_SIZE';
+/** Env override of the deps image cap (setting build.maxDepsSize), a docker size (`4g`, `512m`) or bytes. */
+export const MAX_DEPS_SIZE_ENV = DEFINITIONS['build.maxDepsSize'].env[0] as string;
 const MIN_MAX_DEPS_SIZE = 1024 ** 2;
 
 const providerEnum = z.enum(PROVIDERS);
@@ -241,18 +241,19 @@ export function resolvePrepareOptions(input: unknown): ResolvedPrepareOptions {
   return {
     ...opts,
     buildTimeoutMs: opts.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS,
-    maxDepsSize: opts.maxDepsSize ?? envMaxDepsSize(),
+    maxDepsSize: opts.maxDepsSize ?? settingMaxDepsSize(settings),
     registries: resolveRegistries(opts.registries),
   };
 }
 
-function envMaxDepsSize(): number {
-  const raw = process.env[MAX_DEPS_SIZE_ENV]?.trim();
-  if (!raw) return DEFAULT_MAX_DEPS_SIZE;
-  const bytes = parseSize(raw);
+/** The deps cap of the settings (file, env CA_SANDBOX_MAX_DEPS_SIZE), by docker's size rules. */
+function settingMaxDepsSize(settings: ReturnType<typeof currentSettings>): number {
+  const setting = settings.get('build.maxDepsSize');
+  if (setting.value === undefined) return DEFAULT_MAX_DEPS_SIZE;
+  const bytes = parseSize(setting.value.trim());
   if (bytes === undefined || bytes < MIN_MAX_DEPS_SIZE)
     throw new InvalidBuildOptionsError(
-      `invalid ${MAX_DEPS_SIZE_ENV}: must be a size of at least 1m such as 4g or 512m`,
+      `invalid build.maxDepsSize (from ${setting.from ?? setting.source}): must be a size of at least 1m such as 4g or 512m`,
     );
   return bytes;
 }

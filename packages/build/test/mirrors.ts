@@ -32,7 +32,11 @@ export class Mirror {
     return `ca-sbx:test-${this.kind}-mirror-${hash.digest('hex').slice(0, 16)}`;
   }
 
-  async start(): Promise<this> {
+  /**
+   * `publishOn`: also publish the port on this host address (the url then names it): how a client
+   * behind the egress gateway reaches the mirror, the way it reaches a registry on the LAN.
+   */
+  async start(publishOn?: string): Promise<this> {
     const image = this.image;
     const present = await docker(['image', 'inspect', '--', image], { allowFailure: true });
     if (present.exitCode !== 0) {
@@ -75,12 +79,17 @@ export class Mirror {
       'no-new-privileges',
       '--user',
       '1000:1000',
+      ...(publishOn ? ['--publish', `${publishOn}::8000`] : []),
       image,
     ]);
     const ip = (
       await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', '--', this.name])
     ).stdout.trim();
     this.url = `http://${ip}:8000`;
+    if (publishOn) {
+      const mapped = (await docker(['port', this.name, '8000/tcp'])).stdout.trim().split('\n')[0] ?? '';
+      this.url = `http://${publishOn}:${mapped.slice(mapped.lastIndexOf(':') + 1)}`;
+    }
     const probe = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)";
     for (let i = 0; i < 50; i++) {
       const up = await docker(['exec', this.name, 'python3', '-c', probe], { allowFailure: true });

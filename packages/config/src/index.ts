@@ -11,6 +11,7 @@ export {
   BUILD_DEFAULTS,
   currentSettings,
   DEFAULT_BASE_IMAGES,
+  DEFAULT_GATEWAY_IMAGE,
   DEFAULT_HELPER_IMAGE,
   DEFINITIONS,
   ImageRefSchema,

@@ -44,6 +44,8 @@ export const DEFAULT_BASE_IMAGES: Readonly<Record<Provider, string>> = {
   plain: 'debian:bookworm-slim',
 };
 export const DEFAULT_HELPER_IMAGE = 'ca-sbx-base:git';
+/** The local image with Debian's squid that every egress gateway runs (scripts/seed-images.sh). */
+export const DEFAULT_GATEWAY_IMAGE = 'ca-sbx-base:gateway';
 /** Limits of each dependency build container (see @ca-sandbox/build's README). */
 export const BUILD_DEFAULTS = {
   timeoutSeconds: 15 * 60,
@@ -51,6 +53,7 @@ export const BUILD_DEFAULTS = {
   cpus: 2,
   processes: 4096,
   fileSizeBytes: 4 * 1024 ** 3,
+  maxDepsSize: '4g',
 } as const;
 
 interface Definition<S extends z.ZodType> {
@@ -91,6 +94,23 @@ export const DEFINITIONS = {
     env: ['CA_SANDBOX_HELPER_IMAGE'],
     fallback: () => DEFAULT_HELPER_IMAGE,
     describe: 'image of the clone helper (needs git and tar)',
+  }),
+  gatewayImage: define({
+    schema: ImageRefSchema,
+    env: ['CA_SANDBOX_GATEWAY_IMAGE'],
+    fallback: () => DEFAULT_GATEWAY_IMAGE,
+    describe: 'image of the egress gateway (needs squid)',
+  }),
+  'install.allow': define({
+    // Shape only: each entry is checked as an egress destination (--allow syntax) by the create.
+    schema: z.array(z.string().min(1).max(300)).max(256),
+    env: ['CA_SANDBOX_INSTALL_ALLOW'],
+    fromEnv: (raw) =>
+      raw
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    describe: 'extra destinations the dependency install may reach (--allow syntax: a private registry)',
   }),
   caCertificates: define({
     schema: AbsolutePath,
@@ -150,6 +170,12 @@ export const DEFINITIONS = {
     fromEnv: number,
     fallback: () => BUILD_DEFAULTS.fileSizeBytes,
     describe: 'largest file an install may write, bytes',
+  }),
+  'build.maxDepsSize': define({
+    schema: DockerSize,
+    env: ['CA_SANDBOX_MAX_DEPS_SIZE'],
+    fallback: () => BUILD_DEFAULTS.maxDepsSize,
+    describe: 'most the install may add to the base image (a docker size, at least 1m)',
   }),
   'mcp.roots': define({
     schema: z.array(AbsolutePath).max(64),

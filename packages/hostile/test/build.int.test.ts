@@ -207,7 +207,8 @@ describe('hostile dependency installs', () => {
     for (const container of mine.containers) expect(listed).toContain(`container:${container}`);
     expect(listed).toContain(`directory:${dirs[0]}`);
     expect(listed).toContain(`container:ca-sbx_helper-${name}`);
-    // The gateway outlives a killed create (squid has no heartbeat): prune finds it and its networks.
+    // The gateway outlives a killed create (stopped by its heartbeat within 90 s, removed only by
+    // prune or destroy): prune finds it and its networks.
     for (const gateway of [
       `container:ca-sbx.gw.${name}`,
       `network:ca-sbx.egress.${name}`,

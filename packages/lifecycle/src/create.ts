@@ -123,6 +123,7 @@ export async function createSandbox(
   } catch (error) {
     run.failCurrent(error);
     await run.egress.settled();
+    run.egress.stopKeepAlive();
     const leftovers = await run.cleanup();
     const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
     if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
@@ -363,7 +364,10 @@ class CreateRun {
             withClaude: true,
             // Claude Code's own image: the npm registry (or its mirror) and nothing else.
             claudeEgress: async () => {
-              const gateway = await this.egress.open('claude-code', claudeInstallEgressRules());
+              const gateway = await this.egress.open(
+                'claude-code',
+                claudeInstallEgressRules(this.options.installDestinations),
+              );
               return { network: gateway.network, proxyUrl: gateway.proxyUrl };
             },
           }
@@ -371,7 +375,10 @@ class CreateRun {
       ...(this.hooks.signal ? { signal: this.hooks.signal } : {}),
       // The install reaches its provider's registries (and configured mirrors) through the gateway.
       egress: async (provider) => {
-        const gateway = await this.egress.open('install', installEgressRules(provider));
+        const gateway = await this.egress.open(
+          'install',
+          installEgressRules(provider, this.options.installDestinations),
+        );
         return { network: gateway.network, proxyUrl: gateway.proxyUrl };
       },
       onLog: (line) => this.log(line),
@@ -438,7 +445,10 @@ class CreateRun {
     if (this.boxUsesGateway()) {
       // The box reaches the listed destinations through the gateway and nothing else: its network
       // is internal (no route out), and names resolve only in the gateway.
-      const gateway = await this.egress.open('box', this.options.allowRules);
+      const gateway = await this.egress.openForBox(this.options.allowRules);
+      // verify renders the gateway's expected configuration from these and compares the live one.
+      boxLabels[LABEL_ALLOW] = this.options.allowEntries.join(',');
+      boxLabels[LABEL_BLOCKED] = gateway.blocked.join(',');
       network = gateway.network;
       env = proxyEnv(gateway);
       this.checkAborted();

@@ -1,6 +1,7 @@
 import { cloneEgressRule, type EgressRule, GATEWAY_PORT, type GatewayLogEntry } from '@ca-sandbox/network';
 import {
   type EgressGateway,
+  keepAlive,
   readGatewayLog,
   reconfigureGateway,
   startGateway,
@@ -79,12 +80,15 @@ export function proxyEnv(gateway: EgressGateway): Record<string, string> {
  * One create's egress: started on first need (the clone of a URL, or an install that really runs)
  * or ahead of it (`prestart`, while a local tree is copied), re-pointed between phases (the clone
  * reaches the repo's host only, the install its registries), and what it decided collected per
- * phase before it goes.
+ * phase before it goes. This gateway lives on the create's heartbeat: a create killed outright
+ * leaves no gateway open. A box that goes through a gateway gets a new one of its own
+ * (`openForBox`), whose configuration is the box's rules from its first start on.
  */
 export class CreateEgress {
   private starting?: Promise<EgressGateway>;
   private phase = '';
   private seen = 0;
+  private stopHeartbeat: () => void = () => {};
   readonly decisions: (GatewayLogEntry & { phase: string })[] = [];
 
   constructor(
@@ -93,35 +97,53 @@ export class CreateEgress {
     private readonly signal?: AbortSignal,
   ) {}
 
-  private start(rules: readonly EgressRule[]): Promise<EgressGateway> {
+  private start(rules: readonly EgressRule[], heartbeat: boolean): Promise<EgressGateway> {
     const starting = startGateway({
       sandboxId: this.sandboxId,
       rules,
       labels: this.labels,
+      heartbeat,
       ...(this.signal ? { signal: this.signal } : {}),
     });
     // A failure is reported by whoever opens it; an unused start must not crash the process.
     starting.catch(() => undefined);
+    if (heartbeat) {
+      const stop = starting.then((gateway) => keepAlive(gateway.container)).catch(() => () => {});
+      this.stopHeartbeat = () => void stop.then((clear) => clear());
+    }
     this.starting = starting;
     return starting;
   }
 
   /** Starts the gateway with nothing allowed, so that a later open only re-points it. */
   prestart(): void {
-    if (!this.starting) this.start([]);
+    if (!this.starting) this.start([], true);
   }
 
   /** The gateway for `phase`, allowing `rules` only; started, or re-pointed and waited for. */
   async open(phase: string, rules: EgressRule[]): Promise<EgressGateway> {
     if (!this.starting) {
       this.phase = phase;
-      return this.start(rules);
+      return this.start(rules, true);
     }
     const gateway = await this.starting;
     await this.collect();
     this.phase = phase;
     await reconfigureGateway(gateway, rules, this.signal);
     return gateway;
+  }
+
+  /**
+   * The box's own gateway, allowing `rules` only: the create's (if any) is collected and removed,
+   * and a new one starts with the box's rules in its container configuration, so a restart of the
+   * gateway (a reboot, `docker restart`) brings back the box's rules, never a phase's. It needs no
+   * heartbeat: it runs as long as the box.
+   */
+  async openForBox(rules: EgressRule[]): Promise<EgressGateway> {
+    await this.close();
+    this.phase = 'box';
+    this.seen = 0;
+    return this.start(rules, false);
   }
 
   /** Reads what the gateway logged since the last call into `decisions`. */
@@ -138,8 +160,14 @@ export class CreateEgress {
     await this.starting?.catch(() => undefined);
   }
 
+  /** Stops touching the gateway's heartbeat (a failed create: its cleanup removes the gateway). */
+  stopKeepAlive(): void {
+    this.stopHeartbeat();
+  }
+
   /** Collects the last decisions and removes the gateway and its networks. */
   async close(): Promise<void> {
+    this.stopHeartbeat();
     if (!this.starting) return;
     await this.collect().catch(() => undefined);
     await stopGateway(this.sandboxId);

@@ -15,9 +15,16 @@ import {
   assertInternalNetwork,
   describeComparison,
   egressNames,
+  parseEgressRules,
   verifyFirewallRules,
 } from '@ca-sandbox/network';
-import { type IsolationCheck, type IsolationReport, readGatewayLog, verifyContainer } from '@ca-sandbox/run';
+import {
+  gatewayConfigMatches,
+  type IsolationCheck,
+  type IsolationReport,
+  readGatewayLog,
+  verifyContainer,
+} from '@ca-sandbox/run';
 import { z } from 'zod';
 import { boxName } from './_utils.js';
 import { type EgressSummaryRow, egressFromLabels, summariseDecisions } from './egress.js';
@@ -150,8 +157,12 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   const report = await verifyContainer(name);
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
   if (inspect.HostConfig.NetworkMode === egressNames(id).internal) {
-    const check = await gatewayCheck(id);
-    return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+    const checks = [await gatewayCheck(id), await gatewayRulesCheck(id, inspect.Config.Labels)];
+    return {
+      ...report,
+      ok: report.ok && checks.every((check) => check.pass),
+      checks: [...report.checks, ...checks],
+    };
   }
   const check = await allowlistFirewallCheck(id, inspect.Config.Labels);
   return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
@@ -233,8 +244,38 @@ async function gatewayCheck(id: string): Promise<IsolationCheck> {
     id: 'allowlist-gateway',
     cis: '-',
     title: 'the allowlist gateway runs and passes its own checks; the box network is internal',
-    expected: `${gateway} running, all checks pass; ${internal} internal, no host address`,
+    expected: `${gateway} running, all checks pass; ${internal} internal, no host address, no IPv6`,
     seen,
     pass: Boolean(report?.ok) && running && networkOk,
+  };
+}
+
+/**
+ * The gateway of an allowlist box enforces exactly the box's list: its live configuration is the
+ * one rendered from the box's `ca.sandbox.allow` and `ca.sandbox.blocked` labels (a gateway
+ * restarted with another phase's rules, or whose configuration was rewritten, fails).
+ */
+export async function gatewayRulesCheck(id: string, labels: Record<string, string>): Promise<IsolationCheck> {
+  const allow = labels[LABEL_ALLOW];
+  const blocked = labels[LABEL_BLOCKED];
+  const list = (text: string) => text.split(',').filter(Boolean);
+  let seen = 'no ca.sandbox.allow or ca.sandbox.blocked label (box made by an older ca-sandbox): recreate it';
+  let pass = false;
+  if (allow !== undefined && blocked !== undefined) {
+    let rules: ReturnType<typeof parseEgressRules> | undefined;
+    try {
+      rules = parseEgressRules(list(allow));
+    } catch {
+      seen = 'the ca.sandbox.allow label does not parse';
+    }
+    if (rules) ({ ok: pass, seen } = await gatewayConfigMatches(id, rules, list(blocked)));
+  }
+  return {
+    id: 'allowlist-gateway-rules',
+    cis: '-',
+    title: "the allowlist gateway's live configuration is exactly the box's allow list",
+    expected: 'the rules rendered from labels ca.sandbox.allow and ca.sandbox.blocked',
+    seen,
+    pass,
   };
 }

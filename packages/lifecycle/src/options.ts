@@ -14,6 +14,7 @@ import {
   allowlistEnforcement,
   CLAUDE_API_DESTINATION,
   type EgressRule,
+  type InstallDestinations,
   type NetworkPolicy,
   parseAllowEntries,
   parseEgressRules,
@@ -67,6 +68,8 @@ export interface ResolvedCreateOptions {
   allow: string[];
   /** Destinations for an allowlist enforced by the egress gateway (any domain among them). */
   allowRules: EgressRule[];
+  /** The entries allowRules were parsed from, trimmed (the box's label; verify parses them again). */
+  allowEntries: string[];
   allowVia: 'firewall' | 'gateway';
   builder: BuilderChoice;
   ref?: { ref: string; commit: boolean };
@@ -85,6 +88,8 @@ export interface ResolvedCreateOptions {
   maxDepsSize?: number;
   cloneNetwork?: string;
   helperImage: string;
+  /** What the install may reach besides its registries: the configured mirrors and install.allow. */
+  installDestinations: InstallDestinations;
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
   /** Caps on the local folder packed and on the checkout (entries, bytes of files). */
@@ -132,15 +137,26 @@ export function resolveCreateOptions(
   const maxDepsSize = options.maxDepsSize === undefined ? undefined : parseSize(options.maxDepsSize.trim());
   if (options.maxDepsSize !== undefined && !(maxDepsSize !== undefined && maxDepsSize >= 1024 ** 2))
     throw new InvalidOptionsError(`invalid create options: maxDepsSize must be at least 1m, ${SIZE_SYNTAX}`);
-  const helperImage =
-    (env === process.env ? currentSettings() : loadSettings({ env })).value('helperImage') ??
-    DEFAULT_HELPER_IMAGE;
+  // The settings are resolved once here (file < env): the build reads the same ones for the install.
+  const settings = env === process.env ? currentSettings() : loadSettings({ env });
+  const helperImage = settings.value('helperImage') ?? DEFAULT_HELPER_IMAGE;
+  const installDestinations = {
+    mirrors: [
+      settings.value('mirrors.npmRegistry'),
+      settings.value('mirrors.pypiIndex'),
+      settings.value('mirrors.goProxy'),
+    ].filter((value): value is string => value !== undefined),
+    extra: settings.value('install.allow') ?? [],
+  };
+  // A bad extra destination is a usage error now, not a failed install later.
+  parseEgressRules(installDestinations.extra);
   return {
     source: options.source,
     id: options.name === undefined ? '' : validateSandboxName(options.name),
     policy,
     allow,
     allowRules,
+    allowEntries: allowVia === 'gateway' ? entries.map((entry) => entry.trim()) : [],
     allowVia,
     builder: options.builder ?? 'auto',
     ...(options.ref === undefined ? {} : { ref: parseRef(options.ref) }),
@@ -155,6 +171,7 @@ export function resolveCreateOptions(
     ...(maxDepsSize === undefined ? {} : { maxDepsSize }),
     ...(options.cloneNetwork === undefined ? {} : { cloneNetwork: options.cloneNetwork }),
     helperImage,
+    installDestinations,
     cloneTimeoutSeconds: 600,
     sourceLimits: {
       maxBytes: sourceBytes(options.maxSourceBytes) ?? DEFAULT_PACK_LIMITS.maxBytes,

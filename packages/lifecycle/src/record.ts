@@ -56,13 +56,17 @@ export const LABEL_IMAGE_CACHE_HIT = 'ca.sandbox.image-cache-hit';
 export const LABEL_DEPS_INSTALLED = 'ca.sandbox.deps-installed';
 /** The source that built the box's deps image (the image's own `ca.sandbox.cache.source`). */
 export const LABEL_IMAGE_SOURCE = 'ca.sandbox.image-source';
-/** Allowlist boxes: the normalised CIDRs, comma-joined, so `verify` can rebuild the exact rule set. */
+/**
+ * Allowlist boxes, comma-joined, so `verify` can rebuild what must be enforced: the normalised
+ * CIDRs of a firewall allowlist (the exact rule set), or the `--allow` entries of a gateway one
+ * (the gateway's exact configuration).
+ */
 export const LABEL_ALLOW = 'ca.sandbox.allow';
 /** Allowlist boxes through the egress gateway: its destinations as describeEgressRule shows them, space-joined. */
 export const LABEL_EGRESS_ALLOW = 'ca.sandbox.egress-allow';
 /** Boxes made with `--with-claude`. */
 export const LABEL_WITH_CLAUDE = 'ca.sandbox.with-claude';
-/** Allowlist boxes: the blocked ranges their rules were built with (fixed plus the host's prefixes). */
+/** Allowlist boxes: the blocked ranges their rules or gateway were built with (fixed plus the host's prefixes). */
 export const LABEL_BLOCKED = 'ca.sandbox.blocked';
 
 /** The box labels that carry the build's part of the record. */

@@ -13,25 +13,27 @@ export const INSTALL_REGISTRIES: Readonly<Record<string, readonly string[]>> = {
   plain: [],
 };
 
-/** Extra install destinations, comma-separated (`--allow` syntax): a private registry, say. */
-export const INSTALL_ALLOW_ENV = 'CA_SANDBOX_INSTALL_ALLOW';
+/**
+ * What the user configured for installs (settings of @ca-sandbox/config, resolved by the caller:
+ * this package reads no setting itself): mirror URLs (npm registry, PyPI index, a GOPROXY list)
+ * and extra destinations in `--allow` syntax (a private registry, say).
+ */
+export interface InstallDestinations {
+  mirrors?: readonly string[];
+  extra?: readonly string[];
+}
 
-/** Mirror settings whose hosts an install must reach (URLs; a non-URL value names no host). */
-export const MIRROR_ENV_NAMES: readonly string[] = [
-  'CA_SANDBOX_NPM_REGISTRY',
-  'CA_SANDBOX_PIP_INDEX_URL',
-  'CA_SANDBOX_GOPROXY',
-];
-
-function mirrorDestinations(env: NodeJS.ProcessEnv): string[] {
+/** `host:port` of each http(s) URL in the mirror values (GOPROXY lists split; `off`, `direct` name no host). */
+function mirrorDestinations(mirrors: readonly string[]): string[] {
   const out: string[] = [];
-  for (const name of MIRROR_ENV_NAMES) {
-    for (const value of (env[name] ?? '').split(/[,|]/)) {
+  for (const mirror of mirrors) {
+    for (const value of mirror.split(/[,|]/)) {
       try {
         const url = new URL(value.trim());
         if (url.protocol === 'https:' || url.protocol === 'http:') {
           const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-          out.push(`${url.hostname.replace(/^\[|\]$/g, '')}:${port}`);
+          const host = url.hostname.replace(/^\[|\]$/g, '');
+          out.push(host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
         }
       } catch {
         // not a URL (`off`, `direct`): no host to open
@@ -41,26 +43,23 @@ function mirrorDestinations(env: NodeJS.ProcessEnv): string[] {
   return out;
 }
 
-/** What the install of `provider` may reach: its registries, configured mirrors and extras. */
-export function installEgressRules(provider: string, env: NodeJS.ProcessEnv = process.env): EgressRule[] {
-  return [...parseEgressRules(INSTALL_REGISTRIES[provider] ?? []), ...configuredInstallRules(env)];
+/** What the install of `provider` may reach: its registries, the configured mirrors and extras. */
+export function installEgressRules(provider: string, configured: InstallDestinations = {}): EgressRule[] {
+  return [...parseEgressRules(INSTALL_REGISTRIES[provider] ?? []), ...configuredInstallRules(configured)];
 }
 
 /** The Claude Code image's build (`--with-claude`): the npm registry, configured mirrors and extras. */
-export function claudeInstallEgressRules(env: NodeJS.ProcessEnv = process.env): EgressRule[] {
-  return [...parseEgressRules(['registry.npmjs.org']), ...configuredInstallRules(env)];
+export function claudeInstallEgressRules(configured: InstallDestinations = {}): EgressRule[] {
+  return [...parseEgressRules(['registry.npmjs.org']), ...configuredInstallRules(configured)];
 }
 
 /**
  * Mirrors and extras are the user's own (a corporate registry on the LAN is the usual case):
  * allowed wherever they resolve, like the repo's host.
  */
-function configuredInstallRules(env: NodeJS.ProcessEnv): EgressRule[] {
-  const extra = (env[INSTALL_ALLOW_ENV] ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  return parseEgressRules([...mirrorDestinations(env), ...extra]).map((rule) =>
+function configuredInstallRules(configured: InstallDestinations): EgressRule[] {
+  const extra = (configured.extra ?? []).map((entry) => entry.trim()).filter(Boolean);
+  return parseEgressRules([...mirrorDestinations(configured.mirrors ?? []), ...extra]).map((rule) =>
     rule.kind === 'domain' ? { ...rule, resolvesAnywhere: true } : rule,
   );
 }

@@ -19,7 +19,7 @@ const INHIBIT_IPV4 = 'com.docker.network.bridge.inhibit_ipv4';
 
 /**
  * Creates one network of an egress gateway, labeled for the sandbox: `internal` (docker
- * `--internal`: no route out, and no host address on its bridge, checked once made; the build or
+ * `--internal`: no route out, no host address on its bridge and no IPv6, checked once made; the build or
  * box and the proxy meet there) or `outward` (a bridge with inter-container traffic off, on which
  * only the proxy sits). Returns its name.
  */
@@ -34,6 +34,9 @@ export async function createEgressNetwork(
     which === 'internal'
       ? [
           '--internal',
+          // No IPv6 on it at all: an IPv6 address would give the client a path (and the embedded
+          // resolver a family) that the gate does not cover.
+          '--ipv6=false',
           // No address of the host on this bridge: a client's packets to the host's own addresses
           // would otherwise go up the host's INPUT chain, which --internal does not close (seen: a
           // build reached a listener on the host's LAN address and on docker0's).
@@ -58,21 +61,42 @@ export async function createEgressNetworks(
   return { internal, outward };
 }
 
+/** What `docker network inspect` says of a network, as far as the internal-network gate reads it. */
+export interface InternalNetworkInspect {
+  Internal?: boolean;
+  EnableIPv6?: boolean;
+  Options?: Record<string, string> | null;
+}
+
 /**
- * The internal network as docker has it: it must be internal with no host address on its bridge,
- * or a client on it could reach the host. DockerResponseError otherwise.
+ * Why a network is not a safe internal network (empty when it is): it must be internal, carry no
+ * host address on its bridge, and have IPv6 off.
+ */
+export function internalNetworkProblems(network: InternalNetworkInspect): string[] {
+  const problems: string[] = [];
+  if (network.Internal !== true) problems.push(`Internal=${String(network.Internal)}`);
+  if (network.Options?.[INHIBIT_IPV4] !== 'true')
+    problems.push(`${INHIBIT_IPV4}=${network.Options?.[INHIBIT_IPV4] ?? 'unset'}`);
+  if (network.EnableIPv6 !== false) problems.push(`EnableIPv6=${String(network.EnableIPv6)}`);
+  return problems;
+}
+
+/**
+ * The internal network as docker has it: internal, no host address on its bridge and no IPv6, or
+ * a client on it could reach the host. DockerResponseError otherwise.
  */
 export async function assertInternalNetwork(name: string): Promise<void> {
   const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', name]);
-  let parsed: { Internal?: boolean; Options?: Record<string, string> | null } = {};
+  let parsed: InternalNetworkInspect = {};
   try {
-    parsed = JSON.parse(stdout) as typeof parsed;
+    parsed = JSON.parse(stdout) as InternalNetworkInspect;
   } catch {
     // reported below
   }
-  if (parsed.Internal !== true || parsed.Options?.[INHIBIT_IPV4] !== 'true') {
+  const problems = internalNetworkProblems(parsed);
+  if (problems.length > 0) {
     throw new DockerResponseError(
-      `docker network ${name} is not internal with no host address (Internal=${String(parsed.Internal)}, ${INHIBIT_IPV4}=${parsed.Options?.[INHIBIT_IPV4] ?? 'unset'})`,
+      `docker network ${name} is not internal with no host address and no IPv6 (${problems.join(', ')})`,
     );
   }
 }

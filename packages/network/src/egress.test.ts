@@ -5,7 +5,13 @@ import {
   cloneEgressRule,
   installEgressRules,
 } from './egress-defaults.js';
-import { egressBlockedRanges, hostBlockedRanges, parseEgressRule, parseEgressRules } from './egress-rules.js';
+import {
+  describeEgressRule,
+  egressBlockedRanges,
+  hostBlockedRanges,
+  parseEgressRule,
+  parseEgressRules,
+} from './egress-rules.js';
 import { parseGatewayLog, renderSquidConfig } from './squid-config.js';
 
 describe('parseEgressRule', () => {
@@ -108,19 +114,31 @@ describe('renderSquidConfig', () => {
 
 describe('defaults', () => {
   it('an install reaches its provider registries and the configured mirrors only', () => {
-    const hosts = (provider: string, env = {}) =>
-      installEgressRules(provider, env).map((rule) => (rule.kind === 'domain' ? rule.domain : rule.cidr));
+    const hosts = (provider: string, configured = {}) =>
+      installEgressRules(provider, configured).map((rule) =>
+        rule.kind === 'domain' ? rule.domain : rule.cidr,
+      );
     expect(hosts('node')).toEqual(['registry.npmjs.org', 'registry.yarnpkg.com', 'repo.yarnpkg.com']);
     expect(hosts('python')).toEqual(['pypi.org', 'files.pythonhosted.org']);
     expect(hosts('plain')).toEqual([]);
     expect(
-      hosts('go', {
-        CA_SANDBOX_GOPROXY: 'https://goproxy.corp.example,direct',
-        CA_SANDBOX_INSTALL_ALLOW: 'git.corp.example',
-      }),
+      hosts('go', { mirrors: ['https://goproxy.corp.example,direct'], extra: ['git.corp.example'] }),
     ).toEqual(['proxy.golang.org', 'sum.golang.org', 'goproxy.corp.example', 'git.corp.example']);
+    // The environment is not read here: settings come resolved from @ca-sandbox/config.
+    process.env.CA_SANDBOX_INSTALL_ALLOW = 'env.corp.example';
+    try {
+      expect(hosts('plain')).toEqual([]);
+    } finally {
+      delete process.env.CA_SANDBOX_INSTALL_ALLOW;
+    }
+    // A mirror's port and an IPv6 mirror address are kept exactly.
+    expect(
+      installEgressRules('plain', {
+        mirrors: ['http://npm.corp.example:4873/', 'https://[2001:db8::5]:8443/'],
+      }).map(describeEgressRule),
+    ).toEqual(['npm.corp.example:4873', '2001:db8::5/128:8443']);
     // The user's own mirrors may live on the LAN: allowed wherever they resolve; defaults never.
-    const rules = installEgressRules('node', { CA_SANDBOX_NPM_REGISTRY: 'https://npm.corp.example/' });
+    const rules = installEgressRules('node', { mirrors: ['https://npm.corp.example/'] });
     expect(rules.find((rule) => rule.kind === 'domain' && rule.domain === 'npm.corp.example')).toMatchObject({
       resolvesAnywhere: true,
     });
@@ -136,7 +154,7 @@ describe('--with-claude destinations', () => {
       'registry.npmjs.org',
     ]);
     expect(
-      claudeInstallEgressRules({ CA_SANDBOX_NPM_REGISTRY: 'https://npm.corp.example/' }).map(
+      claudeInstallEgressRules({ mirrors: ['https://npm.corp.example/'] }).map(
         (rule) => rule.kind === 'domain' && rule.domain,
       ),
     ).toEqual(['registry.npmjs.org', 'npm.corp.example']);

@@ -4,6 +4,7 @@ export {
   claudeInstallEgressRules,
   cloneEgressRule,
   INSTALL_REGISTRIES,
+  type InstallDestinations,
   installEgressRules,
 } from './egress-defaults.js';
 export {
@@ -11,6 +12,8 @@ export {
   createEgressNetwork,
   createEgressNetworks,
   egressNames,
+  type InternalNetworkInspect,
+  internalNetworkProblems,
 } from './egress-network.js';
 export {
   ALWAYS_BLOCKED_RANGES,

@@ -1,4 +1,5 @@
-import { BOX_USER, docker, inspectContainer, spawnDocker } from '@ca-sandbox/docker';
+import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
+import { BOX_USER, docker, inspectContainer, internalExecArgs, spawnDocker } from '@ca-sandbox/docker';
 import {
   createEgressNetwork,
   type EgressRule,
@@ -10,18 +11,36 @@ import {
   renderSquidConfig,
 } from '@ca-sandbox/network';
 import { GatewayStartError, IsolationViolationError } from './errors.js';
+import { HEARTBEAT_STALE_SECONDS, heartbeatWatch } from './heartbeat.js';
 import { runContainer, verifyContainer } from './run-container.js';
 
-/** The local image with Debian's squid (scripts/seed-images.sh); env CA_SANDBOX_GATEWAY_IMAGE overrides. */
-export const DEFAULT_GATEWAY_IMAGE = 'ca-sbx-base:gateway';
-export const GATEWAY_IMAGE_ENV = 'CA_SANDBOX_GATEWAY_IMAGE';
+export { DEFAULT_GATEWAY_IMAGE };
 
 /** The variable that carries the squid configuration into the gateway (no mount, no copy-in). */
 const CONFIG_ENV = 'CA_SANDBOX_SQUID_CONF';
-const START_COMMAND = [
+/** Where squid reads it, on the gateway's tmpfs: rewritten from the variable at every start. */
+const CONFIG_PATH = '/tmp/squid.conf';
+const WRITE_CONFIG = `printf '%s\\n' "$${CONFIG_ENV}" > ${CONFIG_PATH}`;
+const SQUID = `/usr/sbin/squid -N -f ${CONFIG_PATH}`;
+/** A box's gateway: squid is the main process, for as long as the box lives (restarts included). */
+const START_COMMAND = ['/bin/sh', '-c', `${WRITE_CONFIG} && exec ${SQUID}`];
+/**
+ * A create's gateway (clone, install): squid runs beside a heartbeat watch (see heartbeat.ts) that
+ * ends the container when the create that made it is gone (SIGKILL): an orphan's rules do not
+ * stay open.
+ */
+const START_WATCHED_COMMAND = [
   '/bin/sh',
   '-c',
-  `printf '%s\\n' "$${CONFIG_ENV}" > /tmp/squid.conf && exec /usr/sbin/squid -N -f /tmp/squid.conf`,
+  [
+    `${WRITE_CONFIG} || exit 1`,
+    `${SQUID} &`,
+    'squid=$!',
+    heartbeatWatch('kill -0 "$squid" 2>/dev/null'),
+    'kill "$squid" 2>/dev/null',
+  ].join('\n'),
+  'ca-sbx-gateway',
+  String(HEARTBEAT_STALE_SECONDS),
 ];
 const READY = /Accepting HTTP Socket connections/;
 const READY_TIMEOUT_MS = 15_000;
@@ -34,6 +53,11 @@ export interface GatewayOptions {
   labels?: Record<string, string>;
   image?: string;
   signal?: AbortSignal;
+  /**
+   * A create's own gateway (clone, install): it stops unless the create touches its heartbeat
+   * (keepAlive). A box's gateway (false, the default) runs as long as its box.
+   */
+  heartbeat?: boolean;
 }
 
 /** A running gateway: what a build or box on `network` sets as its proxy. */
@@ -47,6 +71,11 @@ export interface EgressGateway {
   blocked: string[];
 }
 
+/** The gateway image in use: setting gatewayImage (file, env CA_SANDBOX_GATEWAY_IMAGE), else the seeded one. */
+export function gatewayImage(): string {
+  return currentSettings().value('gatewayImage') ?? DEFAULT_GATEWAY_IMAGE;
+}
+
 /**
  * Starts a sandbox's egress gateway: two labeled networks, then Debian's squid in a container of
  * role `gateway` (the same hardening as every box: non-root, no capabilities, read-only root, no
@@ -54,11 +83,6 @@ export interface EgressGateway {
  * waited for until squid accepts connections. On any failure what was made is left for the caller's
  * label-based cleanup (the networks and container carry the sandbox's labels).
  */
-/** The gateway image in use: env CA_SANDBOX_GATEWAY_IMAGE, else the seeded local image. */
-export function gatewayImage(): string {
-  return process.env[GATEWAY_IMAGE_ENV] || DEFAULT_GATEWAY_IMAGE;
-}
-
 export async function startGateway(options: GatewayOptions): Promise<EgressGateway> {
   const names = egressNames(options.sandboxId);
   const labels = options.labels ?? {};
@@ -81,7 +105,7 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     tmpfsSize: '64m',
     env: { [CONFIG_ENV]: renderSquidConfig({ rules: options.rules, blocked }) },
     labels,
-    command: START_COMMAND,
+    command: options.heartbeat ? START_WATCHED_COMMAND : START_COMMAND,
   });
   await docker(['network', 'connect', '--', await internal, names.gateway]);
   const report = await verifyContainer(names.gateway);
@@ -184,11 +208,40 @@ export async function reconfigureGateway(
       gateway.container,
       '/bin/sh',
       '-c',
-      `printf '%s\\n' "$${CONFIG_ENV}" > /tmp/squid.conf && /usr/sbin/squid -k reconfigure -f /tmp/squid.conf`,
+      `${WRITE_CONFIG} && /usr/sbin/squid -k reconfigure -f ${CONFIG_PATH}`,
     ],
     { timeoutMs: 15_000 },
   );
   await waitUntilReady(gateway.container, since, signal);
+}
+
+/**
+ * Whether a sandbox's gateway enforces exactly `rules` with `blocked` refused: the configuration
+ * squid runs with (its live file, read by an internal exec; a restart rewrites it from the
+ * container's own variable, a reconfigure from an exec's) compared with the one they render.
+ */
+export async function gatewayConfigMatches(
+  sandboxId: string,
+  rules: readonly EgressRule[],
+  blocked: readonly string[],
+): Promise<{ ok: boolean; seen: string }> {
+  const { gateway } = egressNames(sandboxId);
+  const readArgs = internalExecArgs(gateway, ['/bin/cat', CONFIG_PATH], { user: BOX_USER });
+  let read = await docker(readArgs, { allowFailure: true, timeoutMs: 15_000 });
+  // A gateway started a moment ago writes its file first thing: give it that moment.
+  for (let attempt = 0; attempt < 10 && read.exitCode !== 0; attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    read = await docker(readArgs, { allowFailure: true, timeoutMs: 15_000 });
+  }
+  if (read.exitCode !== 0) return { ok: false, seen: `${CONFIG_PATH} unreadable` };
+  const expected = renderSquidConfig({ rules, blocked }).trimEnd();
+  const live = read.stdout.trimEnd();
+  if (live === expected) return { ok: true, seen: 'the rules of the box' };
+  const expectedLines = new Set(expected.split('\n'));
+  const liveLines = new Set(live.split('\n'));
+  const missing = [...expectedLines].filter((line) => !liveLines.has(line)).length;
+  const extra = [...liveLines].filter((line) => !expectedLines.has(line)).length;
+  return { ok: false, seen: `other rules: ${missing} line(s) missing, ${extra} line(s) not of the box` };
 }
 
 /** What the gateway decided so far (its access log), oldest first. */

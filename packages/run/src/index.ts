@@ -11,12 +11,20 @@ export {
   DEFAULT_GATEWAY_IMAGE,
   type EgressGateway,
   type GatewayOptions,
+  gatewayConfigMatches,
   gatewayImage,
   readGatewayLog,
   reconfigureGateway,
   startGateway,
   stopGateway,
 } from './gateway.js';
+export {
+  HEARTBEAT_FILE,
+  HEARTBEAT_INTERVAL_MS,
+  HEARTBEAT_STALE_SECONDS,
+  heartbeatWatch,
+  keepAlive,
+} from './heartbeat.js';
 export {
   type IsolationCheck,
   type IsolationExpectations,

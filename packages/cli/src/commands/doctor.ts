@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import { PrerequisiteError } from '../errors.js';
 import type { Output } from '../output.js';
 import { sanitizeName } from '../sanitize.js';
+import { RESOLVER_CVE, resolverExposure } from './doctor-resolver.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -30,15 +32,17 @@ interface ImageNeed {
 /** The images create needs: the clone helper, and the base image each provider resolves to. */
 export async function neededImages(env: NodeJS.ProcessEnv): Promise<ImageNeed[]> {
   const { loadSettings } = await import('@ca-sandbox/config');
-  const helper = loadSettings({ env }).get('helperImage');
+  const settings = loadSettings({ env });
+  const helper = settings.get('helperImage');
+  const gateway = settings.get('gatewayImage');
   const needs: ImageNeed[] = [
     { check: 'helper image', image: helper.value ?? '', required: true, source: helper.source },
     {
-      // URL clones, installs and allowlists of domains go through it (@ca-sandbox/run owns the name).
+      // URL clones, installs and allowlists of domains go through it.
       check: 'egress gateway image',
-      image: env.CA_SANDBOX_GATEWAY_IMAGE || (await import('@ca-sandbox/lifecycle')).DEFAULT_GATEWAY_IMAGE,
+      image: gateway.value ?? '',
       required: true,
-      source: 'gateway',
+      source: gateway.source,
     },
   ];
   // The build package owns base-image resolution (flag > env > config > official default).
@@ -148,6 +152,27 @@ async function configCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
   }
 }
 
+/** The engine's embedded resolver on internal networks (see doctor-resolver.ts). */
+async function resolverCheck(engine: string): Promise<DoctorCheck> {
+  const check = `internal-network DNS (${RESOLVER_CVE})`;
+  const resolvConf = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
+  const exposure = resolverExposure(engine, resolvConf);
+  return exposure
+    ? {
+        check,
+        status: 'warn',
+        required: false,
+        detail: sanitizeName(exposure),
+        fix: 'upgrade the engine to 26.0 or later (or 25.0.5, 23.0.11), or point /etc/resolv.conf at a resolver off loopback',
+      }
+    : {
+        check,
+        status: 'ok',
+        required: false,
+        detail: 'the engine has the fix, or the host resolver is not on loopback',
+      };
+}
+
 /** Runs every check; none of them throws. */
 export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
   const docker = await import('@ca-sandbox/docker');
@@ -186,6 +211,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
             fix: 'install gVisor (https://gvisor.dev/docs/user_guide/install/), run `runsc install` and restart dockerd',
           },
     );
+    checks.push(await resolverCheck(info.serverVersion));
     // Image names come from the settings: without valid ones there is nothing to look for.
     if (config.status === 'ok') checks.push(...(await imageChecks(env, docker.imageExists)));
   } catch (error) {
