@@ -84,10 +84,11 @@ describe.skipIf(!BUILT)('npm pack of the cli and a global install into a temp pr
   });
 
   it('the exec fast path and its lazily loaded docker barrel work from the install', () => {
-    // node by its path: with PATH emptied (no docker), the bin's `env node` would not find it.
+    // node by its path: with PATH emptied (no docker), the bin's `env node` would not find it. The
+    // engine socket is pointed at nothing too: else the box lookup answers from the socket alone.
     const missing = spawnSync(process.execPath, [bin, 'exec', 'no-such-box', '--', 'true'], {
       encoding: 'utf8',
-      env: { ...env(), PATH: '/nonexistent' },
+      env: { ...env(), PATH: '/nonexistent', DOCKER_HOST: `unix://${join(work, 'no-engine.sock')}` },
     });
     expect(missing.status).toBe(125);
     expect(missing.stderr).toMatch(/docker binary was not found on PATH/);
