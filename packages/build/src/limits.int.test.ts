@@ -171,7 +171,7 @@ describe('prepareImage: build limits (real engine)', () => {
     const { error } = await attempt(postinstall('head -c 100000000 /dev/zero > /deps/src/blob'), {
       maxDepsSize: 64 * 1024 ** 2,
     });
-    expect(error).toBeInstanceOf(DepsImageTooLargeError);
+    expect(error, String((error as Error | undefined)?.message)).toBeInstanceOf(DepsImageTooLargeError);
     const failure = error as DepsImageTooLargeError;
     expect(failure.message).toContain('64 MiB');
     expect(failure.seenBytes).toBeGreaterThan(64 * 1024 ** 2);
