@@ -9,12 +9,13 @@ import {
   createSandboxNetwork,
   listFirewallRules,
   parseAllowEntries,
-  parseRuleListing,
   removeFirewallRules,
 } from '@ca-sandbox/network';
 import { IsolationViolationError } from '@ca-sandbox/run';
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// An internal of the network package (not on its barrel): how its own rule listing is read.
+import { parseRuleListing } from '../../network/dist/firewall-rules.js';
 import {
   destroyAll,
   hostAddress,
