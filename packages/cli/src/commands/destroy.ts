@@ -67,9 +67,13 @@ export async function destroyCommand(
   }
   const merged = mergeTeardown(results);
   if (notFound.length === 0) return reportTeardown(out, merged, { json: out.options.json });
-  const code = reportTeardown(out, out.options.json ? { ...merged, notFound: notFound.map((n) => n.id) } : merged, {
-    json: out.options.json,
-  });
+  const code = reportTeardown(
+    out,
+    out.options.json ? { ...merged, notFound: notFound.map((n) => n.id) } : merged,
+    {
+      json: out.options.json,
+    },
+  );
   for (const { error } of notFound)
     out.streams.stderr.write(`${out.red('error:')} ${sanitizeName(error.message)}\n`);
   // A teardown failure (exit 1) outranks an unknown id (exit 2, a usage error).
