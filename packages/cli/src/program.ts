@@ -1,5 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { BUILDERS, GIT_MODES, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
+import {
+  BOX_LIMITS,
+  BUILDERS,
+  GIT_MODES,
+  NETWORK_POLICIES,
+  RUNTIMES,
+  SOURCE_LIMITS,
+} from '@ca-sandbox/docker/contracts';
 import { Argument, Command, Option } from 'commander';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
@@ -74,14 +81,17 @@ function addCreateOptions(command: Command): Command {
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
     .option('--ref <ref>', 'branch, tag or commit to check out')
     .addOption(new Option('--runtime <runtime>', 'container runtime (runsc = gVisor)').choices([...RUNTIMES]))
-    .option('--memory <size>', 'memory limit, e.g. 2g (swap is the same)')
-    .option('--cpus <n>', 'cpu limit, e.g. 2 or 0.5')
-    .option('--pids <n>', 'process limit')
+    .option('--memory <size>', `memory limit, e.g. 4g (swap is the same; default ${BOX_LIMITS.memory.default})`)
+    .option('--cpus <n>', `cpu limit, e.g. 1 or 0.5 (default ${BOX_LIMITS.cpus.default})`)
+    .option('--pids <n>', `process limit (default ${BOX_LIMITS.pids.default})`)
     .option('--base-image <image>', 'base image instead of the provider default')
-    .option('--max-source-bytes <size>', 'cap on the bytes of files of the source and its checkout (512m)')
+    .option(
+      '--max-source-bytes <size>',
+      `cap on the bytes of files of the source and its checkout (${SOURCE_LIMITS.maxBytes / 1024 ** 2}m)`,
+    )
     .option(
       '--max-source-entries <n>',
-      'cap on the files and directories of the source and its checkout (200000)',
+      `cap on the files and directories of the source and its checkout (${SOURCE_LIMITS.maxEntries})`,
     )
     .option(
       '--max-deps-size <size>',

@@ -67,3 +67,22 @@ export type BuilderChoice = (typeof BUILDERS)[number];
 /** Copy-out's treatment of git directories (withheld by default). */
 export const GIT_MODES = ['withhold', 'sanitized'] as const;
 export type GitMode = (typeof GIT_MODES)[number];
+
+/** docker's own minimum for `--memory` (6 MiB: `Minimum memory limit allowed is 6MB`). */
+export const DOCKER_MIN_MEMORY_BYTES = 6 * 1024 ** 2;
+/** docker's smallest `--cpus` (`Range of CPUs is from 0.01 to N`). */
+export const DOCKER_MIN_CPUS = 0.01;
+
+/**
+ * The one home of a box's resource limits: defaults and bounds. Sizes are docker's (parseSize),
+ * minimums are docker's own, maximums of memory and cpus are the engine's (checked in create's
+ * preflight). The CLI's help, the MCP tool's schema, runContainer and the lifecycle read them here.
+ */
+export const BOX_LIMITS = {
+  memory: { default: '2g', minBytes: DOCKER_MIN_MEMORY_BYTES },
+  cpus: { default: 2, min: DOCKER_MIN_CPUS },
+  pids: { default: 512, min: 16, max: 1_000_000 },
+} as const;
+
+/** The default caps on a source: a local folder packed, and any checkout (`--max-source-*`). */
+export const SOURCE_LIMITS = { maxBytes: 512 * 1024 ** 2, maxEntries: 200_000 } as const;

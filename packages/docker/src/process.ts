@@ -33,8 +33,6 @@ export {
 export * from './labels.js';
 export { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
 export {
-  DOCKER_MIN_CPUS,
-  DOCKER_MIN_MEMORY_BYTES,
   formatSize,
   parseSize,
   SIZE_SYNTAX,

@@ -25,11 +25,6 @@ const INT64_LIMIT = 2 ** 63;
 /** What a size looks like, for messages. */
 export const SIZE_SYNTAX = 'a number with an optional unit b, k, m, g or t (e.g. 512m, 2g, 2gb, 1.5g)';
 
-/** docker's own minimum for `--memory` (6 MiB: `Minimum memory limit allowed is 6MB`). */
-export const DOCKER_MIN_MEMORY_BYTES = 6 * 1024 ** 2;
-
-/** docker's smallest `--cpus` (`Range of CPUs is from 0.01 to N`). */
-export const DOCKER_MIN_CPUS = 0.01;
 
 /**
  * Bytes of a docker size (fractions truncated as docker truncates them), or undefined when the

@@ -1,23 +1,11 @@
-import {
-  DOCKER_MIN_CPUS,
-  DOCKER_MIN_MEMORY_BYTES,
-  type DockerInfo,
-  formatSize,
-  parseSize,
-  SIZE_SYNTAX,
-} from '@ca-sandbox/docker';
+import { BOX_LIMITS } from '@ca-sandbox/docker/contracts';
+import { type DockerInfo, formatSize, parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
 import { LimitError } from './errors.js';
 
-/**
- * The one home of a box's resource limits: defaults and bounds. The CLI and the MCP server pass
- * what the user gave through; sizes are docker's (@ca-sandbox/docker parseSize), minimums are
- * docker's own, maximums are the engine's (`docker info` NCPU and MemTotal, checked in preflight).
- */
-export const BOX_LIMITS = {
-  memory: { default: '2g', minBytes: DOCKER_MIN_MEMORY_BYTES },
-  cpus: { default: 2, min: DOCKER_MIN_CPUS },
-  pids: { default: 512, min: 16, max: 1_000_000 },
-} as const;
+// The defaults and bounds live in @ca-sandbox/docker/contracts (BOX_LIMITS), where the CLI's help
+// and the MCP schema read them too; here they are enforced: the CLI and the MCP server pass what
+// the user gave through, and LimitError names the option.
+export { BOX_LIMITS };
 
 export interface BoxLimits {
   memory: string;

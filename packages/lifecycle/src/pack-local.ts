@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { BOX_GID, BOX_UID, formatSize } from '@ca-sandbox/docker/process';
+import { BOX_GID, BOX_UID, formatSize, SOURCE_LIMITS } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
 import { SourceTooLargeError } from './errors.js';
 
@@ -13,7 +13,8 @@ export interface PackLimits {
   maxEntries: number;
 }
 
-export const DEFAULT_PACK_LIMITS: PackLimits = { maxBytes: 512 * 1024 * 1024, maxEntries: 200_000 };
+/** The default caps (`maxSourceBytes`, `maxSourceEntries`): contracts' SOURCE_LIMITS. */
+export const DEFAULT_PACK_LIMITS: PackLimits = SOURCE_LIMITS;
 
 export interface ScannedEntry {
   /** Relative posix path, no leading `./`. */

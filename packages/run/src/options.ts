@@ -1,6 +1,5 @@
 import {
-  DOCKER_MIN_CPUS,
-  DOCKER_MIN_MEMORY_BYTES,
+  BOX_LIMITS,
   DOCKER_NAME_PATTERN,
   ENV_NAME_PATTERN,
   IMAGE_REF_PATTERN,
@@ -35,9 +34,14 @@ export const RunOptionsSchema = z.strictObject({
   /** Networks a gateway joins after start (`docker network connect`); only gateways have any. */
   extraNetworks: z.array(z.string().regex(DOCKER_NAME_PATTERN, 'must be a network name')).max(4).default([]),
   runtime: z.enum(RUNTIMES).default('runc'),
-  memory: dockerSize(DOCKER_MIN_MEMORY_BYTES).default('2g'),
-  cpus: z.number().min(DOCKER_MIN_CPUS).max(256).default(2),
-  pidsLimit: z.number().int().min(16).max(1_000_000).default(512),
+  memory: dockerSize(BOX_LIMITS.memory.minBytes).default(BOX_LIMITS.memory.default),
+  cpus: z.number().min(BOX_LIMITS.cpus.min).max(256).default(BOX_LIMITS.cpus.default),
+  pidsLimit: z
+    .number()
+    .int()
+    .min(BOX_LIMITS.pids.min)
+    .max(BOX_LIMITS.pids.max)
+    .default(BOX_LIMITS.pids.default),
   tmpfsSize: dockerSize(1).default('512m'),
   /** RLIMIT_FSIZE: the volume has no quota on the local driver, so one file cannot outgrow this. */
   maxFileSize: dockerSize(1).default('4g'),

@@ -1,5 +1,12 @@
 import { currentSettings } from '@ca-sandbox/config';
-import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
+import {
+  BOX_LIMITS,
+  BUILDERS,
+  GIT_MODES,
+  type GitMode,
+  NETWORK_POLICIES,
+  RUNTIMES,
+} from '@ca-sandbox/docker/contracts';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -94,9 +101,12 @@ const createShape = {
     .describe(
       'runc (default, shares the host kernel) or runsc (gVisor: a user-space kernel between the box and the host); runsc works with network offline or clone-then-cut, not allowlist',
     ),
-  memory: z.string().optional().describe('memory limit of the box such as 2g (default 2g)'),
-  cpus: z.number().positive().optional(),
-  pids: z.number().int().positive().optional(),
+  memory: z
+    .string()
+    .optional()
+    .describe(`memory limit of the box such as 4g (default ${BOX_LIMITS.memory.default})`),
+  cpus: z.number().positive().optional().describe(`cpu limit (default ${BOX_LIMITS.cpus.default})`),
+  pids: z.number().int().positive().optional().describe(`process limit (default ${BOX_LIMITS.pids.default})`),
   baseImage: z.string().optional(),
 };
 
