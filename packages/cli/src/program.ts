@@ -81,7 +81,10 @@ function addCreateOptions(command: Command): Command {
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
     .option('--ref <ref>', 'branch, tag or commit to check out')
     .addOption(new Option('--runtime <runtime>', 'container runtime (runsc = gVisor)').choices([...RUNTIMES]))
-    .option('--memory <size>', `memory limit, e.g. 4g (swap is the same; default ${BOX_LIMITS.memory.default})`)
+    .option(
+      '--memory <size>',
+      `memory limit, e.g. 4g (swap is the same; default ${BOX_LIMITS.memory.default})`,
+    )
     .option('--cpus <n>', `cpu limit, e.g. 1 or 0.5 (default ${BOX_LIMITS.cpus.default})`)
     .option('--pids <n>', `process limit (default ${BOX_LIMITS.pids.default})`)
     .option('--base-image <image>', 'base image instead of the provider default')

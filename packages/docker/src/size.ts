@@ -25,7 +25,6 @@ const INT64_LIMIT = 2 ** 63;
 /** What a size looks like, for messages. */
 export const SIZE_SYNTAX = 'a number with an optional unit b, k, m, g or t (e.g. 512m, 2g, 2gb, 1.5g)';
 
-
 /**
  * Bytes of a docker size (fractions truncated as docker truncates them), or undefined when the
  * text is not a size or does not fit docker's int64.

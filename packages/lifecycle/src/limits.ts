@@ -1,5 +1,5 @@
-import { BOX_LIMITS } from '@ca-sandbox/docker/contracts';
 import { type DockerInfo, formatSize, parseSize, SIZE_SYNTAX } from '@ca-sandbox/docker';
+import { BOX_LIMITS } from '@ca-sandbox/docker/contracts';
 import { LimitError } from './errors.js';
 
 // The defaults and bounds live in @ca-sandbox/docker/contracts (BOX_LIMITS), where the CLI's help
