@@ -1,7 +1,8 @@
 // destroySandbox (discovery, removal, label-scoped verification) against raw
-// `docker rm -f <box>` + `docker volume rm <volume>`. Goal <= 1.3x.
+// `docker rm -f <box>` + `docker volume rm <volume>`. Goal <= 1.1x (issue 10).
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { sandboxNames } from '@ca-sandbox/docker/contracts';
 import { createSandbox, destroySandbox } from '../dist/index.js';
 import { ROUNDS, raw, report, smallSource, time } from './_shared.mjs';
 
@@ -28,8 +29,8 @@ try {
     const measureRaw = async () =>
       base.push(
         await time(async () => {
-          await raw('rm', '-f', `ca-sbx-${b}`);
-          await raw('volume', 'rm', `ca-sbx-${b}`);
+          await raw('rm', '-f', sandboxNames(b).box);
+          await raw('volume', 'rm', sandboxNames(b).volume);
         }),
       );
     if (round % 2 === 0) {
@@ -40,7 +41,7 @@ try {
       await measureOurs();
     }
   }
-  report('destroy', ours, base, 1.3);
+  report('destroy', ours, base, 1.1);
 } finally {
   for (const id of made) await destroySandbox(id).catch(() => {});
   rmSync(source, { recursive: true, force: true });
