@@ -22,8 +22,9 @@ import {
   SIZE_SYNTAX,
   spawnDocker,
 } from '@ca-sandbox/docker';
+import { DOCKER_NAME_PATTERN, sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
-import { cleanLine, parseOptions } from './_utils.js';
+import { parseOptions } from './_utils.js';
 import {
   ensureBaseImage,
   localImageIds,
@@ -102,7 +103,7 @@ const MIN_MAX_DEPS_SIZE = 1024 ** 2;
 const providerEnum = z.enum(PROVIDERS);
 
 const PrepareOptionsSchema = z.strictObject({
-  containerId: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, 'must be a container name or id'),
+  containerId: z.string().regex(DOCKER_NAME_PATTERN, 'must be a container name or id'),
   repoName: z.string().min(1).max(1024),
   /**
    * The source's identity (a URL without credentials, a local directory's realpath): part of the
@@ -556,6 +557,9 @@ interface RunBuildInput {
   signal?: AbortSignal;
 }
 
+/** Where one line of build output is cut (a minified bundle printed by an install script). */
+const MAX_LOG_LINE = 2000;
+
 /** Grace between SIGTERM and SIGKILL of the docker client once the build is stopped. */
 const KILL_GRACE_MS = 5000;
 
@@ -567,7 +571,7 @@ async function runBuild(input: RunBuildInput): Promise<string[]> {
   const tail: string[] = [];
   const onLine = (line: string) => {
     // Output of install scripts is the repo's: no control sequences reach the caller's terminal.
-    const clean = cleanLine(line);
+    const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
     tail.push(clean);
     if (tail.length > 200) tail.shift();
     // The kept log has everything; the caller sees the install's own output.

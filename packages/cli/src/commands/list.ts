@@ -1,3 +1,4 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { loadLifecycle } from '../lifecycle-api.js';
 import {
   applyListFilters,
@@ -7,7 +8,6 @@ import {
   renderListTemplate,
 } from '../list-format.js';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 
 export { age } from '../list-format.js';
 

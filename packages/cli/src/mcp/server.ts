@@ -1,5 +1,12 @@
 import { currentSettings } from '@ca-sandbox/config';
-import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
+import {
+  BUILDERS,
+  GIT_MODES,
+  type GitMode,
+  NETWORK_POLICIES,
+  RUNTIMES,
+  safeJsonStringify,
+} from '@ca-sandbox/docker/contracts';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -10,7 +17,6 @@ import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId, resolveCreateOptions, resolveExecOptions } from '../options.js';
-import { safeJsonStringify } from '../sanitize.js';
 import { checkReadPath, checkWritePath, rootsFromUris } from './host-paths.js';
 import { CreateProgress } from './progress.js';
 import { OUTPUT } from './schemas.js';
