@@ -3,6 +3,7 @@ import {
   BUILDERS,
   GIT_MODES,
   type GitMode,
+  isCaSandboxError,
   NETWORK_POLICIES,
   RUNTIMES,
   safeJsonStringify,
@@ -308,7 +309,7 @@ export function createMcpServer(version: string): McpServer {
         try {
           results.push(await lifecycle.destroySandbox(target, { keepVolume: Boolean(args.keepVolume) }));
         } catch (error) {
-          if ((error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
+          if (!isCaSandboxError(error) || error.code !== 'SANDBOX_NOT_FOUND') throw error;
           alreadyGone.push(target);
         }
       }
