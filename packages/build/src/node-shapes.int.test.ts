@@ -121,6 +121,51 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     expect(test.stdout).toMatch(/^node_modules\/\.vite\/vitest\/.*results\.json$/m);
   });
 
+  it('vitest --typecheck (pnpm): vitest, which writes its tsbuildinfo into its own dist, is a copy in the volume', async () => {
+    const { exec, link } = await boxOf(readFixture(join(fixtures, 'vitest-typecheck')));
+    expect(link.copied).toEqual([
+      expect.stringMatching(/^node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest$/),
+    ]);
+    const test = await exec(
+      'pnpm test 2>&1 && find node_modules/.pnpm/vitest@*/node_modules/vitest/dist -name tsconfig.tmp.tsbuildinfo && readlink node_modules/vitest',
+    );
+    expectOk(test);
+    expect(test.stdout).toMatch(/Type Errors\s+no errors/);
+    expect(test.stdout).toMatch(/2 passed/);
+    expect(test.stdout).toMatch(
+      /^node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest\/dist\/tsconfig\.tmp\.tsbuildinfo$/m,
+    );
+    expect(test.stdout).toMatch(
+      /^\/work\/repo\/node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest$/m,
+    );
+    // Its dependencies still resolve from the baked store, which stays as it was.
+    const baked = await exec(
+      'ls /deps/src/node_modules/.pnpm/vitest@*/node_modules/vitest/dist | grep -c tsbuildinfo; readlink -f node_modules/.pnpm/vitest@*/node_modules/tinyrainbow',
+    );
+    expect(baked.stdout).toMatch(/^0\n\/deps\/src\/node_modules\/\.pnpm\/tinyrainbow@/);
+  });
+
+  it('a native addon of the repo rebuilds in the box offline (node headers, node-addon-api targets); corepack enable works', async () => {
+    const { exec, result, link } = await boxOf(readFixture(join(fixtures, 'addon-in-box')));
+    expect(result.notes.join('\n')).toMatch(
+      /the repo's own install scripts were skipped .*package\.json \(install\)/,
+    );
+    expect(link.copied).toEqual(['node_modules/node-addon-api']);
+    // The box has no network: node-gyp must find node's headers in the image.
+    const build = await exec(
+      'npm run install 2>&1 && npm test --silent && ls build/node_modules/node-addon-api',
+    );
+    expectOk(build);
+    expect(build.stdout).toContain('hello from an addon built in the box');
+    expect(build.stdout).toMatch(/node_addon_api_except\.target\.mk/);
+    // `corepack enable` puts its shims in the writable bin dir on PATH; node's own dir stays read-only.
+    const corepack = await exec(
+      'corepack enable && command -v pnpm yarn && corepack disable && ls /tmp/.local/bin | wc -l && touch /usr/local/bin/probe',
+    );
+    expect(corepack.stdout).toBe('/tmp/.local/bin/pnpm\n/tmp/.local/bin/yarn\n0\n');
+    expect(corepack).toMatchObject({ exitCode: 1, stderr: expect.stringMatching(/Read-only file system/) });
+  });
+
   it("a root install script that needs the source is skipped and reported; dependencies' scripts run", async () => {
     const { exec, result } = await boxOf(readFixture(join(fixtures, 'root-install-script')));
     expect(result.notes.join('\n')).toMatch(
