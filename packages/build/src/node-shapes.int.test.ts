@@ -58,7 +58,13 @@ async function boxOf(tree: FixtureTree) {
   images.add(result.image);
   const box = await fixture.startBox(result.image);
   const link = await linkDependencies(box, result);
-  return { fixture, box, result, link, exec: (script: string) => fixture.execIn(box, script) };
+  return {
+    fixture,
+    box,
+    result,
+    link,
+    exec: (script: string, timeoutMs?: number) => fixture.execIn(box, script, timeoutMs),
+  };
 }
 
 function expectOk(out: { exitCode: number; stdout: string; stderr: string }): void {
@@ -128,6 +134,8 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     ]);
     const test = await exec(
       'NO_COLOR=1 pnpm test 2>&1 && find node_modules/.pnpm/vitest@*/node_modules/vitest/dist -name tsconfig.tmp.tsbuildinfo && readlink node_modules/vitest',
+      // tsc over vitest's types takes minutes on a loaded machine.
+      600_000,
     );
     expectOk(test);
     expect(test.stdout, test.stdout).toMatch(/Type Errors\s+no errors/);
@@ -154,13 +162,14 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     // The box has no network: node-gyp must find node's headers in the image.
     const build = await exec(
       'npm run install 2>&1 && npm test --silent && ls build/node_modules/node-addon-api',
+      600_000,
     );
     expectOk(build);
     expect(build.stdout).toContain('hello from an addon built in the box');
     expect(build.stdout).toMatch(/node_addon_api_except\.target\.mk/);
     // `corepack enable` puts its shims in the writable bin dir on PATH; node's own dir stays read-only.
     const corepack = await exec(
-      'corepack enable && command -v pnpm yarn && corepack disable && ls /tmp/.local/bin | wc -l && touch /usr/local/bin/probe',
+      'corepack enable && command -v pnpm && command -v yarn && corepack disable && ls /tmp/.local/bin | wc -l && touch /usr/local/bin/probe',
     );
     expect(corepack.stdout).toBe('/tmp/.local/bin/pnpm\n/tmp/.local/bin/yarn\n0\n');
     expect(corepack).toMatchObject({ exitCode: 1, stderr: expect.stringMatching(/Read-only file system/) });
