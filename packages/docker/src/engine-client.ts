@@ -291,6 +291,31 @@ export async function engineHijack(
   });
 }
 
+/**
+ * A call whose 2xx answer is a stream read as it comes (`logs --follow`): resolves with the
+ * response once its headers arrived; a refusal is mapped like engineCall's.
+ */
+export async function engineStream(
+  method: string,
+  path: string,
+  options: EngineRequestOptions,
+): Promise<IncomingMessage> {
+  const endpoint = engineEndpoint();
+  tracerFor()?.(['(engine API)', method, path]);
+  const req = await open(endpoint, { method, path, headers: headersFor(options) });
+  return new Promise((resolve, reject) => {
+    req.on('response', (res: IncomingMessage) => {
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return resolve(res);
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => reject(statusError(options.verb, status, Buffer.concat(chunks))));
+    });
+    req.on('error', (error) => reject(transportError(error, endpoint, options.verb)));
+    send(req, options);
+  });
+}
+
 /** `name` for a path segment. */
 export const segment = (name: string): string => encodeURIComponent(name);
 

@@ -3,13 +3,15 @@
 // DockerEngineError (a DockerCommandError) with the engine's own message, a missing object
 // DockerNotFoundError, an engine that does not answer DockerUnavailableError. Where a verb still
 // runs the docker CLI (the hardened `docker run`, the legacy-builder `docker build`), it says so.
-import type { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
 import { z } from 'zod';
 import { findExecByArgument, listLabeled, resizeExec } from './engine-api.js';
 import {
   engineCall,
   engineJson,
   engineRequest,
+  engineStream,
   labelFilters,
   query,
   segment,
@@ -18,6 +20,7 @@ import {
 import {
   collectExec,
   createExec,
+  demultiplex,
   type ExecChild,
   type ExecOutcome,
   type ExecOutput,
@@ -132,8 +135,47 @@ export interface ContainerVerbs {
    * and the gate that checks it live there); the new container's id.
    */
   run(argv: readonly string[], options?: DockerRunOptions): Promise<string>;
-  /** `docker logs --follow` through the CLI as a live stream (a gateway's readiness line). */
-  follow(ref: string): DockerChild;
+  /**
+   * `docker logs --follow` as live streams (a gateway's readiness line), from `since` when given:
+   * resolves when the container stops or kill() is called; never rejects (`error` says why not).
+   */
+  follow(ref: string, options?: { since?: Date }): LogFollow;
+}
+
+/** A followed log: its two streams, and a stop. */
+export type LogFollow = Promise<{ error?: Error }> & { stdout: Readable; stderr: Readable; kill(): void };
+
+function followLogs(ref: string, options: { since?: Date } = {}): LogFollow {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let response: IncomingMessage | undefined;
+  let killed = false;
+  // `seconds.nanoseconds`, as the CLI sends it: a whole second would also match older lines.
+  const ms = options.since?.getTime();
+  const since =
+    ms === undefined ? undefined : `${Math.floor(ms / 1000)}.${String(ms % 1000).padStart(3, '0')}000000`;
+  const path = `/containers/${segment(ref)}/logs${query({ follow: 1, stdout: 1, stderr: 1, since })}`;
+  const done = (async () => {
+    try {
+      response = await engineStream('GET', path, { verb: 'logs' });
+      if (killed) response.destroy();
+      await demultiplex(response, Buffer.alloc(0), stdout, stderr);
+      return {};
+    } catch (error) {
+      return killed ? {} : { error: error as Error };
+    } finally {
+      stdout.end();
+      stderr.end();
+    }
+  })();
+  return Object.assign(done, {
+    stdout,
+    stderr,
+    kill: () => {
+      killed = true;
+      response?.destroy();
+    },
+  });
 }
 
 export interface VolumeVerbs {
@@ -300,7 +342,7 @@ const container: ContainerVerbs = {
     if (argv[0] !== 'run') throw new Error('engine.container.run: the argv must start with `run`');
     return (await docker(argv, options)).stdout.trim();
   },
-  follow: (ref) => spawnDocker(['logs', '--follow', '--', ref]),
+  follow: followLogs,
 };
 
 const volume: VolumeVerbs = {
