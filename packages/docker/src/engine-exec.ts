@@ -214,7 +214,7 @@ export interface ExecOutcome {
 export async function collectExec(
   container: string,
   spec: ExecSpec,
-  options: { input?: string | Buffer | Readable; timeoutMs?: number } = {},
+  options: { input?: string | Buffer | Readable; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<ExecOutcome> {
   const child = startExec(container, { ...spec, stdin: options.input !== undefined || spec.stdin === true });
   if (child.stdin) {
@@ -223,15 +223,23 @@ export async function collectExec(
     else input.pipe(child.stdin);
   }
   const timer = options.timeoutMs ? setTimeout(() => child.kill(), options.timeoutMs) : undefined;
+  // An abort drops the connection, as killing the docker client did (the caller removes the container).
+  const abort = () => child.kill();
+  if (options.signal?.aborted) abort();
+  else options.signal?.addEventListener('abort', abort, { once: true });
   try {
     const [stdout, stderr, end] = await Promise.all([text(child.stdout), text(child.stderr), child]);
     if (end.error) throw end.error;
     if (end.exitCode === undefined) {
-      throw new DockerEngineError('exec', 0, `the exec did not finish within ${options.timeoutMs ?? 0} ms`);
+      const why = options.signal?.aborted
+        ? 'was aborted'
+        : `did not finish within ${options.timeoutMs ?? 0} ms`;
+      throw new DockerEngineError('exec', 0, `the exec ${why}`);
     }
     return { exitCode: end.exitCode, stdout, stderr };
   } finally {
     if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener('abort', abort);
   }
 }
 

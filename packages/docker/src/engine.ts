@@ -106,6 +106,18 @@ const NetworkListSchema = z.array(
 );
 const HistorySchema = z.array(z.object({ CreatedBy: z.string().optional().default('') }).loose());
 
+/** Engine filters from `key=value` filter strings (`label=ca.sandbox=1`, `ancestor=img`). */
+export function filterRecord(filters: readonly string[]): Record<string, string[]> {
+  const record: Record<string, string[]> = {};
+  for (const filter of filters) {
+    const at = filter.indexOf('=');
+    if (at <= 0) throw new Error(`not a filter: ${JSON.stringify(filter)}`);
+    const key = filter.slice(0, at);
+    record[key] = [...(record[key] ?? []), filter.slice(at + 1)];
+  }
+  return record;
+}
+
 function filtersOf(filter: ListFilter = {}): object {
   return labelFilters(filter.labels ?? [], filter.filters ?? {});
 }
@@ -128,6 +140,11 @@ export interface ContainerVerbs {
   /** True when removed, false when it was not there. */
   remove(ref: string, options?: { force?: boolean; volumes?: boolean }): Promise<boolean>;
   logs(ref: string): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * A tar stream of `path` in the container (what `docker cp ref:path -` writes), read as it
+   * comes; DockerNotFoundError when the container or the path does not exist.
+   */
+  archive(ref: string, path: string): Promise<Readable>;
   /** Waits until it stops; its exit code. */
   wait(ref: string): Promise<number>;
   /**
@@ -234,13 +251,17 @@ export interface ExecVerbs {
   run(
     container: string,
     spec: ExecSpec,
-    options?: { input?: string | Buffer | Readable; timeoutMs?: number },
+    options?: { input?: string | Buffer | Readable; timeoutMs?: number; signal?: AbortSignal },
   ): Promise<ExecOutcome>;
   /** One of our own commands (PATH fixed, `env -i`), run to the end. */
   internal(
     container: string,
     command: readonly string[],
-    options: InternalExecOptions & { input?: string | Buffer | Readable; timeoutMs?: number },
+    options: InternalExecOptions & {
+      input?: string | Buffer | Readable;
+      timeoutMs?: number;
+      signal?: AbortSignal;
+    },
   ): Promise<ExecOutcome>;
   resize(id: string, rows: number, columns: number): Promise<boolean>;
   findByArgument(container: string, needle: string): Promise<string | undefined>;
@@ -329,6 +350,10 @@ const container: ContainerVerbs = {
       await engineCall('GET', `/containers/${segment(ref)}/logs?stdout=1&stderr=1`, { verb: 'logs' }),
     );
   },
+  archive: (ref, path) =>
+    engineStream('GET', `/containers/${segment(ref)}/archive${query({ path })}`, {
+      verb: 'cp',
+    }) as Promise<Readable>,
   async wait(ref) {
     const answer = (await engineJson('POST', `/containers/${segment(ref)}/wait`, {
       verb: 'wait',
@@ -487,10 +512,11 @@ const exec: ExecVerbs = {
   start: startExec,
   run: collectExec,
   internal: (ref, command, options) => {
-    const { input, timeoutMs, ...rest } = options;
+    const { input, timeoutMs, signal, ...rest } = options;
     return collectExec(ref, internalExecSpec(command, rest), {
       ...(input !== undefined ? { input } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(signal ? { signal } : {}),
     });
   },
   resize: resizeExec,

@@ -5,6 +5,7 @@ export {
   type Engine,
   type ExecVerbs,
   engine,
+  filterRecord,
   type ImageSummary,
   type ImageVerbs,
   type ListFilter,
