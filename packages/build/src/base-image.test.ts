@@ -5,7 +5,7 @@ import { ConfigError } from '@ca-sandbox/config';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BASE_IMAGES, readExtraCa, resolveBaseImage } from './base-image.js';
 import { BaseImageMissingError, BuildConfigError } from './errors.js';
-import { resolvePrepareOptions } from './prepare.js';
+import { resolvePrepareOptions } from './prepare-options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ca-sbx-build-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

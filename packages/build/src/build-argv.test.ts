@@ -2,8 +2,9 @@ import { ConfigError } from '@ca-sandbox/config';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanLine } from './_utils.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
+import { BUILD_TIMEOUT_ENV } from './build-settings.js';
 import { InvalidBuildOptionsError } from './errors.js';
-import { BUILD_TIMEOUT_ENV, resolvePrepareOptions } from './prepare.js';
+import { resolvePrepareOptions } from './prepare-options.js';
 
 const base = {
   containerId: 'helper1',

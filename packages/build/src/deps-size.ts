@@ -49,3 +49,47 @@ export async function depsImageBytes(image: string, baseImage: string): Promise<
   if (!Number.isFinite(own) || !Number.isFinite(base)) return Number.POSITIVE_INFINITY;
   return Math.max(0, (own as number) - (base as number));
 }
+
+/** A running watch of one build's install layer (watchInstallLayer). */
+export interface LayerWatch {
+  /** Ends the watch and waits for a look in progress. */
+  stop(): Promise<void>;
+  /** The size that crossed the cap (0 while none did). */
+  readonly written: number;
+}
+
+/**
+ * Measures the build's running RUN layer every DEPS_SIZE_POLL_MS and calls `onOverCap` once it
+ * holds more than `maxDepsSize`: the install's writes land in its RUN container's layer, so a disk
+ * fill is stopped near the cap instead of running until the time limit. `stopped()` ends it early.
+ */
+export function watchInstallLayer(input: {
+  buildLabels: Record<string, string>;
+  dockerfile: string;
+  maxDepsSize: number;
+  stopped: () => boolean;
+  onOverCap: () => void;
+}): LayerWatch {
+  let written = 0;
+  let watching = true;
+  const running = (async () => {
+    while (watching && !input.stopped()) {
+      await new Promise((resolve) => setTimeout(resolve, DEPS_SIZE_POLL_MS));
+      if (!watching || input.stopped()) return;
+      const seen = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
+      if (seen > input.maxDepsSize) {
+        written = seen;
+        input.onOverCap();
+      }
+    }
+  })();
+  return {
+    async stop() {
+      watching = false;
+      await running;
+    },
+    get written() {
+      return written;
+    },
+  };
+}

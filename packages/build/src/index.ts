@@ -8,6 +8,7 @@ export {
   resolveCaCertificates,
 } from './base-image.js';
 export { type BuildArgvInput, type BuildLimits, buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
+export { removeBuildImages, removeImage } from './build-cleanup.js';
 export {
   type BuildLeftoverRemoval,
   type BuildLeftoverScope,
@@ -20,6 +21,7 @@ export {
   removeBuildLeftovers,
   staleBuildDirectories,
 } from './build-leftovers.js';
+export { BUILD_TIMEOUT_ENV, DEFAULT_MAX_DEPS_SIZE, MAX_DEPS_SIZE_ENV } from './build-settings.js';
 export type { BuilderChoice } from './builders.js';
 export { claudeImageTag, ensureClaudeImage } from './claude-code.js';
 export {
@@ -50,20 +52,13 @@ export {
   type SkippedManifest,
 } from './manifests.js';
 export { nixpacksVersion } from './nixpacks.js';
-export {
-  BUILD_TIMEOUT_ENV,
-  DEFAULT_MAX_DEPS_SIZE,
-  MAX_DEPS_SIZE_ENV,
-  type NetworkPolicy,
-  OFFLINE_NOTICE,
-  type PreparedImage,
-  type PrepareEvent,
-  type PrepareImageOptions,
-  prepareImage,
-  type ResolvedPrepareOptions,
-  removeBuildImages,
-  removeImage,
-} from './prepare.js';
+export { OFFLINE_NOTICE, type PreparedImage, prepareImage } from './prepare.js';
+export type {
+  NetworkPolicy,
+  PrepareEvent,
+  PrepareImageOptions,
+  ResolvedPrepareOptions,
+} from './prepare-options.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
 export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
 export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';

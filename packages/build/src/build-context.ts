@@ -1,0 +1,71 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+import { readExtraCa } from './base-image.js';
+import type { Builder } from './builders.js';
+import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS } from './dockerfile.js';
+import { ManifestReadError } from './errors.js';
+import { unsafePathReason } from './manifest-names.js';
+import type { ManifestFile } from './manifests.js';
+import type { Detection } from './provider.js';
+import { contextFiles, type InstallRecipe } from './recipe.js';
+import { type Registries, registryInstallEnv } from './registries.js';
+
+export interface InstallContextInput {
+  /** A fresh, empty directory of ours (the build context). */
+  context: string;
+  files: readonly ManifestFile[];
+  detection: Detection;
+  builder: Builder;
+  registries: Registries;
+  /** The PEM bundle the install trusts, copied into the context; none: no file. */
+  caFile: string | undefined;
+}
+
+/**
+ * Writes what the install reads into the build context (the manifests and install inputs, the CA
+ * bundle) and returns the builder's recipe for them. The Dockerfile comes later (writeDockerfile):
+ * it names images that are known only after this.
+ */
+export async function writeInstallContext(input: InstallContextInput): Promise<InstallRecipe> {
+  const manifestsDir = join(input.context, CONTEXT_MANIFESTS);
+  await mkdir(manifestsDir);
+  const prepared = contextFiles(input.files);
+  await writeManifests(manifestsDir, prepared.files);
+  const recipe = await input.builder.recipe({
+    files: input.files,
+    detection: input.detection,
+    manifestsDir,
+  });
+  recipe.notes.unshift(...prepared.notes);
+  // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
+  recipe.installEnv.push(...registryInstallEnv(input.detection.provider, input.registries));
+  if (input.caFile)
+    await writeFile(join(input.context, CONTEXT_EXTRA_CA), readExtraCa(input.caFile), { mode: 0o644 });
+  return recipe;
+}
+
+/** Writes the rendered Dockerfile into the context; returns its path. */
+export async function writeDockerfile(context: string, dockerfile: string): Promise<string> {
+  const path = join(context, 'Dockerfile');
+  await writeFile(path, dockerfile, { mode: 0o644 });
+  return path;
+}
+
+/** Writes the manifests into a fresh directory; every path re-checked so nothing lands outside it. */
+export async function writeManifests(dir: string, files: readonly ManifestFile[]): Promise<void> {
+  const root = resolve(dir);
+  for (const file of files) {
+    const reason = unsafePathReason(file.path);
+    if (reason)
+      throw new ManifestReadError(
+        `unsafe manifest path ${JSON.stringify(file.path.slice(0, 100))}: ${reason}`,
+      );
+    const target = resolve(root, ...file.path.split('/'));
+    if (!target.startsWith(root + sep))
+      throw new ManifestReadError(
+        `manifest path escapes the context: ${JSON.stringify(file.path.slice(0, 100))}`,
+      );
+    await mkdir(resolve(target, '..'), { recursive: true, mode: 0o755 });
+    await writeFile(target, file.content, { flag: 'wx', mode: 0o644 });
+  }
+}

@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import {
+  BUILD_LABEL,
+  BUILD_LABEL_DEPHASH,
+  BUILD_LABEL_REPO,
+  CACHE_LABEL,
+  CACHE_LABEL_DEPHASH,
+  CACHE_LABEL_REPO,
+  CACHE_LABEL_SOURCE,
+  formatSize,
+} from '@ca-sandbox/docker';
+import { ensureBaseImage, resolveBaseImage } from './base-image.js';
+import { buildArgv } from './build-argv.js';
+import { removeBuildImages, removeImage } from './build-cleanup.js';
+import { writeDockerfile, writeInstallContext } from './build-context.js';
+import { buildDirPrefix } from './build-leftovers.js';
+import type { Builder } from './builders.js';
+import { ensureClaudeImage } from './claude-code.js';
+import { depsImageBytes } from './deps-size.js';
+import { renderDockerfile } from './dockerfile.js';
+import { DepsImageTooLargeError } from './errors.js';
+import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
+import { labelToolchain } from './image-toolchain.js';
+import { InstallLog } from './install-log.js';
+import type { ManifestFile } from './manifests.js';
+import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
+import type { Detection } from './provider.js';
+import type { InstallRecipe } from './recipe.js';
+import { maskSecrets, registrySecrets } from './registries.js';
+import { runBuild } from './run-build.js';
+import { sourceKey } from './tag.js';
+import { type Toolchain, toolchainFromOutput } from './toolchain.js';
+
+export interface BuildImageInput {
+  opts: ResolvedPrepareOptions;
+  files: ManifestFile[];
+  detection: Detection;
+  builder: Builder;
+  baseImage: string;
+  image: string;
+  dephash: string;
+  emit: (event: PrepareEvent) => void;
+  log: (line: string) => void;
+}
+
+/**
+ * The cold path: writes the context, builds the deps image under the limits, holds it to the
+ * deps cap and labels its toolchain. Whatever fails, the context directory goes and the install
+ * log is kept (its path in the `build-failed` event).
+ */
+export async function buildImage(
+  input: BuildImageInput,
+): Promise<{ recipe: InstallRecipe; toolchain: Toolchain }> {
+  const { opts, builder, image, emit } = input;
+  const secrets = registrySecrets(opts.registries);
+  const log = (line: string) => input.log(maskSecrets(line, secrets));
+  // The pid in the name lets `prune --images` tell a killed build's directory from a live one.
+  const context = await mkdtemp(buildDirPrefix());
+  const buildId = randomBytes(12).toString('hex');
+  let installLog: InstallLog | undefined;
+  try {
+    const recipe = await writeInstallContext({
+      context,
+      files: input.files,
+      detection: input.detection,
+      builder,
+      registries: opts.registries,
+      caFile: opts.caFile,
+    });
+    const buildLabels = {
+      [BUILD_LABEL]: '1',
+      [BUILD_LABEL_REPO]: opts.repoPart,
+      [BUILD_LABEL_DEPHASH]: input.dephash,
+    };
+    const claudeImage = opts.withClaude ? await claudeImageFor(opts, log) : undefined;
+    const dockerfile = renderDockerfile(input.baseImage, recipe, {
+      ...(claudeImage ? { claudeImage } : {}),
+      extraCa: Boolean(opts.caFile),
+      buildId,
+      sourceKey: sourceKey(opts.source),
+      buildLabels,
+      image,
+    });
+    const dockerfilePath = await writeDockerfile(context, dockerfile);
+    const installs = recipe.install.length > 0;
+    const egress = installs && opts.egress ? await opts.egress(input.detection.provider) : undefined;
+    const network = installs ? (egress?.network ?? 'bridge') : 'none';
+    const argv = buildArgv({
+      image,
+      network,
+      labels: {
+        [CACHE_LABEL]: '1',
+        [CACHE_LABEL_DEPHASH]: input.dephash,
+        [CACHE_LABEL_REPO]: opts.repoPart,
+        [CACHE_LABEL_SOURCE]: opts.imageSource,
+        [LABEL_CACHE_PROVIDER]: input.detection.provider,
+        [LABEL_CACHE_BUILDER]: builder.name,
+      },
+      dockerfile: dockerfilePath,
+      context,
+      ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
+      limits: opts.limits,
+    });
+    emit({ type: 'build', image, network });
+    log(
+      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
+    );
+    installLog = await InstallLog.open(`${opts.repoPart}-${input.dephash}-${Date.now()}`);
+    const lines = await runBuild({
+      argv,
+      image,
+      log,
+      installLog,
+      timeoutMs: opts.buildTimeoutMs,
+      memory: opts.buildMemory,
+      baseImage: input.baseImage,
+      dockerfile,
+      buildId,
+      maxDepsSize: opts.maxDepsSize,
+      buildLabels,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    // A write between two looks of the watch: the image itself is held to the cap too.
+    const added = await depsImageBytes(image, input.baseImage);
+    if (added > opts.maxDepsSize) {
+      await removeImage(image);
+      await removeBuildImages(buildId);
+      throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+    }
+    const toolchain = toolchainFromOutput(lines);
+    await labelToolchain(image, toolchain);
+    emit({ type: 'built', image });
+    await installLog.discard();
+    return { recipe, toolchain };
+  } catch (error) {
+    await installLog?.close();
+    emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });
+    throw error;
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+}
+
+/** The Claude Code image (built now unless cached), from the node base image of the settings. */
+async function claudeImageFor(opts: ResolvedPrepareOptions, log: (line: string) => void): Promise<string> {
+  const nodeBase = resolveBaseImage('node', opts.baseImages ? { baseImages: opts.baseImages } : {}).image;
+  const nodeBaseId = await ensureBaseImage(nodeBase, 'node', opts.signal);
+  return ensureClaudeImage({
+    nodeBaseImage: nodeBase,
+    nodeBaseImageId: nodeBaseId,
+    registries: opts.registries,
+    ...(opts.caCertificates ? { caCertificates: opts.caCertificates } : {}),
+    limits: opts.limits,
+    timeoutMs: opts.buildTimeoutMs,
+    ...(opts.claudeEgress ? { egress: opts.claudeEgress } : {}),
+    log,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+}
