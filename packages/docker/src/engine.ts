@@ -231,8 +231,11 @@ export interface ImageVerbs {
   remove(ref: string, options?: { force?: boolean }): Promise<boolean>;
   /** The `CreatedBy` of each layer, newest first. */
   history(ref: string): Promise<string[]>;
-  /** Pulls from a registry (throws DockerEngineError with the registry's message on failure). */
-  pull(ref: string): Promise<void>;
+  /**
+   * Pulls from a registry through the CLI: registry credentials (credential helpers, config.json
+   * auths) are the CLI's to read, not ours. DockerEngineError with the message on failure.
+   */
+  pull(ref: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
   /**
    * `docker build` through the CLI with the legacy builder (DOCKER_BUILDKIT=0): its step log is
    * what our build reports and supervises. Buffered form (the Dockerfile as `input`)...
@@ -480,21 +483,13 @@ const image: ImageVerbs = {
     );
     return answer.map((layer) => layer.CreatedBy);
   },
-  async pull(ref) {
-    const body = await engineCall('POST', `/images/create${query({ fromImage: ref })}`, {
-      verb: 'pull',
-      timeoutMs: 30 * 60 * 1000,
+  async pull(ref, options = {}) {
+    const pulled = await docker(['pull', '--quiet', '--', ref], {
+      allowFailure: true,
+      timeoutMs: options.timeoutMs ?? 300_000,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
-    // A pull answers 200 and reports a failure inside its progress stream.
-    for (const line of body.toString('utf8').split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        const event = JSON.parse(line) as { error?: unknown };
-        if (typeof event.error === 'string') throw new DockerEngineError('pull', 200, event.error);
-      } catch (error) {
-        if (error instanceof DockerEngineError) throw error;
-      }
-    }
+    if (pulled.exitCode !== 0) throw new DockerEngineError('pull', 0, pulled.stderr);
   },
   async build(argv, options) {
     if (argv[0] !== 'build') throw new Error('engine.image.build: the argv must start with `build`');

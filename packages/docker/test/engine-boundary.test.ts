@@ -32,8 +32,6 @@ const NETWORK_ALLOWED: Record<string, string> = {
  * must use the verbs (see packages/docker/README.md).
  */
 const RAW_ARGV_LEFT = [
-  'packages/build/src/base-image.ts',
-  'packages/build/src/build-cleanup.ts',
   'packages/build/src/build-leftovers.ts',
   'packages/build/src/claude-code.ts',
   'packages/build/src/image-toolchain.ts',
