@@ -34,10 +34,7 @@ const NETWORK_ALLOWED: Record<string, string> = {
 const RAW_ARGV_LEFT = [
   'packages/build/src/build-leftovers.ts',
   'packages/build/src/claude-code.ts',
-  'packages/build/src/image-toolchain.ts',
-  'packages/build/src/link.ts',
   'packages/build/src/manifests.ts',
-  'packages/build/src/run-build.ts',
   'packages/lifecycle/src/create.ts',
   'packages/lifecycle/src/shell.ts',
 ];
