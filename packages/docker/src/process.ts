@@ -31,7 +31,6 @@ export {
   DockerNotFoundError,
   DockerResponseError,
   DockerUnavailableError,
-  type ErrorKind,
 } from './errors.js';
 export {
   type DockerChild,
