@@ -33,6 +33,7 @@ export {
 export { computeDepHash, type DepHashKey } from './dephash.js';
 export {
   BaseImageMissingError,
+  baseImageHint,
   BuildConfigError,
   type BuildFailureReport,
   DepsImageTooLargeError,
