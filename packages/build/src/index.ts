@@ -33,9 +33,9 @@ export {
 export { computeDepHash, type DepHashKey } from './dephash.js';
 export {
   BaseImageMissingError,
-  baseImageHint,
   BuildConfigError,
   type BuildFailureReport,
+  baseImageHint,
   DepsImageTooLargeError,
   ImageBuildError,
   ImageBuildTimeoutError,
