@@ -19,7 +19,9 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('COPY --chown=1000:1000 manifests/ /deps/src/');
     expect(text).not.toMatch(/^(ARG|ADD|VOLUME|EXPOSE|ONBUILD)\b/m);
     expect(text).toContain('ENV NODE_PATH="/deps/node_modules"');
-    expect(text).toContain('ENV PATH="/deps/pm/bin:/deps/node_modules/.bin:$PATH"');
+    expect(text).toContain(
+      'ENV PATH="/deps/pm/bin:/deps/node_modules/.bin:/deps/.ca-sbx/bin:/tmp/.local/bin:$PATH"',
+    );
     expect(text).toContain('ENV COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
     expect(text).toContain('ENV pnpm_config_verify_deps_before_run="false"');
     expect(text).toContain('ENV HOME="/tmp"');
