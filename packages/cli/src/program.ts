@@ -221,7 +221,7 @@ Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Cre
       'set a variable for the command (repeatable; not for secrets: the value is on the docker command line)',
       (value: string, previous: string[] = []) => [...previous, value],
     )
-    .option('-w, --workdir <dir>', 'working directory in the box (relative to /work/repo)')
+    .option('-w, --workdir <dir>', 'working directory in the box (relative to /work/repo, or absolute)')
     .addOption(new Option('-i, --interactive').hideHelp())
     .addOption(new Option('-t, --tty').hideHelp())
     .addHelpText(

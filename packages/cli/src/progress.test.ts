@@ -27,6 +27,24 @@ describe('Progress', () => {
     expect(streams.stdout.text).toBe('');
   });
 
+  it('says a phase is still running when not a TTY, with the last log line, until it ends', async () => {
+    const { out, streams } = output();
+    let now = 0;
+    const progress = new Progress(out, () => now, 20);
+    progress.onPhase({ phase: 'deps', status: 'start' });
+    progress.onLog('added 12 packages \u001b[2J');
+    now = 95_000;
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    progress.onPhase({ phase: 'deps', status: 'done' });
+    const before = streams.stderr.text;
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    progress.stop();
+    expect(before).toMatch(/^deps: still running after 1m35s: added 12 packages$/m);
+    // Nothing more once no phase runs, and the log's own escape never reaches the stream raw.
+    expect(streams.stderr.text.slice(before.length)).toBe('');
+    expect(streams.stderr.text).not.toContain('\u001b[2J');
+  });
+
   it('shows build log lines only under --verbose when not a TTY, sanitised', () => {
     const { out, streams } = output({ verbose: true });
     const progress = new Progress(out);

@@ -18,6 +18,11 @@ interface PhaseState {
 }
 
 const TAIL_LINES = 5;
+/**
+ * Without a terminal, a phase still running says so this often: a piped or logged `create` whose
+ * install takes minutes would otherwise print nothing between "deps: started" and its end.
+ */
+export const PLAIN_HEARTBEAT_MS = 30_000;
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /** `1.2s`, `850ms`, `2m05s`. */
@@ -41,12 +46,16 @@ export class Progress {
   private drawnLines = 0;
   private frame = 0;
   private timer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** The last log line seen, for the plain heartbeat (the lines themselves show only with --verbose). */
+  private lastLog: string | undefined;
   private readonly live: boolean;
   private readonly enabled: boolean;
 
   constructor(
     private readonly out: Output,
     private readonly now: () => number = Date.now,
+    private readonly heartbeatMs = PLAIN_HEARTBEAT_MS,
   ) {
     this.enabled = out.chatty;
     this.live = this.enabled && Boolean(out.streams.stderr.isTTY);
@@ -71,6 +80,7 @@ export class Progress {
       this.redraw();
     } else {
       this.out.streams.stderr.write(`${this.plainLine(state)}\n`);
+      this.startHeartbeat();
     }
   };
 
@@ -84,13 +94,17 @@ export class Progress {
       this.redraw();
     } else if (this.out.options.verbose) {
       this.out.streams.stderr.write(`  | ${clean}\n`);
+    } else if (clean.trim()) {
+      this.lastLog = clean.trim();
     }
   };
 
   /** Stops the live redraw; the last frame stays on screen. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     this.timer = undefined;
+    this.heartbeat = undefined;
     if (this.live) {
       this.tail = [];
       this.redraw();
@@ -104,6 +118,24 @@ export class Progress {
       this.redraw();
     }, 100);
     this.timer.unref();
+  }
+
+  private startHeartbeat(): void {
+    if (this.heartbeat) return;
+    this.heartbeat = setInterval(() => this.beat(), this.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** One line per phase still running: how long, and the last log line (quiet runs never show it otherwise). */
+  beat(): void {
+    for (const state of this.phases) {
+      if (state.status !== 'start') continue;
+      const last = this.lastLog ? `: ${this.lastLog.slice(0, 120)}` : '';
+      this.out.streams.stderr.write(
+        `${state.phase}: still running after ${formatElapsed(this.now() - state.startedAt)}${last}\n`,
+      );
+    }
+    this.lastLog = undefined;
   }
 
   private plainLine(state: PhaseState): string {

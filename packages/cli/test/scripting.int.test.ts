@@ -94,9 +94,22 @@ describe.skipIf(!READY)('ls for scripts (real engine)', () => {
     expect(JSON.parse(field.stderr).error.code).toBe('INVALID_FORMAT');
     const noDocker = await runBin(['ls', '--filter', 'nope'], { DOCKER_HOST: 'unix:///nonexistent.sock' });
     expect(noDocker.code).toBe(2);
+    // A template beside --json would be dropped silently: refused instead.
+    const both = await runBin(['ls', '--format', '{{.ID}}', '--json']);
+    expect(both.code).toBe(2);
+    expect(JSON.parse(both.stderr).error.code).toBe('INVALID_OPTIONS');
   });
 
-  it('ls -q | xargs ca-sandbox rm removes exactly those sandboxes', () => {
+  it('rm of several ids with one already gone removes the others, names the gone one, exit 2', async () => {
+    const gone = `${prefix}-gone`;
+    const result = await runBin(['rm', gone, ids[0] as string]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`^removed container:ca-sbx-${ids[0]}$`, 'm'));
+    expect(result.stderr).toMatch(new RegExp(`^error: sandbox '${gone}': no such sandbox`, 'm'));
+    expect(remainingObjects(ids[0] as string)).toEqual([]);
+  });
+
+  it('ls -q | xargs ca-sandbox rm removes exactly those sandboxes (the one left)', () => {
     const bin = `'${process.execPath}' '${BIN}'`;
     const output = execFileSync('sh', ['-c', `${bin} ls -q --filter id=${prefix} | xargs ${bin} rm`], {
       env: { ...process.env, ...LOCAL_IMAGES_ENV, NO_COLOR: '1' },

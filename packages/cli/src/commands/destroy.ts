@@ -20,7 +20,7 @@ export function mergeTeardown(results: TeardownResult[]): TeardownResult {
  */
 export function reportTeardown(
   out: Output,
-  result: TeardownResult,
+  result: TeardownResult & { notFound?: string[] },
   { json, verb = 'removed' }: { json: boolean; verb?: string },
 ): number {
   if (json) out.json(result);
@@ -52,10 +52,30 @@ export async function destroyCommand(
   const targets = all ? (await lifecycle.listSandboxes()).map((record) => record.id) : [...new Set(ids)];
   const keepVolume = Boolean(options.keepVolume);
   const results: TeardownResult[] = [];
+  const notFound: { id: string; error: Error }[] = [];
   // A signal lets the sandbox being removed finish (half a teardown helps nobody), then stops.
   for (const id of targets) {
     if (signal.aborted) break;
-    results.push(await lifecycle.destroySandbox(id, { keepVolume }));
+    try {
+      results.push(await lifecycle.destroySandbox(id, { keepVolume }));
+    } catch (error) {
+      // Like `docker rm a b`: an id that is gone does not keep the others (`ls -q | xargs rm`
+      // races a box that went away meanwhile). One id alone keeps its plain error and exit 2.
+      if (targets.length === 1 || (error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
+      notFound.push({ id, error: error as Error });
+    }
   }
-  return reportTeardown(out, mergeTeardown(results), { json: out.options.json });
+  const merged = mergeTeardown(results);
+  if (notFound.length === 0) return reportTeardown(out, merged, { json: out.options.json });
+  const code = reportTeardown(
+    out,
+    out.options.json ? { ...merged, notFound: notFound.map((n) => n.id) } : merged,
+    {
+      json: out.options.json,
+    },
+  );
+  for (const { error } of notFound)
+    out.streams.stderr.write(`${out.red('error:')} ${sanitizeName(error.message)}\n`);
+  // A teardown failure (exit 1) outranks an unknown id (exit 2, a usage error).
+  return code !== 0 ? code : 2;
 }

@@ -1,3 +1,4 @@
+import { UsageError } from '../errors.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import {
   applyListFilters,
@@ -23,6 +24,9 @@ export async function listCommand(
   // Flags first, so that a bad --filter or --format is exit 2 before docker is asked anything.
   const filters = parseListFilters((options.filter as string[] | undefined) ?? []);
   const format = parseListFormat(typeof options.format === 'string' ? options.format : DEFAULT_TABLE);
+  // A template asked for beside --json would be dropped without a word: say which one wins.
+  if (out.options.json && typeof options.format === 'string' && format.kind !== 'json')
+    throw new UsageError('--json prints the records; give --format or --json, not both', 'INVALID_OPTIONS');
   const lifecycle = await loadLifecycle();
   const records = applyListFilters(await lifecycle.listSandboxes(), filters);
   if (out.options.json || format.kind === 'json') {
