@@ -1,6 +1,5 @@
 import { ConfigError } from '@ca-sandbox/config';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanLine } from './_utils.js';
 import { buildArgv, PROXY_BUILD_ARGS } from './build-argv.js';
 import { BUILD_TIMEOUT_ENV } from './build-settings.js';
 import { InvalidBuildOptionsError } from './errors.js';
@@ -109,28 +108,5 @@ describe('resolvePrepareOptions: build limits', () => {
   ])('rejects %j with a usage error naming the field', (bad, field) => {
     expect(() => resolvePrepareOptions({ ...base, ...bad })).toThrow(InvalidBuildOptionsError);
     expect(() => resolvePrepareOptions({ ...base, ...bad })).toThrow(field);
-  });
-});
-
-describe('cleanLine', () => {
-  it.each([
-    ['7-bit CSI', 'a\u001b[31mred\u001b[0m b', 'ared b'],
-    ['8-bit CSI (U+009B)', 'a\u009b31mred\u009b2J b', 'ared b'],
-    ['C1 controls', 'x\u0080\u0085\u008d\u0090\u009c\u009d\u009fy', 'xy'],
-    ['OSC title via C1', 'x\u009d0;pwned\u009cy', 'x0;pwnedy'],
-    ['bidi overrides', 'evil\u202eexe.txt', 'evilexe.txt'],
-    ['bidi embeddings and isolates', '\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069ok', 'ok'],
-    ['C0 and DEL', 'a\u0000b\u0007c\u0008d\u007fe\rf', 'abcdef'],
-  ])('neutralises %s', (_what, hostile, expected) => {
-    expect(cleanLine(hostile)).toBe(expected);
-  });
-
-  it('keeps tabs and ordinary non-ASCII text (accents, CJK, emoji, the ZWJ sequence)', () => {
-    const text = 'npm\tinstallé 依存関係 ✓ 👩‍💻 \u00a0done';
-    expect(cleanLine(text)).toBe(text);
-  });
-
-  it('bounds the line', () => {
-    expect(cleanLine('x'.repeat(10_000))).toHaveLength(2000);
   });
 });

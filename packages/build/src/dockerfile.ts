@@ -1,5 +1,5 @@
 import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
-import { hasControlChar } from './_utils.js';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { ImageRefSchema } from './base-image.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
 import type { EnvEntry, InstallRecipe } from './recipe.js';
@@ -10,7 +10,7 @@ export const CONTEXT_MANIFESTS = 'manifests';
 
 /** A Dockerfile ENV value in double quotes; without `expand`, `$` is escaped (no substitution). */
 export function envValue(entry: EnvEntry): string {
-  if (hasControlChar(entry.value)) throw new Error(`env ${entry.name} has a control character`);
+  if (hasControlCharacter(entry.value)) throw new Error(`env ${entry.name} has a control character`);
   let value = entry.value.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
   if (!entry.expand) value = value.replace(/\$/g, '\\$');
   return `"${value}"`;

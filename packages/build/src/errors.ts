@@ -1,17 +1,15 @@
-import { type ErrorKind, formatSize } from '@ca-sandbox/docker';
+import { CaSandboxError, formatSize } from '@ca-sandbox/docker';
 import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
-export class InvalidBuildOptionsError extends Error {
-  override name = 'InvalidBuildOptionsError';
-  readonly kind: ErrorKind = 'usage';
+export class InvalidBuildOptionsError extends CaSandboxError {
+  readonly kind = 'usage';
   readonly code = 'INVALID_BUILD_OPTIONS';
 }
 
 /** The repo's manifest set is over a cap (count, one file's size, total size). */
-export class ManifestLimitError extends Error {
-  override name = 'ManifestLimitError';
-  readonly kind: ErrorKind = 'failure';
+export class ManifestLimitError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'MANIFEST_LIMIT';
   constructor(
     readonly limit: 'maxFiles' | 'maxFileBytes' | 'maxTotalBytes',
@@ -23,36 +21,34 @@ export class ManifestLimitError extends Error {
 }
 
 /** Reading the manifests out of the helper container failed (tar error, exec failure). */
-export class ManifestReadError extends Error {
-  override name = 'ManifestReadError';
-  readonly kind: ErrorKind = 'failure';
+export class ManifestReadError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'MANIFEST_READ';
 }
 
 /** The base image is neither in the local store nor pullable. */
-export class BaseImageMissingError extends Error {
-  override name = 'BaseImageMissingError';
-  readonly kind: ErrorKind = 'prerequisite';
+export class BaseImageMissingError extends CaSandboxError {
+  readonly kind = 'prerequisite';
   readonly code = 'BASE_IMAGE_MISSING';
-  readonly hint: string;
+  declare readonly hint: string;
   constructor(
     readonly image: string,
     readonly provider: string,
   ) {
-    super(`base image ${image} for provider ${provider} is neither local nor pullable`);
-    this.hint =
-      `seed the local images with scripts/seed-images.sh and name a local one as "baseImages": ` +
-      `{"${provider}": ...} in the configuration file (ca-sandbox config path; scripts/setup.sh writes it), ` +
-      `or with CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} or --base-image`;
+    super(`base image ${image} for provider ${provider} is neither local nor pullable`, {
+      hint:
+        `seed the local images with scripts/seed-images.sh and name a local one as "baseImages": ` +
+        `{"${provider}": ...} in the configuration file (ca-sandbox config path; scripts/setup.sh writes it), ` +
+        `or with CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} or --base-image`,
+    });
   }
 }
 
 /** `--builder nixpacks` was asked for and nixpacks is not on PATH. */
-export class NixpacksMissingError extends Error {
-  override name = 'NixpacksMissingError';
-  readonly kind: ErrorKind = 'prerequisite';
+export class NixpacksMissingError extends CaSandboxError {
+  readonly kind = 'prerequisite';
   readonly code = 'NIXPACKS_MISSING';
-  readonly hint =
+  override readonly hint =
     'install nixpacks (curl -sSL https://nixpacks.com/install.sh | bash, or see https://nixpacks.com/docs/install), or use --builder builtin';
   constructor(detail = 'nixpacks was not found on PATH') {
     super(detail);
@@ -60,16 +56,14 @@ export class NixpacksMissingError extends Error {
 }
 
 /** nixpacks produced a plan we refuse (bad shape, unsafe values): the plan is repo-controlled. */
-export class NixpacksPlanError extends Error {
-  override name = 'NixpacksPlanError';
-  readonly kind: ErrorKind = 'failure';
+export class NixpacksPlanError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'NIXPACKS_PLAN';
 }
 
 /** A base image reference or the CA bundle named by the user cannot be used. */
-export class BuildConfigError extends Error {
-  override name = 'BuildConfigError';
-  readonly kind: ErrorKind = 'usage';
+export class BuildConfigError extends CaSandboxError {
+  readonly kind = 'usage';
   readonly code = 'BUILD_CONFIG';
 }
 
@@ -82,13 +76,11 @@ export interface BuildFailureReport {
 }
 
 /** `docker build` of the dependency image failed: the message names the cause, `details` the lines. */
-export class ImageBuildError extends Error {
-  override name = 'ImageBuildError';
-  readonly kind: ErrorKind = 'failure';
+export class ImageBuildError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'IMAGE_BUILD_FAILED';
   readonly details: string[];
   readonly logFile?: string;
-  readonly hint?: string;
   constructor(
     readonly image: string,
     readonly exitCode: number,
@@ -103,23 +95,19 @@ export class ImageBuildError extends Error {
         (memoryLimit && KILLED.test(output)
           ? ` (an install process was killed: likely over the memory limit ${memoryLimit}, option buildMemory)`
           : ''),
+      { hint: logHint(report) },
     );
     this.details = details;
-    if (report.logFile) {
-      this.logFile = report.logFile;
-      this.hint = `full install log: ${report.logFile}`;
-    }
+    if (report.logFile) this.logFile = report.logFile;
   }
 }
 
 /** `docker build` ran past its wall-clock limit: the client was killed and the build container removed. */
-export class ImageBuildTimeoutError extends Error {
-  override name = 'ImageBuildTimeoutError';
-  readonly kind: ErrorKind = 'failure';
+export class ImageBuildTimeoutError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'IMAGE_BUILD_TIMEOUT';
   readonly details: string[];
   readonly logFile?: string;
-  readonly hint?: string;
   constructor(
     readonly image: string,
     readonly timeoutMs: number,
@@ -129,12 +117,10 @@ export class ImageBuildTimeoutError extends Error {
     super(
       `docker build of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
         `(buildTimeoutMs; setting build.timeoutSeconds or env CA_SANDBOX_BUILD_TIMEOUT, in seconds)`,
+      { hint: logHint(report) },
     );
     this.details = report.details ?? [];
-    if (report.logFile) {
-      this.logFile = report.logFile;
-      this.hint = `full install log: ${report.logFile}`;
-    }
+    if (report.logFile) this.logFile = report.logFile;
   }
 }
 
@@ -142,9 +128,8 @@ export class ImageBuildTimeoutError extends Error {
  * The install wrote more than the deps image cap: the build was stopped (or its image removed)
  * and nothing it left stays behind.
  */
-export class DepsImageTooLargeError extends Error {
-  override name = 'DepsImageTooLargeError';
-  readonly kind: ErrorKind = 'failure';
+export class DepsImageTooLargeError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'DEPS_IMAGE_TOO_LARGE';
   constructor(
     readonly image: string,
@@ -158,6 +143,11 @@ export class DepsImageTooLargeError extends Error {
         `(raise the cap with --max-deps-size, option maxDepsSize or setting build.maxDepsSize / env CA_SANDBOX_MAX_DEPS_SIZE)`,
     );
   }
+}
+
+/** A failed build's hint: where its full log is kept. */
+function logHint(report: BuildFailureReport): string | undefined {
+  return report.logFile ? `full install log: ${report.logFile}` : undefined;
 }
 
 function formatDuration(ms: number): string {

@@ -1,4 +1,4 @@
-import { hasControlChar } from './_utils.js';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 
 /** Exact file names that make up the dependency manifest/lockfile set, at any depth. */
 export const MANIFEST_NAMES: readonly string[] = [
@@ -92,7 +92,7 @@ export function unsafePathReason(path: string): string | undefined {
   if (path.length === 0) return 'empty name';
   if (path.length > MAX_PATH_CHARS) return 'name too long';
   if (path.startsWith('/')) return 'absolute name';
-  if (hasControlChar(path) || path.includes('\\')) return 'control character or backslash in name';
+  if (hasControlCharacter(path) || path.includes('\\')) return 'control character or backslash in name';
   const parts = path.split('/');
   if (parts.length > MAX_DEPTH) return 'path too deep';
   if (parts.some((part) => part === '' || part === '.' || part === '..')) return 'empty, . or .. segment';

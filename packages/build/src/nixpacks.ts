@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV_NAME_PATTERN } from '@ca-sandbox/docker';
+import { DEPS_DIR, DEPS_SRC, hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
-import { hasControlChar } from './_utils.js';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
 import type { ManifestFile } from './manifests.js';
 import { NODE_FINISH } from './node-layout.js';
@@ -84,9 +84,9 @@ export function planJsonFromSnapshot(text: string): unknown {
 /** Moves nixpacks' /app and /opt/venv layout under /deps (the volume owns /work/repo, /app is not ours). */
 export function relocate(text: string): string {
   return text
-    .replace(/\/app\/node_modules(?=$|[/\s"':;])/g, '/deps/node_modules')
-    .replace(/\/app(?=$|[/\s"':;])/g, '/deps/src')
-    .replace(/\/opt\/venv(?=$|[/\s"':;])/g, '/deps/venv');
+    .replace(/\/app\/node_modules(?=$|[/\s"':;])/g, `${DEPS_DIR}/node_modules`)
+    .replace(/\/app(?=$|[/\s"':;])/g, DEPS_SRC)
+    .replace(/\/opt\/venv(?=$|[/\s"':;])/g, `${DEPS_DIR}/venv`);
 }
 
 function providerOfPlan(plan: NixpacksPlan, fallback: Provider): Provider {
@@ -129,7 +129,7 @@ export function translatePlan(input: unknown, fallback: Provider): PlanTranslati
       !ENV_NAME_PATTERN.test(name) ||
       RESERVED.has(name) ||
       name.startsWith('LD_') ||
-      hasControlChar(value)
+      hasControlCharacter(value)
     ) {
       notes.push(`nixpacks variable ${JSON.stringify(name.slice(0, 64))} ignored`);
       continue;

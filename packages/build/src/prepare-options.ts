@@ -3,6 +3,7 @@ import {
   BUILDERS,
   DOCKER_MIN_CPUS,
   DOCKER_MIN_MEMORY_BYTES,
+  DOCKER_NAME_PATTERN,
   NETWORK_POLICIES,
   parseSize,
   SIZE_SYNTAX,
@@ -45,7 +46,7 @@ export interface InstallEgress {
 }
 
 const PrepareOptionsSchema = z.strictObject({
-  containerId: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, 'must be a container name or id'),
+  containerId: z.string().regex(DOCKER_NAME_PATTERN, 'must be a container name or id'),
   repoName: z.string().min(1).max(1024),
   /**
    * The source's identity (a URL without credentials, a local directory's realpath): part of the

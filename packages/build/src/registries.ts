@@ -1,6 +1,6 @@
 import { DEFINITIONS } from '@ca-sandbox/config';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
-import { hasControlChar } from './_utils.js';
 import { InvalidBuildOptionsError } from './errors.js';
 import type { Provider } from './provider.js';
 import type { EnvEntry } from './recipe.js';
@@ -24,7 +24,7 @@ export type Registries = Partial<Record<RegistryKind, string>>;
 const MAX_URL = 2048;
 
 function httpUrl(value: string): boolean {
-  if (value.length > MAX_URL || hasControlChar(value) || /\s/.test(value)) return false;
+  if (value.length > MAX_URL || hasControlCharacter(value) || /\s/.test(value)) return false;
   try {
     const url = new URL(value);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';

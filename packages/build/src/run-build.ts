@@ -1,5 +1,5 @@
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
-import { cleanLine } from './_utils.js';
+import { sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
 import { removeBuildContainers, removeBuildImages } from './build-cleanup.js';
 import { isBuilderFraming } from './build-log.js';
 import { watchInstallLayer } from './deps-size.js';
@@ -20,6 +20,9 @@ export interface RunBuildInput {
   buildLabels: Record<string, string>;
   signal?: AbortSignal;
 }
+
+/** Where one line of build output is cut (a minified bundle printed by an install script). */
+const MAX_LOG_LINE = 2000;
 
 /** Grace between SIGTERM and SIGKILL of the docker client once the build is stopped. */
 const KILL_GRACE_MS = 5000;
@@ -42,7 +45,7 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
   const tail: string[] = [];
   const onLine = (line: string) => {
     // Output of install scripts is the repo's: no control sequences reach the caller's terminal.
-    const clean = cleanLine(line);
+    const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
     tail.push(clean);
     if (tail.length > TAIL_LINES) tail.shift();
     // The kept log has everything; the caller sees the install's own output.

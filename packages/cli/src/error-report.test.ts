@@ -1,5 +1,5 @@
 import { ImageBuildError } from '@ca-sandbox/build';
-import { DockerCommandError, DockerUnavailableError } from '@ca-sandbox/docker';
+import { CaSandboxError, DockerCommandError, DockerUnavailableError } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describeError, exitCodeFor, optionName, zodSentence } from './error-report.js';
@@ -85,11 +85,33 @@ describe('describeError', () => {
   it('names the option of a zod error wrapped as the cause of a usage error', () => {
     const parsed = z.object({ memory: z.string().regex(/^\d+[mg]$/) }).safeParse({ memory: 'lots' });
     if (parsed.success) throw new Error('expected a failure');
-    const error = Object.assign(new Error('invalid options', { cause: parsed.error }), {
-      kind: 'usage',
-      code: 'INVALID_OPTIONS',
-    });
+    class WrappedOptionsError extends CaSandboxError {
+      readonly code = 'INVALID_OPTIONS';
+      readonly kind = 'usage';
+    }
+    const error = new WrappedOptionsError('invalid options', { cause: parsed.error });
     expect(describeError(error).message).toMatch(/invalid options: invalid value for --memory/);
+  });
+
+  it('reads our errors by the base alone: a look-alike plain Error is internal', () => {
+    const lookAlike = Object.assign(new Error('boom'), { code: 'SANDBOX_EXISTS', kind: 'usage', hint: 'h' });
+    expect(describeError(lookAlike)).toEqual({ code: 'INTERNAL', kind: 'failure', message: 'boom' });
+  });
+
+  it("reads an error of the base's other copy (the exec fast path's second bundle) by its brand", () => {
+    const foreign = Object.assign(Object.create({ [Symbol.for('ca-sandbox.error')]: true }), {
+      code: 'DOCKER_UNAVAILABLE',
+      kind: 'prerequisite',
+      message: 'Docker is not available: x',
+      hint: 'start it',
+    });
+    expect(describeError(foreign)).toEqual({
+      code: 'DOCKER_UNAVAILABLE',
+      kind: 'prerequisite',
+      message: 'Docker is not available: x',
+      hint: 'start it',
+    });
+    expect(exitCodeFor(describeError(foreign).kind)).toBe(3);
   });
 
   it('reports anything else as an internal failure without a stack', () => {
@@ -102,6 +124,10 @@ describe('describeError', () => {
   it('ignores a malformed code or kind', () => {
     const error = Object.assign(new Error('boom'), { code: 'ENOENT; rm', kind: 'weird' });
     expect(describeError(error)).toMatchObject({ code: 'INTERNAL', kind: 'failure' });
+    expect(describeError(new UsageError('boom', 'ENOENT; rm'))).toMatchObject({
+      code: 'INTERNAL',
+      kind: 'usage',
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import type { ErrorKind } from './errors.js';
+import { type ErrorKind, isCaSandboxError } from '@ca-sandbox/docker/contracts';
 
 /** What the CLI (and the MCP server) tells the user about an error. */
 export interface ErrorReport {
@@ -94,39 +94,34 @@ export function zodSentence(issues: ZodLikeIssue[]): string {
   return [...new Set(parts)].join('; ');
 }
 
-function isKind(value: unknown): value is ErrorKind {
-  return value === 'usage' || value === 'prerequisite' || value === 'failure';
-}
-
 /**
- * Turns any thrown value into a report. Our packages' errors carry `code`, `kind` and (for
+ * Turns any thrown value into a report: the one place that reads an error for the CLI and the MCP
+ * server. Our errors (the CaSandboxError base of every package) carry `code`, `kind` and (for
  * prerequisites) `hint`; zod errors become a usage sentence; anything else is an internal failure.
  */
 export function describeError(error: unknown): ErrorReport {
   const issues = zodIssues(error);
-  const fields = (error ?? {}) as {
-    code?: unknown;
-    kind?: unknown;
-    hint?: unknown;
-    message?: unknown;
-    option?: unknown;
-    detail?: unknown;
-  };
-  if (issues && !isKind(fields.kind)) {
-    return { code: 'INVALID_OPTIONS', kind: 'usage', message: zodSentence(issues) };
+  if (!isCaSandboxError(error)) {
+    if (issues) return { code: 'INVALID_OPTIONS', kind: 'usage', message: zodSentence(issues) };
+    const message = error instanceof Error ? error.message : String(error);
+    return {
+      code: 'INTERNAL',
+      kind: 'failure',
+      message: message || 'unknown error',
+      ...failureFields(error),
+    };
   }
-  const message = error instanceof Error ? error.message : String(error);
-  const kind = isKind(fields.kind) ? fields.kind : 'failure';
-  const code =
-    typeof fields.code === 'string' && /^[A-Z][A-Z0-9_]*$/.test(fields.code) ? fields.code : 'INTERNAL';
-  const report: ErrorReport = { code, kind, message: message || 'unknown error' };
+  const { kind } = error;
+  const code = /^[A-Z][A-Z0-9_]*$/.test(error.code) ? error.code : 'INTERNAL';
+  const report: ErrorReport = { code, kind, message: error.message || 'unknown error' };
   if (issues && kind === 'usage' && !/--|<|invalid value/.test(report.message)) {
     report.message = `${report.message}: ${zodSentence(issues)}`;
   }
   // An option out of bounds (lifecycle LimitError: `option`, `detail`) is said with the flag's name.
-  if (kind === 'usage' && typeof fields.option === 'string' && typeof fields.detail === 'string') {
-    report.message = `invalid value for ${optionName(fields.option)}: ${fields.detail}`;
+  const { option, detail } = error as { option?: unknown; detail?: unknown };
+  if (kind === 'usage' && typeof option === 'string' && typeof detail === 'string') {
+    report.message = `invalid value for ${optionName(option)}: ${detail}`;
   }
-  if (typeof fields.hint === 'string' && fields.hint) report.hint = fields.hint;
+  if (typeof error.hint === 'string' && error.hint) report.hint = error.hint;
   return { ...report, ...failureFields(error) };
 }

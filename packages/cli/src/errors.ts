@@ -1,36 +1,34 @@
-/** Mirrors ErrorKind of @ca-sandbox/docker (kept local so that start-up does not load that package). */
-export type ErrorKind = 'usage' | 'prerequisite' | 'failure';
+// The CLI's own errors, on the one base (the contracts entry: no cost at start-up).
+import { CaSandboxError } from '@ca-sandbox/docker/contracts';
 
 /** Bad input or usage of the CLI itself (exit 2). */
-export class UsageError extends Error {
-  override name = 'UsageError';
-  readonly kind = 'usage' as const;
+export class UsageError extends CaSandboxError {
+  readonly kind = 'usage';
   constructor(
     message: string,
     readonly code = 'USAGE',
-    readonly hint?: string,
+    hint?: string,
   ) {
-    super(message);
+    super(message, { hint });
   }
 }
 
 /** A missing tool or service the command needs (exit 3). */
-export class PrerequisiteError extends Error {
-  override name = 'PrerequisiteError';
-  readonly kind = 'prerequisite' as const;
+export class PrerequisiteError extends CaSandboxError {
+  readonly kind = 'prerequisite';
+  declare readonly hint: string;
   constructor(
     message: string,
-    readonly hint: string,
+    hint: string,
     readonly code = 'PREREQUISITE_MISSING',
   ) {
-    super(message);
+    super(message, { hint });
   }
 }
 
 /** The operation ran and failed (exit 1). */
-export class OperationFailedError extends Error {
-  override name = 'OperationFailedError';
-  readonly kind = 'failure' as const;
+export class OperationFailedError extends CaSandboxError {
+  readonly kind = 'failure';
   constructor(
     message: string,
     readonly code = 'FAILED',
@@ -40,9 +38,8 @@ export class OperationFailedError extends Error {
 }
 
 /** Teardown finished but objects remain; they are named on stderr (exit 1). */
-export class LeftoversError extends Error {
-  override name = 'LeftoversError';
-  readonly kind = 'failure' as const;
+export class LeftoversError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'TEARDOWN_INCOMPLETE';
   constructor(readonly leftovers: string[]) {
     super(`teardown left ${leftovers.length} object(s) behind: ${leftovers.join(', ')}`);

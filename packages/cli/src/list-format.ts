@@ -1,7 +1,8 @@
 // `list --filter` and `list --format`: what scripts read. Kept apart from list.ts (the command).
+
+import { safeJsonStringify, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from './errors.js';
 import type { SandboxRecord } from './lifecycle-api.js';
-import { safeJsonStringify, sanitizeName } from './sanitize.js';
 
 /** `5m ago` style age of an ISO timestamp (the raw value if it does not parse). */
 export function age(createdAt: string, now = Date.now()): string {

@@ -1,5 +1,5 @@
+import { safeJsonStringify, sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { ErrorReport } from './error-report.js';
-import { safeJsonStringify, sanitizeName } from './sanitize.js';
 
 /** The options every command takes. */
 export interface GlobalOptions {

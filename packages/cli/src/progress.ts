@@ -1,5 +1,5 @@
+import { sanitizeLine, sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { Output } from './output.js';
-import { sanitizeLine, sanitizeName } from './sanitize.js';
 
 /** What @ca-sandbox/lifecycle reports through hooks.onPhase. */
 export interface PhaseUpdate {

@@ -28,7 +28,8 @@ function loaded(args: string[]): { status: number | null; modules: string[] } {
 
 // The docker package's contracts entry is constants only (no import): the help and the exec fast
 // path may carry it.
-const HEAVY = /\/lifecycle\/|\/docker\/dist\/(?!contracts\.js)|@modelcontextprotocol|\/zod\/|\/execa\//;
+const HEAVY =
+  /\/lifecycle\/|\/docker\/dist\/(?!contracts\.js|error-base\.js|sanitize\.js)|@modelcontextprotocol|\/zod\/|\/execa\//;
 
 /** The bundle chunks (by file URL) that hold any of the heavy inputs, from esbuild's metafile. */
 function chunksHolding(pattern: RegExp): Set<string> {

@@ -1,7 +1,7 @@
+import { CaSandboxError } from '@ca-sandbox/docker/contracts';
 /** The configuration file or a CA_SANDBOX_* variable cannot be used (usage, exit 2). */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-  readonly kind = 'usage' as const;
+export class ConfigError extends CaSandboxError {
+  readonly kind = 'usage';
   readonly code = 'CONFIG_INVALID';
   constructor(
     message: string,

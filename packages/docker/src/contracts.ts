@@ -1,7 +1,11 @@
 // The rules every package shares, each defined once: sandbox ids and the names derived from them,
-// the paths and the user of a box, the choices a user names. No imports and no schemas, so that
-// every entry (the full barrel, the light `process` entry, the CLI's `contracts` entry for its
+// the paths and the user of a box, the choices a user names, the error base and the sanitiser of
+// shown text (their own files, re-exported here). No schemas and nothing that imports anything, so
+// that every entry (the full barrel, the light `process` entry, the CLI's `contracts` entry for its
 // start-up path) can carry it for free.
+
+export * from './error-base.js';
+export * from './sanitize.js';
 
 /** The syntax of a sandbox id (the name a user gives a sandbox), as shown in error messages. */
 export const SANDBOX_ID_SYNTAX = '[a-z0-9][a-z0-9_.-]{0,62}';

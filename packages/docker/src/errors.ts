@@ -1,25 +1,18 @@
-/**
- * Every error of ca-sandbox carries `code` (stable, UPPER_SNAKE) and `kind`, which the CLI maps
- * to its exit code: usage → 2, prerequisite → 3 (with `hint`), failure → 1.
- */
-export type ErrorKind = 'usage' | 'prerequisite' | 'failure';
+import { CaSandboxError } from './error-base.js';
 
 /** Docker is missing or its daemon does not answer: a missing prerequisite (exit 3). */
-export class DockerUnavailableError extends Error {
-  override name = 'DockerUnavailableError';
-  readonly kind = 'prerequisite' as const;
+export class DockerUnavailableError extends CaSandboxError {
+  readonly kind = 'prerequisite';
   readonly code = 'DOCKER_UNAVAILABLE';
-  readonly hint: string;
+  declare readonly hint: string;
   constructor(detail: string, hint = DOCKER_HINT) {
-    super(`Docker is not available: ${detail}`);
-    this.hint = hint;
+    super(`Docker is not available: ${detail}`, { hint });
   }
 }
 
 /** A docker command ran and failed; carries docker's own exit code and stderr. */
-export class DockerCommandError extends Error {
-  override name = 'DockerCommandError';
-  readonly kind = 'failure' as const;
+export class DockerCommandError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'DOCKER_FAILED';
   constructor(
     readonly argv: readonly string[],
@@ -31,9 +24,8 @@ export class DockerCommandError extends Error {
 }
 
 /** docker's answer did not have the shape we rely on (an old engine, or tampering). */
-export class DockerResponseError extends Error {
-  override name = 'DockerResponseError';
-  readonly kind = 'failure' as const;
+export class DockerResponseError extends CaSandboxError {
+  readonly kind = 'failure';
   readonly code = 'DOCKER_RESPONSE';
 }
 

@@ -3,6 +3,7 @@
 // chooses the program: the image's PATH may start with /deps/node_modules/.bin (a dependency can
 // ship `sh` or `grep`), and its ENV may carry BASH_ENV, ENV, SHELLOPTS or exported bash functions.
 
+import { ENV_NAME_PATTERN } from './contracts.js';
 /** The only PATH our own commands see in a box or a helper: system directories, nothing writable. */
 export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -10,8 +11,6 @@ export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 export const ENV_BIN = '/usr/bin/env';
 /** The POSIX shell by absolute path, for our scripts. */
 export const SH_BIN = '/bin/sh';
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface InternalExecOptions {
   /** `-u`; our commands never run as root unless a caller says so. */
@@ -40,7 +39,8 @@ export function internalExecArgs(
   }
   const env = { PATH: SYSTEM_PATH, HOME: '/tmp', ...options.env };
   for (const name of Object.keys(env)) {
-    if (!ENV_NAME.test(name)) throw new Error(`internal exec: invalid variable name ${JSON.stringify(name)}`);
+    if (!ENV_NAME_PATTERN.test(name))
+      throw new Error(`internal exec: invalid variable name ${JSON.stringify(name)}`);
   }
   return [
     'exec',

@@ -3,13 +3,7 @@
 
 export * from './contracts.js';
 export { containerLabels } from './engine-api.js';
-export {
-  DOCKER_HINT,
-  DockerCommandError,
-  DockerResponseError,
-  DockerUnavailableError,
-  type ErrorKind,
-} from './errors.js';
+export { DOCKER_HINT, DockerCommandError, DockerResponseError, DockerUnavailableError } from './errors.js';
 export {
   type DockerChild,
   type DockerProcessResult,

@@ -9,47 +9,37 @@
 // in rotating order. Every round changes the manifest, so all are cache misses. Goal: <= 1.1x.
 // Run after `pnpm build`:  node packages/lifecycle/bench/egress.bench.mjs [rounds]
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { prepareImage, removeImage } from '@ca-sandbox/build';
-import { docker, sandboxLabels } from '@ca-sandbox/docker';
+import { DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
+import { sandboxLabels } from '@ca-sandbox/docker';
+import { sandboxNames } from '@ca-sandbox/docker/contracts';
 import { installEgressRules } from '@ca-sandbox/network';
 import { reconfigureGateway, startGateway, stopGateway } from '@ca-sandbox/run';
-import { pack } from 'tar-stream';
+import { sendLocalTree } from '../dist/clone.js';
+import { cleanupCreate } from '../dist/create/cleanup.js';
+import { createOwnVolume, startHelper } from '../dist/create/workspace.js';
+import { DEFAULT_PACK_LIMITS, scanDirectory } from '../dist/pack-local.js';
+import { LABEL_INSTANCE } from '../dist/record.js';
 import { median } from './_shared.mjs';
 
 const rounds = Number(process.argv[2] ?? 5);
 // A TLS-intercepting upstream (as the test runs have): the install trusts the host's bundle.
 const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
-const labels = (id) => Object.entries(sandboxLabels(id)).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
+/** Each round's sandbox id and its per-call instance label (what create's cleanup removes by). */
 const created = [];
 const images = [];
 
+/** What create does before an install: the volume, the hardened helper, the repo copied in. */
 async function helper(id) {
-  await docker(['volume', 'create', ...labels(id), '--', `ca-sbx-${id}`]);
-  created.push(id);
-  await docker([
-    'run',
-    '-d',
-    '--name',
-    `ca-sbx-${id}-helper`,
-    '--user',
-    '1000:1000',
-    '--cap-drop',
-    'ALL',
-    '--read-only',
-    '--security-opt',
-    'no-new-privileges',
-    '--network',
-    'none',
-    '--tmpfs',
-    '/tmp',
-    ...labels(id),
-    '--mount',
-    `type=volume,src=ca-sbx-${id},dst=/work/repo`,
-    'ca-sbx-base:git',
-    'sleep',
-    'infinity',
-  ]);
+  const instance = randomUUID().replaceAll('-', '');
+  const labels = sandboxLabels(id, { [LABEL_INSTANCE]: instance });
+  created.push({ id, instance });
+  await createOwnVolume(id, labels);
+  const stopHeartbeat = await startHelper({ id, image: DEFAULT_HELPER_IMAGE, labels, network: 'none' });
   const manifest = {
     name: 'bench-egress',
     version: '1.0.0',
@@ -57,14 +47,14 @@ async function helper(id) {
     description: `round ${id}`,
     dependencies: { 'is-number': '7.0.0' },
   };
-  const tar = pack();
-  tar.entry({ name: 'package.json', uid: 1000, gid: 1000 }, JSON.stringify(manifest));
-  tar.finalize();
-  const chunks = [];
-  for await (const chunk of tar) chunks.push(Buffer.from(chunk));
-  await docker(['exec', '-i', `ca-sbx-${id}-helper`, 'tar', '-x', '-C', '/work/repo'], {
-    input: Buffer.concat(chunks),
-  });
+  const dir = mkdtempSync(join(tmpdir(), 'ca-bench-egress-'));
+  try {
+    writeFileSync(join(dir, 'package.json'), JSON.stringify(manifest));
+    await sendLocalTree(sandboxNames(id).helper, await scanDirectory(dir, DEFAULT_PACK_LIMITS));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return stopHeartbeat;
 }
 
 async function install(id, mode) {
@@ -72,10 +62,11 @@ async function install(id, mode) {
   // create's prestart: the gateway comes up, allowing nothing, while the repo is copied.
   const prestarted = mode === 'overlap' ? startGateway({ sandboxId: id, rules: [] }) : undefined;
   prestarted?.catch(() => undefined);
+  let stopHeartbeat = () => {};
   try {
-    await helper(id);
+    stopHeartbeat = await helper(id);
     const prepared = await prepareImage({
-      containerId: `ca-sbx-${id}-helper`,
+      containerId: sandboxNames(id).helper,
       repoName: 'bench-egress',
       source: `/bench/egress/${id}`,
       policy: 'clone-then-cut',
@@ -101,6 +92,7 @@ async function install(id, mode) {
     if (mode === 'serial') await stopGateway(id);
     return performance.now() - start;
   } finally {
+    stopHeartbeat();
     if (mode !== 'direct') await stopGateway(id);
   }
 }
@@ -126,9 +118,8 @@ try {
   console.log(`  straight on the default bridge:             ${direct.toFixed(0)} ms`);
   console.log('  (goal <= 1.10x)');
 } finally {
-  for (const id of created) {
-    await docker(['rm', '-f', `ca-sbx-${id}-helper`], { allowFailure: true });
-    await docker(['volume', 'rm', '-f', `ca-sbx-${id}`], { allowFailure: true });
+  for (const { id, instance } of created) {
+    await cleanupCreate(id, instance, false).catch(() => undefined);
     await stopGateway(id).catch(() => undefined);
   }
   for (const image of images) await removeImage(image).catch(() => undefined);

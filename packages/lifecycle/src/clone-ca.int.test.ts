@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { docker, sandboxLabels } from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, tempDir, uniqueId } from '../test/helpers.js';
-import { createSandbox } from './create.js';
+import { createSandbox } from './create/index.js';
 import { CloneFailedError } from './errors.js';
 import { execInSandbox } from './exec.js';
 

@@ -1,5 +1,6 @@
 import { BOX_USER, DockerCommandError, docker, internalExecArgs, REPO_DIR, SH_BIN } from '@ca-sandbox/docker';
-import { CloneFailedError, printable } from './errors.js';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import { CloneFailedError } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
 import { type CloneScheme, type ParsedSource, redactUserinfo, urlWithoutUserinfo } from './source.js';
 
@@ -287,7 +288,7 @@ export function firstLine(text: string): string {
     .filter(Boolean);
   const fatal = lines.find((line) => /^(fatal|error):/i.test(line)) ?? lines[0] ?? '';
   // git's own message may quote the URL, credentials and all: masked before it is cut short.
-  return printable(redactUserinfo(fatal), 300);
+  return sanitizeName(redactUserinfo(fatal), 300);
 }
 
 export type { ParsedSource };

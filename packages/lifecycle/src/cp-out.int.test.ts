@@ -6,7 +6,7 @@ import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { cpOut, cpOutToStream } from './cp-out.js';
-import { createSandbox } from './create.js';
+import { createSandbox } from './create/index.js';
 import { CpOutDestinationError, CpOutLimitError, CpOutSourceError, SandboxNotFoundError } from './errors.js';
 import { execInSandbox } from './exec.js';
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
+import { hasControlCharacter, SHOWN_NAME_MAX, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
 import { assertBoxRunning, boxName, looksLikeMissingContainer, resolveBox } from './_utils.js';
@@ -10,7 +11,6 @@ import {
   CpOutDestinationError,
   CpOutSourceError,
   InvalidOptionsError,
-  printable,
   UnsupportedHostError,
 } from './errors.js';
 import { captureCapped, decodeUtf8 } from './exec.js';
@@ -66,8 +66,7 @@ export function resolveCpOutOptions(input: unknown = {}): Required<CpOutOptions>
 
 /** The absolute box path; relative paths resolve against /work/repo. */
 export function resolveBoxPath(boxPath: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are refused
-  if (typeof boxPath !== 'string' || boxPath === '' || /[\u0000-\u001f\u007f]/.test(boxPath)) {
+  if (typeof boxPath !== 'string' || boxPath === '' || hasControlCharacter(boxPath)) {
     throw new CpOutSourceError('give a path inside the box without control characters');
   }
   const absolute = posix.resolve(REPO_DIR, boxPath);
@@ -191,14 +190,14 @@ async function extractFromBox(
     if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, errorText, result);
     if (looksLikeMissingContainer(errorText)) await assertBoxRunning(id);
     if (/Could not find the file|no such file or directory/i.test(errorText)) {
-      throw new CpOutSourceError(`'${printable(source)}' does not exist in the sandbox`);
+      throw new CpOutSourceError(`'${sanitizeName(source, SHOWN_NAME_MAX)}' does not exist in the sandbox`);
     }
     throw dockerSpawnError(argv, result.exitCode, errorText, result);
   }
   const copied = await lstat(join(staging, top)).catch(() => undefined);
   if (!copied) {
     const why = summary.skipped[0]?.reason ?? 'nothing was in the stream';
-    throw new CpOutSourceError(`nothing copied from '${printable(source)}': ${why}`);
+    throw new CpOutSourceError(`nothing copied from '${sanitizeName(source, SHOWN_NAME_MAX)}': ${why}`);
   }
   return summary;
 }
@@ -216,15 +215,15 @@ async function planTarget(hostDest: string, top: string): Promise<string> {
   const existing = await lstat(destination).catch(() => undefined);
   if (existing?.isSymbolicLink()) {
     throw new CpOutDestinationError(
-      `the destination '${printable(destination)}' is a symlink; refusing to write through it`,
+      `the destination '${sanitizeName(destination, SHOWN_NAME_MAX)}' is a symlink; refusing to write through it`,
     );
   }
   if (existing?.isDirectory()) return join(destination, top);
   if (namedAsDirectory) {
     throw new CpOutDestinationError(
       existing
-        ? `the destination '${printable(destination)}' is not a directory`
-        : `the destination directory '${printable(destination)}' does not exist`,
+        ? `the destination '${sanitizeName(destination, SHOWN_NAME_MAX)}' is not a directory`
+        : `the destination directory '${sanitizeName(destination, SHOWN_NAME_MAX)}' does not exist`,
     );
   }
   return destination;
@@ -243,12 +242,12 @@ async function checkTarget(
   const parent = await stat(dirname(target)).catch(() => undefined);
   if (!parent?.isDirectory()) {
     throw new CpOutDestinationError(
-      `the destination's parent '${printable(dirname(target))}' is not a directory`,
+      `the destination's parent '${sanitizeName(dirname(target), SHOWN_NAME_MAX)}' is not a directory`,
     );
   }
   const existing = await lstat(target).catch(() => undefined);
   if (!existing) return;
-  const shown = printable(target);
+  const shown = sanitizeName(target, SHOWN_NAME_MAX);
   if (existing.isSymbolicLink()) {
     throw new CpOutDestinationError(`'${shown}' is a symlink; refusing to write through it`);
   }

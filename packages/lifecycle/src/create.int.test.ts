@@ -25,7 +25,7 @@ import {
   tempDir,
   uniqueId,
 } from '../test/helpers.js';
-import { cleanupCreate, createSandbox, type PhaseEvent } from './create.js';
+import { cleanupCreate, createSandbox, type PhaseEvent } from './create/index.js';
 import {
   CreateCleanupError,
   InvalidSandboxNameError,

@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { imageExists } from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
-import { createSandbox } from './create.js';
+import { createSandbox } from './create/index.js';
 import { ExecInterruptedError, SandboxNotFoundError } from './errors.js';
 import { EXEC_TIMEOUT_EXIT_CODE, execInSandbox, streamExecInSandbox } from './exec.js';
 

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { ENV_NAME_PATTERN, hasControlCharacter } from '@ca-sandbox/docker/contracts';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
   BOX_USER,
@@ -71,12 +72,9 @@ const MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 const MAX_CAP_BYTES = 256 * 1024 * 1024;
 const MAX_ENV_ENTRIES = 64;
 const MAX_ENV_VALUE = 32 * 1024;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Our own variables (the kill marker): a caller setting them could hide a command from the kill. */
 const RESERVED_ENV_PREFIXES = ['CA_SBX_', 'CA_SANDBOX_'];
 const PROXY_NAMES = new Set<string>(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function positiveInt(value: unknown, max: number, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -100,7 +98,7 @@ export function checkExecEnv(env: unknown): Record<string, string> | undefined {
     throw new InvalidOptionsError(`invalid exec options: at most ${MAX_ENV_ENTRIES} environment variables`);
   }
   for (const [name, value] of entries) {
-    if (!ENV_NAME.test(name)) {
+    if (!ENV_NAME_PATTERN.test(name)) {
       throw new InvalidOptionsError(
         `invalid environment variable name '${name.slice(0, 60)}': use letters, digits and _, not starting with a digit`,
       );
@@ -128,7 +126,12 @@ export function checkExecEnv(env: unknown): Record<string, string> | undefined {
  */
 export function resolveExecWorkdir(workdir: unknown): string {
   if (workdir === undefined) return REPO_DIR;
-  if (typeof workdir !== 'string' || workdir === '' || workdir.length > 4096 || CONTROL.test(workdir)) {
+  if (
+    typeof workdir !== 'string' ||
+    workdir === '' ||
+    workdir.length > 4096 ||
+    hasControlCharacter(workdir)
+  ) {
     throw new InvalidOptionsError(
       'invalid working directory: a path in the box without control characters (relative paths start at /work/repo)',
     );

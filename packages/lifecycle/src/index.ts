@@ -7,7 +7,7 @@ export {
   type CreatePhase,
   createSandbox,
   type PhaseEvent,
-} from './create.js';
+} from './create/index.js';
 export { type EgressSummaryRow, LABEL_EGRESS } from './egress.js';
 export {
   CheckoutTooLargeError,

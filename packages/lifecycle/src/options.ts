@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import {
   BUILDERS,
   type BuilderChoice,
@@ -21,7 +22,7 @@ import {
   resolveNetworkPolicy,
 } from '@ca-sandbox/network';
 import { z } from 'zod';
-import { InvalidOptionsError, printable } from './errors.js';
+import { InvalidOptionsError } from './errors.js';
 import { BOX_LIMITS, checkLimits } from './limits.js';
 import { DEFAULT_PACK_LIMITS, type PackLimits } from './pack-local.js';
 import { parseRef, validateSandboxName } from './source.js';
@@ -197,7 +198,7 @@ function withClaudeNetwork(options: {
     return { policy: resolveNetworkPolicy(options.network), entries: options.allow ?? [] };
   if (options.network !== undefined && options.network !== 'allowlist')
     throw new InvalidOptionsError(
-      `--with-claude runs the box under the allowlist policy with ${CLAUDE_API_DESTINATION} only: it cannot be combined with --network ${printable(options.network, 40)}`,
+      `--with-claude runs the box under the allowlist policy with ${CLAUDE_API_DESTINATION} only: it cannot be combined with --network ${sanitizeName(options.network, 40)}`,
     );
   if ((options.allow ?? []).length > 0)
     throw new InvalidOptionsError(
@@ -212,7 +213,7 @@ function sourceBytes(value: number | string | undefined): number | undefined {
   const bytes = parseSize(value.trim());
   if (bytes === undefined || bytes < 1 || !Number.isSafeInteger(bytes))
     throw new InvalidOptionsError(
-      `invalid --max-source-bytes '${printable(value, 40)}': expected ${SIZE_SYNTAX}`,
+      `invalid --max-source-bytes '${sanitizeName(value, 40)}': expected ${SIZE_SYNTAX}`,
     );
   return bytes;
 }

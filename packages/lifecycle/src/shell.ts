@@ -11,7 +11,7 @@ import {
   SYSTEM_PATH,
   spawnDocker,
 } from '@ca-sandbox/docker';
-import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
+import { BOX_USER, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker/process';
 import { assertBoxRunning, boxName } from './_utils.js';
 import { ShellNeedsTerminalError } from './errors.js';
 import { TerminalFilter } from './terminal-filter.js';
@@ -49,7 +49,6 @@ const SHELL_STARTUP_VARIABLES = new Set([
   'HOME',
   'TERM',
 ]);
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const TERM_VALUE = /^[A-Za-z0-9._+-]{1,64}$/;
 
 /** What the caller learns when the shell is about to start (the CLI prints its banner from it). */
@@ -96,7 +95,8 @@ export function shellEnvironment(
   for (const entry of imageEnv) {
     const equals = entry.indexOf('=');
     const name = equals > 0 ? entry.slice(0, equals) : '';
-    if (!ENV_NAME.test(name) || SHELL_STARTUP_VARIABLES.has(name) || name.startsWith('BASH_')) continue;
+    if (!ENV_NAME_PATTERN.test(name) || SHELL_STARTUP_VARIABLES.has(name) || name.startsWith('BASH_'))
+      continue;
     env[name] = entry.slice(equals + 1);
   }
   const imagePath = imageEnv.find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length);

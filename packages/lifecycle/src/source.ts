@@ -1,7 +1,8 @@
 import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
+import { hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { isSandboxId } from '@ca-sandbox/docker/process';
-import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError, printable } from './errors.js';
+import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError } from './errors.js';
 
 export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
 
@@ -25,8 +26,6 @@ export type ParsedSource =
   | { kind: 'local'; path: string; display: string; repoName: string; identity: string };
 
 const ALLOWED_SCHEMES = new Set<string>(['https', 'http', 'git', 'ssh']);
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // git's transport-helper syntax `<transport>::<address>` runs git-remote-<transport> (ext:: runs a shell).
 const TRANSPORT_HELPER = /^[A-Za-z0-9+.-]*::/;
 const URL_SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
@@ -54,7 +53,7 @@ export function parseRef(ref: string): { ref: string; commit: boolean } {
     ref.endsWith('.lock')
   ) {
     throw new InvalidOptionsError(
-      `invalid ref '${printable(ref, 80)}': give a branch, tag or full commit sha`,
+      `invalid ref '${sanitizeName(ref, 80)}': give a branch, tag or full commit sha`,
     );
   }
   return { ref, commit: COMMIT.test(ref) };
@@ -69,9 +68,9 @@ export function parseRef(ref: string): { ref: string; commit: boolean } {
 export async function parseSource(source: unknown): Promise<ParsedSource> {
   if (typeof source !== 'string' || source.length === 0) throw new InvalidSourceError('the source is empty');
   if (source.length > 4096) throw new InvalidSourceError('the source is longer than 4096 characters');
-  if (CONTROL.test(source)) throw new InvalidSourceError('control characters are not allowed');
+  if (hasControlCharacter(source)) throw new InvalidSourceError('control characters are not allowed');
   if (source.startsWith('-'))
-    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 80)}' looks like an option`);
+    throw new InvalidSourceError(`'${sanitizeName(redactUserinfo(source), 80)}' looks like an option`);
   if (TRANSPORT_HELPER.test(source)) {
     throw new InvalidSourceError('git transport helpers (<name>::<address>, e.g. ext::) are refused');
   }
@@ -80,12 +79,14 @@ export async function parseSource(source: unknown): Promise<ParsedSource> {
   const local = await localDirectory(source);
   if (local) return local;
   if (/^(?:\/|\.{1,2}(?:\/|$)|~)/.test(source)) {
-    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not an existing directory`);
+    throw new InvalidSourceError(
+      `'${sanitizeName(redactUserinfo(source), 120)}' is not an existing directory`,
+    );
   }
   const scp = SCP_LIKE.exec(source);
   if (scp) return parseScpLike(source, scp[1], scp[2] ?? '', scp[3] ?? '');
   throw new InvalidSourceError(
-    `'${printable(redactUserinfo(source), 120)}' is not a git URL (https://, http://, git://, ssh://, user@host:path) or an existing directory`,
+    `'${sanitizeName(redactUserinfo(source), 120)}' is not a git URL (https://, http://, git://, ssh://, user@host:path) or an existing directory`,
   );
 }
 
@@ -109,17 +110,18 @@ function parseUrl(source: string, scheme: string): ParsedSource {
     if (part.startsWith('-') || decoded.startsWith('-')) {
       throw new InvalidSourceError('a URL host or user must not begin with "-" (it would be an ssh option)');
     }
-    if (CONTROL.test(decoded)) throw new InvalidSourceError('control characters are not allowed');
+    if (hasControlCharacter(decoded)) throw new InvalidSourceError('control characters are not allowed');
   }
   if (user !== undefined && scheme === 'ssh' && /[%:]/.test(user)) {
     throw new InvalidSourceError('an ssh URL user must be a plain name');
   }
-  if (!HOST.test(hostPort)) throw new InvalidSourceError(`'${printable(hostPort, 80)}' is not a valid host`);
+  if (!HOST.test(hostPort))
+    throw new InvalidSourceError(`'${sanitizeName(hostPort, 80)}' is not a valid host`);
   let parsed: URL;
   try {
     parsed = new URL(source);
   } catch {
-    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not a valid URL`);
+    throw new InvalidSourceError(`'${sanitizeName(redactUserinfo(source), 120)}' is not a valid URL`);
   }
   return {
     kind: 'url',
@@ -174,7 +176,7 @@ async function localDirectory(source: string): Promise<ParsedSource | undefined>
   const info = await stat(path).catch(() => undefined);
   if (!info) return undefined;
   if (!info.isDirectory())
-    throw new InvalidSourceError(`'${printable(redactUserinfo(source), 120)}' is not a directory`);
+    throw new InvalidSourceError(`'${sanitizeName(redactUserinfo(source), 120)}' is not a directory`);
   // The realpath: two spellings (or symlinks) of one directory are one source, two directories
   // with the same name are two.
   const identity = await realpath(path).catch(() => path);

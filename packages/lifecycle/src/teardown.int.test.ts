@@ -13,7 +13,7 @@ import {
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, removeDir, tempDir, uniqueId } from '../test/helpers.js';
-import { createSandbox } from './create.js';
+import { createSandbox } from './create/index.js';
 import { CreateAbortedError, SandboxNotFoundError } from './errors.js';
 import { destroySandbox, pruneWhere, Sweep, sweepOrphanRules } from './teardown.js';
 

@@ -8,10 +8,11 @@ import {
   SANDBOX_FILTER,
   sandboxLabelPairs,
 } from '@ca-sandbox/docker';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { listFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
-import { InvalidOptionsError, printable, SandboxNotFoundError } from './errors.js';
+import { InvalidOptionsError, SandboxNotFoundError } from './errors.js';
 import { type FirewallRelease, releaseFirewallRules } from './firewall-release.js';
 import { validateSandboxName } from './source.js';
 
@@ -54,7 +55,7 @@ export class Sweep {
 
   fail(kind: TeardownKind, name: string, exitCode: number, message: string): void {
     if (this.result.failures.length < MAX_FAILURES) {
-      this.result.failures.push({ kind, name, exitCode, message: printable(message.trim(), 500) });
+      this.result.failures.push({ kind, name, exitCode, message: sanitizeName(message.trim(), 500) });
     } else if (this.result.failures.length === MAX_FAILURES) {
       this.result.failures.push({ kind, name: '…', exitCode, message: 'more failures not listed' });
     }

@@ -8,6 +8,8 @@
 // the terminal only ever sees sequences we approved and is back in its ground state after each
 // one: a sequence cut across chunks, interrupted by another control, or too long, is dropped.
 import { Transform, type TransformCallback } from 'node:stream';
+// The bidi controls (Trojan Source) are the sanitiser's list: one rule for every shown text.
+import { isBidiControl } from '@ca-sandbox/docker/contracts';
 
 /**
  * `interactive`: a shell (colours, cursor movement, alternate screen and modes, so vim and less
@@ -43,10 +45,6 @@ const INTERACTIVE_ESC_FINALS = new Set(
 const INTERACTIVE_ESC_INTERMEDIATES = new Set(
   ['(', ')', '*', '+', '-', '.', '/', '#'].map((c) => c.charCodeAt(0)),
 );
-// Bidi overrides and isolates (Trojan Source): U+202A–U+202E, U+2066–U+2069.
-function isBidiControl(codePoint: number): boolean {
-  return (codePoint >= 0x202a && codePoint <= 0x202e) || (codePoint >= 0x2066 && codePoint <= 0x2069);
-}
 
 /** DEC private modes that are on in a terminal by default: autowrap (7) and a visible cursor (25). */
 const DEFAULT_ON_MODES = new Set([7, 25]);

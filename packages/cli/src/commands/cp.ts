@@ -1,10 +1,9 @@
 import type { Writable } from 'node:stream';
-import type { GitMode } from '@ca-sandbox/docker/contracts';
+import { type GitMode, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
 import { type CpOutResult, loadLifecycle } from '../lifecycle-api.js';
 import { parseCpOperands } from '../options.js';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 
 /** 1536 → `1.5 KiB`. */
 export function formatBytes(bytes: number): string {

@@ -1,9 +1,9 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { allowlistWarning, loadLifecycle, type SandboxRecord } from '../lifecycle-api.js';
 import { type CreateFlags, resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
 import type { ActionContext } from '../program.js';
 import { formatElapsed, Progress } from '../progress.js';
-import { sanitizeName } from '../sanitize.js';
 
 export type CreateCommandFlags = CreateFlags;
 

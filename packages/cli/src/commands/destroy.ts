@@ -1,9 +1,9 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
 import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
 import type { ActionContext } from '../program.js';
-import { sanitizeName } from '../sanitize.js';
 
 /** Concatenates the results of several teardowns. */
 export function mergeTeardown(results: TeardownResult[]): TeardownResult {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { PrerequisiteError } from '../errors.js';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 import { RESOLVER_CVE, resolverExposure } from './doctor-resolver.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';

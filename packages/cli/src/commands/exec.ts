@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import { isCaSandboxError } from '@ca-sandbox/docker/contracts';
 import { describeError, EXIT_EXEC_TOOL_FAILED } from '../error-report.js';
 import { assertSandboxId, type ExecFlags, resolveExecOptions } from '../exec-options.js';
 import { checkStdin, LATE_STDIN_WARNING } from '../exec-stdin.js';
@@ -64,7 +65,7 @@ export async function runExec(out: Output, rawId: string, argv: string[], flags:
     }
   } catch (error) {
     const reason =
-      (error as { code?: unknown; reason?: unknown }).code === 'EXEC_INTERRUPTED'
+      isCaSandboxError(error) && error.code === 'EXEC_INTERRUPTED'
         ? (error as { reason?: unknown }).reason
         : undefined;
     if (typeof reason === 'string' && reason in STOP_SIGNALS) {

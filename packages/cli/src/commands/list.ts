@@ -1,3 +1,4 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import {
@@ -8,7 +9,6 @@ import {
   renderListTemplate,
 } from '../list-format.js';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 
 export { age } from '../list-format.js';
 

@@ -1,7 +1,7 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 import { verifyRows } from './verify.js';
 
 /**

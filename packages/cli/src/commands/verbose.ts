@@ -1,5 +1,5 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { Output } from '../output.js';
-import { sanitizeName } from '../sanitize.js';
 
 /** Quotes one argv word for display the way a POSIX shell would read it back. */
 export function shellQuote(word: string): string {

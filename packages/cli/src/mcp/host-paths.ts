@@ -1,18 +1,14 @@
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sanitizeName } from '../sanitize.js';
+import { CaSandboxError, sanitizeName } from '@ca-sandbox/docker/contracts';
 
 /** A host path the MCP server may not read or write (issue 9.9): a usage error naming the root. */
-export class HostPathRefusedError extends Error {
-  override name = 'HostPathRefusedError';
-  readonly kind = 'usage' as const;
+export class HostPathRefusedError extends CaSandboxError {
+  readonly kind = 'usage';
   readonly code = 'HOST_PATH_REFUSED';
-  constructor(
-    message: string,
-    readonly hint?: string,
-  ) {
-    super(message);
+  constructor(message: string, hint?: string) {
+    super(message, { hint });
   }
 }
 

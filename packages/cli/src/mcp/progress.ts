@@ -1,4 +1,4 @@
-import { sanitizeLine } from '../sanitize.js';
+import { sanitizeLine } from '@ca-sandbox/docker/contracts';
 
 export interface ProgressParams {
   progressToken: string | number;

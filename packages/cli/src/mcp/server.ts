@@ -1,5 +1,13 @@
 import { currentSettings } from '@ca-sandbox/config';
-import { BUILDERS, GIT_MODES, type GitMode, NETWORK_POLICIES, RUNTIMES } from '@ca-sandbox/docker/contracts';
+import {
+  BUILDERS,
+  GIT_MODES,
+  type GitMode,
+  isCaSandboxError,
+  NETWORK_POLICIES,
+  RUNTIMES,
+  safeJsonStringify,
+} from '@ca-sandbox/docker/contracts';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -10,7 +18,6 @@ import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { allowlistWarning, loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId, resolveCreateOptions, resolveExecOptions } from '../options.js';
-import { safeJsonStringify } from '../sanitize.js';
 import { checkReadPath, checkWritePath, rootsFromUris } from './host-paths.js';
 import { CreateProgress } from './progress.js';
 import { OUTPUT } from './schemas.js';
@@ -302,7 +309,7 @@ export function createMcpServer(version: string): McpServer {
         try {
           results.push(await lifecycle.destroySandbox(target, { keepVolume: Boolean(args.keepVolume) }));
         } catch (error) {
-          if ((error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
+          if (!isCaSandboxError(error) || error.code !== 'SANDBOX_NOT_FOUND') throw error;
           alreadyGone.push(target);
         }
       }

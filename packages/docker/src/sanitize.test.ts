@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { safeJsonStringify, sanitizeForTerminal, sanitizeLine, sanitizeName } from './sanitize.js';
+import {
+  hasControlCharacter,
+  SHOWN_NAME_MAX,
+  safeJsonStringify,
+  sanitizeForTerminal,
+  sanitizeLine,
+  sanitizeName,
+} from './sanitize.js';
 
 /** Anything a terminal could act on, or that reorders what a reader sees (newline and tab aside). */
 function dangerous(text: string, allowNewline = true): string[] {
@@ -81,6 +88,32 @@ describe('sanitizeForTerminal', () => {
   });
 });
 
+// A build's output lines (once build's own cleanLine): each is shown on a terminal and kept in the
+// install log a person reads.
+describe('sanitizeForTerminal on a build log line', () => {
+  it.each([
+    ['7-bit CSI', 'a\u001b[31mred\u001b[0m b', 'ared b'],
+    ['8-bit CSI (U+009B)', 'a\u009b31mred\u009b2J b', 'ared b'],
+    ['C1 controls', 'x\u0080\u0085y', 'x\\x80\\x85y'],
+    ['OSC title via C1, payload included', 'x\u009d0;pwned\u009cy', 'xy'],
+    ['bidi overrides', 'evil\u202eexe.txt', 'evil\\u202eexe.txt'],
+    ['bidi isolates and marks', '\u2066\u200fok', '\\u2066\\u200fok'],
+    ['C0 and DEL', 'a\u0000b\u0007c\u007fd\re', 'a\\x00b\\x07c\\x7fd\\x0de'],
+  ])('neutralises %s', (_what, hostile, expected) => {
+    expect(sanitizeForTerminal(hostile, 2000)).toBe(expected);
+  });
+
+  it('keeps tabs and ordinary non-ASCII text (accents, CJK, emoji, the ZWJ sequence)', () => {
+    const text = 'npm\tinstallé 依存関係 ✓ 👩‍💻 \u00a0done';
+    expect(sanitizeForTerminal(text, 2000)).toBe(text);
+  });
+
+  it('bounds the line after sanitising, marking the cut', () => {
+    expect(sanitizeForTerminal('x'.repeat(10_000), 2000)).toBe(`${'x'.repeat(2000)}…`);
+    expect(sanitizeForTerminal('\u001b[31m'.repeat(1000) + 'short', 2000)).toBe('short');
+  });
+});
+
 describe('sanitizeLine', () => {
   it('makes one line of a multi-line name', () => {
     expect(sanitizeLine('evil\nname\twith\u001b[2Kstuff')).toBe('evil\\nname\\twithstuff');
@@ -103,6 +136,44 @@ describe('sanitizeName', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (input) => {
         expect(dangerous(sanitizeName(input), false)).toEqual([]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('sanitizeName with a cap (a name quoted in an error message)', () => {
+  it('escapes first, then cuts, and says it cut', () => {
+    expect(sanitizeName('a'.repeat(300), SHOWN_NAME_MAX)).toBe(`${'a'.repeat(SHOWN_NAME_MAX)}…`);
+    expect(sanitizeName('id\u001b]0;x', 40)).toBe('id\\x1b]0;x');
+    expect(sanitizeName('short', 40)).toBe('short');
+  });
+});
+
+describe('hasControlCharacter', () => {
+  it.each([
+    ['NUL', 'a\u0000'],
+    ['newline', 'a\nb'],
+    ['tab', 'a\tb'],
+    ['DEL', 'a\u007f'],
+    ['C1', 'a\u0085'],
+    ['bidi override', 'a\u202eb'],
+    ['Arabic letter mark', 'a\u061cb'],
+  ])('finds %s', (_what, text) => {
+    expect(hasControlCharacter(text)).toBe(true);
+  });
+
+  it('passes plain and non-ASCII text, every time (no regex state between calls)', () => {
+    for (let i = 0; i < 3; i += 1) {
+      expect(hasControlCharacter('https://registry.npmjs.org/ é 依存')).toBe(false);
+      expect(hasControlCharacter('x\u0007')).toBe(true);
+    }
+  });
+
+  it('agrees with sanitizeName: a text is left unchanged exactly when it has none (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 50 }), (input) => {
+        expect(hasControlCharacter(input)).toBe(sanitizeName(input) !== input);
       }),
       { numRuns: 1000 },
     );

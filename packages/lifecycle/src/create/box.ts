@@ -1,0 +1,120 @@
+import type { PreparedImage } from '@ca-sandbox/build';
+import { docker } from '@ca-sandbox/docker';
+import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
+import { IsolationViolationError, runContainer } from '@ca-sandbox/run';
+import { type EgressSummaryRow, LABEL_EGRESS, proxyEnv } from '../egress.js';
+import { allowlistFirewallCheck } from '../list.js';
+import {
+  LABEL_ALLOW,
+  LABEL_BLOCKED,
+  LABEL_EGRESS_ALLOW,
+  LABEL_WITH_CLAUDE,
+  sandboxRecordLabels,
+} from '../record.js';
+import type { CreateContext } from './context.js';
+
+/** Where the box's traffic may go, set up before the box exists, and the labels verify checks it by. */
+interface BoxNetwork {
+  network: string;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+}
+
+/**
+ * The box's network: none (offline, clone-then-cut); an internal network whose only way out is the
+ * gateway (an allowlist of domains); or its own network with the firewall rules already in
+ * (an allowlist of addresses): the box never runs with open egress.
+ */
+async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
+  const { options } = ctx;
+  if (ctx.boxUsesGateway()) {
+    // The box reaches the listed destinations through the gateway and nothing else: its network
+    // is internal (no route out), and names resolve only in the gateway.
+    const gateway = await ctx.egress.openForBox(options.allowRules);
+    ctx.checkAborted();
+    // verify renders the gateway's expected configuration from these and compares the live one.
+    return {
+      network: gateway.network,
+      env: proxyEnv(gateway),
+      labels: { [LABEL_ALLOW]: options.allowEntries.join(','), [LABEL_BLOCKED]: gateway.blocked.join(',') },
+    };
+  }
+  if (options.policy === 'allowlist') {
+    const net = await createSandboxNetwork(ctx.id, ctx.labels);
+    ctx.firewallTouched = true;
+    // The rules go in before the box starts: it never runs with open egress.
+    const applied = await applyAllowlist(ctx.id, net, options.allow);
+    ctx.checkAborted();
+    // verify rebuilds the exact rule set from these, whatever the host's routes become.
+    return {
+      network: net.name,
+      env: {},
+      labels: { [LABEL_ALLOW]: applied.allowed.join(','), [LABEL_BLOCKED]: applied.blocked.join(',') },
+    };
+  }
+  return { network: 'none', env: {}, labels: {} };
+}
+
+/**
+ * Phases 'run' (until `docker run` returns) and 'verify' (runContainer's isolation gate: inspect
+ * and checks, plus the firewall rules of an allowlist): a box failing any check is removed before
+ * it is handed out.
+ */
+export async function startBox(ctx: CreateContext, prepared: PreparedImage, egress: EgressSummaryRow[]) {
+  const { options, progress } = ctx;
+  const net = await boxNetwork(ctx);
+  const box = await runContainer(
+    {
+      sandboxId: ctx.id,
+      name: ctx.names.box,
+      image: prepared.image,
+      role: 'box',
+      volume: ctx.names.volume,
+      network: net.network,
+      env: net.env,
+      // On its user-defined network Docker's resolver would forward to the host's DNS servers:
+      // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
+      ...(options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
+      runtime: ctx.runtime,
+      memory: ctx.limits.memory,
+      cpus: ctx.limits.cpus,
+      pidsLimit: ctx.limits.pids,
+      labels: {
+        ...ctx.labels,
+        ...net.labels,
+        ...sandboxRecordLabels({
+          imageCacheHit: prepared.cacheHit,
+          dephash: prepared.dephash,
+          builder: prepared.builder,
+          provider: prepared.provider,
+          depsInstalled: prepared.depsInstalled,
+          imageSource: prepared.imageSource,
+          toolchain: prepared.toolchain,
+        }),
+        ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
+        ...(ctx.boxUsesGateway()
+          ? { [LABEL_EGRESS_ALLOW]: options.allowRules.map(describeEgressRule).join(' ') }
+          : {}),
+        ...(options.withClaude ? { [LABEL_WITH_CLAUDE]: 'true' } : {}),
+      },
+    },
+    {
+      onStarted: () => {
+        progress.done(ctx.names.box);
+        progress.start('verify');
+      },
+    },
+  );
+  if (options.policy === 'allowlist' && !ctx.boxUsesGateway()) {
+    // The rules went in before `docker run`, but a prune running beside this create (or anyone
+    // with iptables) may have removed some since: the box is handed out only with the exact set.
+    const rules = await allowlistFirewallCheck(ctx.id, box.inspect.Config.Labels);
+    if (!rules.pass) {
+      await docker(['rm', '--force', '--', box.name], { allowFailure: true });
+      throw new IsolationViolationError(box.name, [rules]);
+    }
+    box.report = { ...box.report, checks: [...box.report.checks, rules] };
+  }
+  ctx.checkAborted();
+  return box;
+}

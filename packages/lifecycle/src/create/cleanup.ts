@@ -1,0 +1,59 @@
+import { DockerUnavailableError, docker } from '@ca-sandbox/docker';
+import { listIds } from '../_utils.js';
+import { releaseFirewallRules } from '../firewall-release.js';
+import { LABEL_INSTANCE } from '../record.js';
+import type { CreateContext } from './context.js';
+
+/**
+ * Removes the objects labeled with one create's `instance`, then re-lists. The id's firewall rules
+ * go only when this create applied them (`firewall`) and no container or network of the id is left:
+ * a box whose `docker rm` failed still runs, and without its rules it would have open egress (and a
+ * create refused as a duplicate must never strip the existing sandbox's rules).
+ */
+export async function cleanupCreate(id: string, instance: string, firewall: boolean): Promise<string[]> {
+  const mine = [`label=${LABEL_INSTANCE}=${instance}`];
+  const containers = await listIds('container', mine);
+  if (containers.length)
+    await docker(['rm', '--force', '--volumes', '--', ...containers], { allowFailure: true });
+  const [volumes, networks] = await Promise.all([listIds('volume', mine), listIds('network', mine)]);
+  if (volumes.length) await docker(['volume', 'rm', '--force', '--', ...volumes], { allowFailure: true });
+  if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
+  const format = ['--format', '{{.Name}}'];
+  const containerFormat = ['--format', '{{.Names}}'];
+  const flags = mine.flatMap((filter) => ['--filter', filter]);
+  const names = async (argv: string[]) =>
+    (await docker(argv)).stdout.split('\n').filter((line) => line.trim() !== '');
+  const [leftContainers, leftVolumes, leftNetworks] = await Promise.all([
+    names(['container', 'ls', '--all', ...flags, ...containerFormat]),
+    names(['volume', 'ls', ...flags, ...format]),
+    names(['network', 'ls', ...flags, ...format]),
+  ]);
+  const leftovers = [
+    ...leftContainers.map((name) => `container:${name}`),
+    ...leftVolumes.map((name) => `volume:${name}`),
+    ...leftNetworks.map((name) => `network:${name}`),
+  ];
+  if (!firewall) return leftovers;
+  // Any container or network of the id (not only this create's) keeps the rules.
+  const { leftover } = await releaseFirewallRules(id);
+  return leftover ? [...leftovers, leftover] : leftovers;
+}
+
+/**
+ * After a failed or aborted create: the gateway's log reader and heartbeat stop, then everything
+ * this call made goes; what is left (by a re-list) is returned as `<kind>:<name>`. Never throws:
+ * a failed cleanup must not hide the create's own error.
+ */
+export async function cleanupFailedCreate(ctx: CreateContext): Promise<string[]> {
+  await ctx.egress.settled();
+  ctx.egress.stopKeepAlive();
+  ctx.stopHeartbeat();
+  try {
+    return await cleanupCreate(ctx.id, ctx.instance, ctx.firewallTouched);
+  } catch (error) {
+    // Docker gone: the create's own error says so, and no firewall rule was touched.
+    if (error instanceof DockerUnavailableError) return [];
+    ctx.log(`cleanup after a failed create did not finish: ${(error as Error).message}; run prune`);
+    return [`sandbox:${ctx.id} (cleanup did not finish)`];
+  }
+}

@@ -1,0 +1,96 @@
+import { readExtraCa, resolveCaCertificates } from '@ca-sandbox/build';
+import { measureCheckout } from '../checkout-size.js';
+import {
+  buildLocalClonePlan,
+  buildUrlClonePlan,
+  type ClonePlan,
+  GIT_ENV,
+  installCloneCa,
+  runCloneSteps,
+  sendLocalTree,
+} from '../clone.js';
+import { cloneRules, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
+import { scanDirectory } from '../pack-local.js';
+import type { CreateContext } from './context.js';
+import { createOwnVolume, startHelper } from './workspace.js';
+
+/**
+ * The source into the volume: a local tree is scanned against the source caps on the host and sent
+ * as a tar (a git repo then cloned --no-local from it), a URL is fetched in the helper through the
+ * egress gateway. Either way the checkout is measured before a file of it is written.
+ */
+export async function cloneSource(ctx: CreateContext): Promise<string> {
+  const { source, options } = ctx;
+  const scan = source.kind === 'local' ? await scanDirectory(source.path, options.sourceLimits) : undefined;
+  ctx.checkAborted();
+  // An install will need the gateway: start it while the local tree is copied (a URL clone
+  // starts it anyway, for itself).
+  if (source.kind === 'local' && options.policy !== 'offline') ctx.egress.prestart();
+  await createOwnVolume(ctx.id, ctx.labels);
+  ctx.checkAborted();
+  // A URL clone reaches the repo's host through the gateway and nothing else (unless the caller
+  // named a network of its own); a local source needs no network at all.
+  const gateway =
+    source.kind === 'url' && options.cloneNetwork === undefined
+      ? await ctx.egress.open('clone', cloneRules(source))
+      : undefined;
+  let network = 'none';
+  if (source.kind === 'url') network = gateway?.network ?? options.cloneNetwork ?? 'none';
+  ctx.stopHeartbeat = await startHelper({
+    id: ctx.id,
+    image: options.helperImage,
+    labels: ctx.labels,
+    network,
+    ...(gateway ? { env: proxyEnv(gateway) } : {}),
+  });
+  ctx.checkAborted();
+  const limit = options.cloneTimeoutSeconds;
+  const helper = ctx.names.helper;
+  if (source.kind === 'url') {
+    // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.
+    const relay = gateway && (source.scheme === 'git' || source.scheme === 'ssh');
+    if (relay) await runCloneSteps(helper, [{ argv: relayInstallStep() }], limit, ctx.hooks.signal);
+    const caFile = resolveCaCertificates();
+    const caEnv = caFile ? await installCloneCa(helper, readExtraCa(caFile)) : {};
+    // Internal commands start from an empty environment: the proxy is named on each step.
+    const extraEnv = {
+      ...caEnv,
+      ...(gateway ? proxyEnv(gateway) : {}),
+      ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}),
+    };
+    await fetchMeasureCheckout(ctx, buildUrlClonePlan(source, options.ref, limit), extraEnv);
+    await ctx.egress.collect();
+    return source.display;
+  }
+  if (!scan) throw new Error('unreachable: local source without a scan');
+  await sendLocalTree(helper, scan, ctx.hooks.signal);
+  if (scan.gitRepo) await fetchMeasureCheckout(ctx, buildLocalClonePlan(options.ref, limit));
+  ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
+  for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
+  return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
+}
+
+/**
+ * Fetch without a work tree, measure what the checkout would write against the source caps
+ * (CheckoutTooLargeError before any file is written), then check out.
+ */
+async function fetchMeasureCheckout(
+  ctx: CreateContext,
+  plan: ClonePlan,
+  fetchEnv: Record<string, string> = {},
+): Promise<void> {
+  const limit = ctx.options.cloneTimeoutSeconds;
+  const signal = ctx.hooks.signal;
+  const helper = ctx.names.helper;
+  await runCloneSteps(helper, plan.fetch, limit, signal, fetchEnv);
+  ctx.checkAborted();
+  const size = await measureCheckout(helper, plan.revision, ctx.options.sourceLimits, limit, signal);
+  ctx.checkAborted();
+  const steps = size.empty ? plan.checkout.filter((step) => !step.argv.includes('checkout')) : plan.checkout;
+  ctx.log(
+    size.empty
+      ? 'the repository is empty: nothing to check out'
+      : `checkout: ${size.entries} entries, ${size.bytes} bytes of files`,
+  );
+  await runCloneSteps(helper, steps, limit, signal);
+}

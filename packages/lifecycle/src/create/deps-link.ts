@@ -1,0 +1,22 @@
+import { linkDependencies, type PreparedImage } from '@ca-sandbox/build';
+import { DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker/contracts';
+import type { CreateContext } from './context.js';
+
+/**
+ * The box's node_modules: real directories in the volume linking to the baked deps. It runs in
+ * the box (the helper has no /deps), before create returns and anything of the repo runs there.
+ */
+export async function linkNodeModules(
+  ctx: CreateContext,
+  box: string,
+  prepared: PreparedImage,
+): Promise<void> {
+  ctx.checkAborted();
+  const link = await linkDependencies(box, prepared);
+  if (link.linked)
+    ctx.log(
+      `node_modules: ${link.dirs?.length ?? 0} folder(s) in ${REPO_DIR} linking ${link.entries ?? 0} entries to the deps in ${DEPS_SRC}`,
+    );
+  if (link.kept?.length)
+    ctx.log(`node_modules the repo has itself were kept: ${link.kept.slice(0, 5).join(', ')}`);
+}

@@ -1,0 +1,58 @@
+import { type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import { claudeInstallEgressRules, installEgressRules } from '@ca-sandbox/network';
+import { redactUserinfo } from '../source.js';
+import type { CreateContext } from './context.js';
+
+/**
+ * The box's image (phases 'dephash', then 'build'): the deps image of the repo's manifests, from
+ * the cache or installed in the helper, the install reaching only its registries via the gateway.
+ */
+export async function prepareBoxImage(ctx: CreateContext): Promise<PreparedImage> {
+  const { options, progress } = ctx;
+  progress.start('dephash');
+  const prepared = await prepareImage({
+    containerId: ctx.names.helper,
+    repoName: ctx.source.repoName,
+    // The cache key holds the source's identity: another source with the same name and
+    // manifests never gets this source's deps image (nor this one theirs).
+    source: ctx.source.identity,
+    sourceDisplay: redactUserinfo(ctx.source.identity),
+    policy: options.policy,
+    builder: options.builder,
+    ...(options.baseImage ? { baseImage: options.baseImage } : {}),
+    ...(options.maxDepsSize ? { maxDepsSize: options.maxDepsSize } : {}),
+    ...(options.withClaude
+      ? {
+          withClaude: true,
+          // Claude Code's own image: the npm registry (or its mirror) and nothing else.
+          claudeEgress: async () => {
+            const gateway = await ctx.egress.open(
+              'claude-code',
+              claudeInstallEgressRules(options.installDestinations),
+            );
+            return { network: gateway.network, proxyUrl: gateway.proxyUrl };
+          },
+        }
+      : {}),
+    ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
+    // The install reaches its provider's registries (and configured mirrors) through the gateway.
+    egress: async (provider) => {
+      const gateway = await ctx.egress.open(
+        'install',
+        installEgressRules(provider, options.installDestinations),
+      );
+      return { network: gateway.network, proxyUrl: gateway.proxyUrl };
+    },
+    onLog: (line) => ctx.log(line),
+    onEvent: (event) => {
+      if (event.type === 'dephash') {
+        progress.done(event.dephash);
+        progress.start('build', event.image);
+      }
+    },
+  });
+  progress.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
+  for (const note of prepared.notes) ctx.log(note);
+  ctx.checkAborted();
+  return prepared;
+}

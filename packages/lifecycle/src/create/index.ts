@@ -1,0 +1,56 @@
+import { CreateAbortedError, CreateCleanupError } from '../errors.js';
+import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../options.js';
+import { recordFromInspect, type SandboxRecord } from '../record.js';
+import { parseSource } from '../source.js';
+import { startBox } from './box.js';
+import { cleanupFailedCreate } from './cleanup.js';
+import { cloneSource } from './clone.js';
+import { CreateContext } from './context.js';
+import { linkNodeModules } from './deps-link.js';
+import { summariseEgress } from './egress-summary.js';
+import { prepareBoxImage } from './image.js';
+import { preflight } from './preflight.js';
+import type { CreateHooks } from './progress.js';
+import { removeHelper } from './workspace.js';
+
+export { cleanupCreate } from './cleanup.js';
+export type { CreateHooks, CreatePhase, PhaseEvent } from './progress.js';
+export type { CreateOptions };
+
+/**
+ * preflight → clone → dephash → build → run → verify. The source is validated before anything
+ * runs; git and the install run only in a hardened helper container; the box is handed out only
+ * after the isolation gate passed; every object is labeled with this call's instance, and any
+ * failure or abort removes everything this call created before the error is thrown.
+ */
+export async function createSandbox(options: CreateOptions, hooks: CreateHooks = {}): Promise<SandboxRecord> {
+  const resolved = resolveCreateOptions(options);
+  const source = await parseSource(resolved.source);
+  const id = resolved.id || generateSandboxId(source.repoName);
+  const ctx = new CreateContext(id, resolved, source, hooks);
+  const { progress } = ctx;
+  try {
+    await progress.phase('preflight', () => preflight(ctx));
+    await progress.phase('clone', () => cloneSource(ctx));
+    const prepared = await prepareBoxImage(ctx);
+    // The helper sits on the gateway's internal network: it goes first, then the gateway.
+    ctx.stopHeartbeat();
+    await removeHelper(id);
+    ctx.checkAborted();
+    const egress = await summariseEgress(ctx);
+    // The gateway goes while the box starts: nothing of the box depends on it.
+    const closing = ctx.boxUsesGateway() ? Promise.resolve() : ctx.egress.close();
+    ctx.checkAborted();
+    progress.start('run');
+    const [box] = await Promise.all([startBox(ctx, prepared, egress), closing]);
+    progress.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
+    await linkNodeModules(ctx, box.name, prepared);
+    return recordFromInspect(box.inspect);
+  } catch (error) {
+    progress.fail(error);
+    const leftovers = await cleanupFailedCreate(ctx);
+    const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
+    if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
+    throw failure;
+  }
+}
