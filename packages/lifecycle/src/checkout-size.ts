@@ -1,7 +1,7 @@
 import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
 import { firstLine, GIT_ENV, gitCommand } from './clone.js';
-import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
+import { CheckoutTooLargeError, CloneFailedError, CreateAbortedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
 
 /**
@@ -77,6 +77,8 @@ export async function measureCheckout(
     timeoutMs: (timeoutSeconds + 30) * 1000,
     ...(signal ? { signal } : {}),
   });
+  // A killed measure exits 0 with no verdict: an interrupted create must not read as a git failure.
+  if (signal?.aborted) throw new CreateAbortedError();
   return checkoutVerdict(result.stdout, result.exitCode, result.stderr, revision, limits);
 }
 

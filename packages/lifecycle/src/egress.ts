@@ -186,6 +186,38 @@ export function cloneRules(source: Extract<ParsedSource, { kind: 'url' }>): Egre
   ];
 }
 
+/** Why the gateway did not carry a request, from squid's result (`TCP_DENIED/403`, `NONE_NONE/500`). */
+function failureReason(result: string): string | undefined {
+  const status = Number(/\/(\d{3})$/.exec(result)?.[1] ?? Number.NaN);
+  if (/DENIED/.test(result) || status === 403)
+    return 'refused by the gateway (not on its list, or an address it blocks)';
+  if (status === 503) return 'the gateway could not connect to it';
+  if (status >= 500) return 'the gateway could not resolve or reach it';
+  if (status === 0 || status >= 400) return `the gateway answered ${result}`;
+  return undefined;
+}
+
+/**
+ * The gateway's side of a failed phase, for its error: git and npm only see "CONNECT tunnel failed,
+ * response 500", while the gateway knows it could not resolve the name or was told to refuse it.
+ * Undefined when the gateway logged nothing that failed in that phase.
+ */
+export function describeFailedDecisions(
+  decisions: readonly (GatewayLogEntry & { phase: string })[],
+  phase: string,
+): string | undefined {
+  const reasons = new Map<string, string>();
+  for (const entry of decisions) {
+    const why = entry.phase === phase ? failureReason(entry.result) : undefined;
+    if (why && !reasons.has(entry.destination)) reasons.set(entry.destination, why);
+  }
+  if (reasons.size === 0) return undefined;
+  return [...reasons]
+    .slice(0, 3)
+    .map(([destination, why]) => `${destination}: ${why}`)
+    .join('; ');
+}
+
 /** One line per row, for the create log: `install REFUSED example.com:443 (2x)`. */
 export function describeSummaryRow(row: EgressSummaryRow): string {
   return `${row.phase} ${row.allowed ? 'allowed' : 'REFUSED'} ${row.destination}${row.count > 1 ? ` (${row.count}x)` : ''}`;

@@ -194,4 +194,14 @@ describe('parseGatewayLog', () => {
       },
     ]);
   });
+
+  it("names a connection that sent no request as such, never as a destination (squid's error:…)", () => {
+    const [entry] = parseGatewayLog(
+      '1796111651.000 172.20.0.3 NONE_NONE/000 NONE error:transaction-end-before-headers -',
+    );
+    expect(entry).toMatchObject({
+      allowed: false,
+      destination: '(no request: transaction-end-before-headers)',
+    });
+  });
 });

@@ -66,6 +66,14 @@ export interface GatewayLogEntry {
   address?: string;
 }
 
+/**
+ * squid writes `error:<reason>` where the URL goes when a connection ended before it sent a
+ * request (a port probe, a client that gave up): shown as such, never as a place the box reached.
+ */
+function requestTarget(logged: string): string {
+  return logged.startsWith('error:') ? `(no request: ${logged.slice('error:'.length)})` : logged;
+}
+
 const LOG_LINE = /^([0-9]+)\.([0-9]{3}) \S+ (\S+) (\S+) (\S+) (\S+)$/;
 
 /**
@@ -84,7 +92,7 @@ export function parseGatewayLog(text: string): GatewayLogEntry[] {
       allowed: !/DENIED|\/403$|\/000$/.test(result as string),
       result: result as string,
       method: method as string,
-      destination: destination as string,
+      destination: requestTarget(destination as string),
       ...(address && address !== '-' ? { address } : {}),
     });
   }

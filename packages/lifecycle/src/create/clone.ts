@@ -9,7 +9,8 @@ import {
   runCloneSteps,
   sendLocalTree,
 } from '../clone.js';
-import { cloneRules, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
+import { cloneRules, describeFailedDecisions, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
+import { CloneFailedError } from '../errors.js';
 import { scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
 import { createOwnVolume, startHelper } from './workspace.js';
@@ -58,7 +59,11 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
       ...(gateway ? proxyEnv(gateway) : {}),
       ...(relay ? relayEnv(GIT_ENV.GIT_SSH_COMMAND ?? 'ssh') : {}),
     };
-    await fetchMeasureCheckout(ctx, buildUrlClonePlan(source, options.ref, limit), extraEnv);
+    try {
+      await fetchMeasureCheckout(ctx, buildUrlClonePlan(source, options.ref, limit), extraEnv);
+    } catch (error) {
+      throw gateway && error instanceof CloneFailedError ? await withGatewaySide(ctx, error) : error;
+    }
     await ctx.egress.collect();
     return source.display;
   }
@@ -68,6 +73,13 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
   for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
   return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
+}
+
+/** The clone's error with what the gateway decided about its requests, when it logged a failure. */
+async function withGatewaySide(ctx: CreateContext, error: CloneFailedError): Promise<CloneFailedError> {
+  await ctx.egress.collect().catch(() => undefined);
+  const why = describeFailedDecisions(ctx.egress.decisions, 'clone');
+  return why ? new CloneFailedError(`${error.message} (egress gateway: ${why})`) : error;
 }
 
 /**
