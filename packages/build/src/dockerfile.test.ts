@@ -25,7 +25,9 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('COPY --chown=1000:1000 manifests/ /deps/src/');
     expect(text).not.toMatch(/^(ARG|ADD|VOLUME|EXPOSE|ONBUILD)\b/m);
     expect(envEntries(text)).toContain('NODE_PATH="/deps/node_modules"');
-    expect(envEntries(text)).toContain('PATH="/deps/pm/bin:/deps/node_modules/.bin:$PATH"');
+    expect(envEntries(text)).toContain(
+      'PATH="/deps/pm/bin:/deps/node_modules/.bin:/deps/.ca-sbx/bin:/tmp/.local/bin:$PATH"',
+    );
     expect(envEntries(text)).toContain('COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
     expect(envEntries(text)).toContain('pnpm_config_verify_deps_before_run="false"');
     expect(envEntries(text)).toContain('HOME="/tmp"');

@@ -9,6 +9,7 @@ import {
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { ManifestReadError } from './errors.js';
+import { WRITABLE_PACKAGES } from './node-layout.js';
 
 export interface LinkResult {
   linked: boolean;
@@ -20,6 +21,8 @@ export interface LinkResult {
   kept?: string[];
   /** Entries linked in all. */
   entries?: number;
+  /** Packages copied into the volume because they write into their own folder (repo-relative paths). */
+  copied?: string[];
 }
 
 // Runs with the base's node (never a `node` bin of a dependency) in a container of the deps
@@ -31,7 +34,9 @@ export interface LinkResult {
 const LINK_JS = `
 const fs = require('fs'), path = require('path');
 const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
-const out = { dirs: [], kept: [], entries: 0 };
+const WRITABLE = ${JSON.stringify(Object.keys(WRITABLE_PACKAGES))};
+const out = { dirs: [], kept: [], entries: 0, copied: [] };
+function isLink(p) { try { return fs.lstatSync(p).isSymbolicLink(); } catch { return false; } }
 function exists(p) { try { fs.lstatSync(p); return true; } catch { return false; } }
 function plainDir(p) { try { return fs.realpathSync(p) === p && fs.statSync(p).isDirectory(); } catch { return false; } }
 function find(dir, rel, acc, depth) {
@@ -62,6 +67,63 @@ for (const rel of dirs.sort()) {
   linkAll(SRC + '/' + rel, target);
   out.dirs.push(rel);
 }
+// A package that writes into its own folder at run time (WRITABLE_PACKAGES) gets a copy of its
+// files in the volume at the place it has under /deps/src (its node_modules stays a link). Every
+// link of ours on the way there is split into a real directory of links (pnpm's
+// .pnpm/<pkg>/node_modules), so its dependencies resolve as before; the repo's entries and .bin
+// links to it are pointed at the copy. Links the repo has itself are never split.
+function ours(link, target) { try { return fs.readlinkSync(link) === target; } catch { return false; } }
+function split(dir) {
+  const from = SRC + dir.slice(ROOT.length);
+  if (!ours(dir, from)) return;
+  fs.unlinkSync(dir);
+  fs.mkdirSync(dir);
+  for (const name of fs.readdirSync(from)) fs.symlinkSync(from + '/' + name, dir + '/' + name);
+}
+function materialise(real) {
+  const rel = real.slice(SRC.length + 1), dest = ROOT + '/' + rel;
+  const parts = rel.split('/');
+  let dir = ROOT;
+  for (const part of parts.slice(0, -1)) {
+    dir += '/' + part;
+    if (isLink(dir)) split(dir);
+    if (!plainDir(dir)) return undefined;
+  }
+  if (plainDir(dest)) return dest;
+  if (!ours(dest, real)) return undefined;
+  fs.unlinkSync(dest);
+  fs.cpSync(real, dest, { recursive: true, verbatimSymlinks: true, filter: (p) => p !== real + '/node_modules' });
+  if (exists(real + '/node_modules')) fs.symlinkSync(real + '/node_modules', dest + '/node_modules');
+  out.copied.push(rel);
+  return dest;
+}
+const copies = [];
+for (const rel of out.dirs) {
+  for (const name of WRITABLE) {
+    const entry = ROOT + '/' + rel + '/' + name;
+    if (!isLink(entry)) continue;
+    let real;
+    try { real = fs.realpathSync(entry); } catch { continue; }
+    if (!real.startsWith(SRC + '/') || !fs.statSync(real).isDirectory()) continue;
+    const dest = materialise(real);
+    if (!dest) continue;
+    copies.push([real, dest]);
+    if (entry !== dest && isLink(entry)) { fs.unlinkSync(entry); fs.symlinkSync(dest, entry); }
+  }
+}
+for (const rel of copies.length ? out.dirs : []) {
+  const bin = ROOT + '/' + rel + '/.bin';
+  let names;
+  try { names = fs.readdirSync(bin); } catch { continue; }
+  for (const name of names) {
+    let real;
+    try { real = fs.realpathSync(bin + '/' + name); } catch { continue; }
+    const hit = copies.find(([from]) => real.startsWith(from + '/'));
+    if (!hit) continue;
+    fs.unlinkSync(bin + '/' + name);
+    fs.symlinkSync(hit[1] + real.slice(hit[0].length), bin + '/' + name);
+  }
+}
 for (const rel of ['.yarn/install-state.gz']) {
   const target = ROOT + '/' + rel;
   if (!exists(SRC + '/' + rel) || exists(target)) continue;
@@ -75,6 +137,7 @@ const LinkOutput = z.object({
   dirs: z.array(z.string().max(4096)).max(100_000),
   kept: z.array(z.string().max(4096)).max(100_000),
   entries: z.number().int().min(0),
+  copied: z.array(z.string().max(4096)).max(1000),
 });
 
 /**
@@ -102,7 +165,7 @@ export async function linkDependencies(
   const { stdout } = await docker(argv, { timeoutMs: options.timeoutMs ?? 120_000 });
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
-  const { dirs, kept, entries } = parsed.data;
+  const { dirs, kept, entries, copied } = parsed.data;
   if (dirs.length === 0)
     return {
       linked: false,
@@ -111,7 +174,7 @@ export async function linkDependencies(
       kept,
       entries,
     };
-  return { linked: true, dirs, kept, entries };
+  return { linked: true, dirs, kept, entries, copied };
 }
 
 function safeJson(text: string): unknown {

@@ -1,4 +1,4 @@
-import { DEPS_DIR, DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker';
+import { DEPS_DIR, DEPS_SRC, REPO_DIR, SYSTEM_PATH } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 
 /**
@@ -8,6 +8,20 @@ import { shellQuote } from './_utils.js';
  * real directories in the volume whose entries link here (see linkDependencies).
  */
 export const NODE_MODULES_DIR = `${DEPS_SRC}/node_modules`;
+/**
+ * Packages that write into their own folder when they run, so a link into the read-only deps
+ * fails them: the box gets a copy of each (its files, not its node_modules) in the volume, see
+ * linkDependencies. Only what a package itself writes at a path of its own choosing belongs here;
+ * a write a setting or an environment variable can redirect is redirected instead.
+ */
+export const WRITABLE_PACKAGES: Readonly<Record<string, string>> = {
+  // vitest --typecheck runs tsc with --tsBuildInfoFile <vitest's dist>/tsconfig.tmp.tsbuildinfo
+  // (a temp dir only under Yarn PnP); no option moves it.
+  vitest: "`vitest --typecheck` writes tsconfig.tmp.tsbuildinfo into vitest's dist",
+  // node-gyp writes the make files of a dependency's gyp targets at the target's path relative to
+  // the build dir: for node_api.gyp under /deps that is outside /work/repo/build, in the root.
+  'node-addon-api': "node-gyp writes the make files of node-addon-api's gyp targets next to its path",
+};
 /** The pinned package manager, installed with `npm install --global --prefix`. */
 export const PM_PREFIX = `${DEPS_DIR}/pm`;
 
@@ -40,9 +54,39 @@ walk(SRC, 0);
 if (rewritten) console.log('ca-sandbox: ' + rewritten + ' workspace link(s) now point into ' + REPO);
 `;
 
+/**
+ * Where node and its headers live in the official node images (and the seeded stand-in): node-gyp
+ * is pointed there (`npm_config_nodedir`), so a native addon builds in the box offline.
+ */
+export const NODE_PREFIX = '/usr/local';
+/** Our own commands for the box, read-only in the image: the corepack launcher. */
+export const BOX_TOOLS_BIN = `${DEPS_DIR}/.ca-sbx/bin`;
+/**
+ * A writable bin directory on the box's tmpfs (HOME is /tmp), on PATH after the deps' bins and
+ * before node's: `corepack enable` puts its shims here, not next to node in the read-only root.
+ */
+export const USER_BIN = '/tmp/.local/bin';
+
+// `corepack enable`/`disable` write their shims next to `which corepack`, which is node's
+// read-only install dir in the box; without --install-directory the launcher names USER_BIN.
+// The real corepack is the base's, found on the system PATH (never a dependency's).
+const COREPACK_LAUNCHER = `#!/bin/sh
+real=$(PATH=${SYSTEM_PATH} command -v corepack) || { echo 'corepack: not in this image' >&2; exit 127; }
+case "\${1:-}" in
+  enable|disable)
+    for arg in "$@"; do
+      case "$arg" in --install-directory|--install-directory=*|-h|--help) exec "$real" "$@" ;; esac
+    done
+    command=$1; shift
+    mkdir -p ${USER_BIN} && exec "$real" "$command" --install-directory ${USER_BIN} "$@" ;;
+esac
+exec "$real" "$@"
+`;
+
 /** The install step's last lines for node: workspace links into /work/repo, /deps/node_modules. */
 export const NODE_FINISH: readonly string[] = [
   // The base's node, not a `node` bin a dependency put on PATH.
   `PATH=/usr/local/bin:/usr/bin:/bin node -e ${shellQuote(RELINK_JS.trim())}`,
   `mkdir -p ${NODE_MODULES_DIR} && ln -sfn src/node_modules /deps/node_modules`,
+  `if PATH=${SYSTEM_PATH} command -v corepack >/dev/null; then mkdir -p ${BOX_TOOLS_BIN} && printf '%s' ${shellQuote(COREPACK_LAUNCHER)} > ${BOX_TOOLS_BIN}/corepack && chmod 755 ${BOX_TOOLS_BIN}/corepack; fi`,
 ];

@@ -58,7 +58,13 @@ async function boxOf(tree: FixtureTree) {
   images.add(result.image);
   const box = await fixture.startBox(result.image);
   const link = await linkDependencies(box, result);
-  return { fixture, box, result, link, exec: (script: string) => fixture.execIn(box, script) };
+  return {
+    fixture,
+    box,
+    result,
+    link,
+    exec: (script: string, timeoutMs?: number) => fixture.execIn(box, script, timeoutMs),
+  };
 }
 
 function expectOk(out: { exitCode: number; stdout: string; stderr: string }): void {
@@ -120,6 +126,54 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     expect(test.stdout).toMatch(/1 passed/);
     expect(test.stdout).toMatch(/^node_modules\/\.vite\/vitest\/.*results\.json$/m);
   });
+
+  it('vitest --typecheck (pnpm): vitest, which writes its tsbuildinfo into its own dist, is a copy in the volume', async () => {
+    const { exec, link } = await boxOf(readFixture(join(fixtures, 'vitest-typecheck')));
+    expect(link.copied).toEqual([
+      expect.stringMatching(/^node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest$/),
+    ]);
+    const test = await exec(
+      'NO_COLOR=1 pnpm test 2>&1 && find node_modules/.pnpm/vitest@*/node_modules/vitest/dist -name tsconfig.tmp.tsbuildinfo && readlink node_modules/vitest',
+      // tsc over vitest's types takes minutes on a loaded machine.
+      600_000,
+    );
+    expectOk(test);
+    expect(test.stdout, test.stdout).toMatch(/Type Errors\s+no errors/);
+    expect(test.stdout, test.stdout).toMatch(/Tests\s+2 passed/);
+    expect(test.stdout, test.stdout).toMatch(
+      /^node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest\/dist\/tsconfig\.tmp\.tsbuildinfo$/m,
+    );
+    expect(test.stdout).toMatch(
+      /^\/work\/repo\/node_modules\/\.pnpm\/vitest@3\.2\.4[^/]*\/node_modules\/vitest$/m,
+    );
+    // Its dependencies still resolve from the baked store, which stays as it was.
+    const baked = await exec(
+      'ls /deps/src/node_modules/.pnpm/vitest@*/node_modules/vitest/dist | grep -c tsbuildinfo; readlink -f node_modules/.pnpm/vitest@*/node_modules/tinyrainbow',
+    );
+    expect(baked.stdout).toMatch(/^0\n\/deps\/src\/node_modules\/\.pnpm\/tinyrainbow@/);
+  }, 900_000);
+
+  it('a native addon of the repo rebuilds in the box offline (node headers, node-addon-api targets); corepack enable works', async () => {
+    const { exec, result, link } = await boxOf(readFixture(join(fixtures, 'addon-in-box')));
+    expect(result.notes.join('\n')).toMatch(
+      /the repo's own install scripts were skipped .*package\.json \(install\)/,
+    );
+    expect(link.copied).toEqual(['node_modules/node-addon-api']);
+    // The box has no network: node-gyp must find node's headers in the image.
+    const build = await exec(
+      'npm run install 2>&1 && npm test --silent && ls build/node_modules/node-addon-api',
+      600_000,
+    );
+    expectOk(build);
+    expect(build.stdout).toContain('hello from an addon built in the box');
+    expect(build.stdout).toMatch(/node_addon_api_except\.target\.mk/);
+    // `corepack enable` puts its shims in the writable bin dir on PATH; node's own dir stays read-only.
+    const corepack = await exec(
+      'corepack enable && command -v pnpm && command -v yarn && corepack disable && ls /tmp/.local/bin | wc -l && touch /usr/local/bin/probe',
+    );
+    expect(corepack.stdout).toBe('/tmp/.local/bin/pnpm\n/tmp/.local/bin/yarn\n0\n');
+    expect(corepack).toMatchObject({ exitCode: 1, stderr: expect.stringMatching(/Read-only file system/) });
+  }, 900_000);
 
   it("a root install script that needs the source is skipped and reported; dependencies' scripts run", async () => {
     const { exec, result } = await boxOf(readFixture(join(fixtures, 'root-install-script')));

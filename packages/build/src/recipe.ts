@@ -4,7 +4,7 @@ import { shellQuote } from './_utils.js';
 import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
 import { nodeContextFiles } from './node-context.js';
-import { NODE_FINISH, PM_PREFIX } from './node-layout.js';
+import { BOX_TOOLS_BIN, NODE_FINISH, NODE_PREFIX, PM_PREFIX, USER_BIN } from './node-layout.js';
 import { planPackageManager } from './package-manager.js';
 import type { Detection, Provider } from './provider.js';
 import { pythonInstall } from './recipe-python.js';
@@ -36,8 +36,14 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
   if (provider === 'node') {
     env.push(
       { name: 'NODE_PATH', value: '/deps/node_modules' },
-      { name: 'PATH', value: `${PM_PREFIX}/bin:/deps/node_modules/.bin:$PATH`, expand: true },
+      {
+        name: 'PATH',
+        value: `${PM_PREFIX}/bin:/deps/node_modules/.bin:${BOX_TOOLS_BIN}:${USER_BIN}:$PATH`,
+        expand: true,
+      },
       { name: 'npm_config_update_notifier', value: 'false' },
+      // node-gyp finds node's headers in the image (no download: the box is offline).
+      { name: 'npm_config_nodedir', value: NODE_PREFIX },
       // A corepack shim never prompts or pins: the pinned package manager is in PM_PREFIX already.
       { name: 'COREPACK_ENABLE_DOWNLOAD_PROMPT', value: '0' },
       { name: 'COREPACK_ENABLE_AUTO_PIN', value: '0' },

@@ -143,12 +143,16 @@ export class FixtureRepo {
     return name;
   }
 
-  /** Runs `script` with sh in a container started by startBox. */
+  /**
+   * Runs `script` with sh in a container started by startBox. On the time limit the docker client
+   * is stopped and may exit 0 with part of the output: give a slow script a longer `timeoutMs`.
+   */
   async execIn(
     container: string,
     script: string,
+    timeoutMs = 180_000,
   ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    return docker(['exec', container, 'sh', '-c', script], { allowFailure: true, timeoutMs: 180_000 });
+    return docker(['exec', container, 'sh', '-c', script], { allowFailure: true, timeoutMs });
   }
 
   private readonly boxes: string[] = [];

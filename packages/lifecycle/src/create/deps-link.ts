@@ -17,6 +17,10 @@ export async function linkNodeModules(
     ctx.log(
       `node_modules: ${link.dirs?.length ?? 0} folder(s) in ${REPO_DIR} linking ${link.entries ?? 0} entries to the deps in ${DEPS_SRC}`,
     );
+  if (link.copied?.length)
+    ctx.log(
+      `node_modules: copies in ${REPO_DIR}, as these packages write into their own folder: ${link.copied.slice(0, 5).join(', ')}`,
+    );
   if (link.kept?.length)
     ctx.log(`node_modules the repo has itself were kept: ${link.kept.slice(0, 5).join(', ')}`);
 }
