@@ -7,7 +7,7 @@ import {
   loadSettings,
   type SettingSource,
 } from '@ca-sandbox/config';
-import { docker, inspectImage } from '@ca-sandbox/docker';
+import { DockerUnavailableError, engine, inspectImage } from '@ca-sandbox/docker';
 import { BaseImageMissingError, BuildConfigError } from './errors.js';
 import type { Provider } from './provider.js';
 
@@ -62,12 +62,14 @@ export async function ensureBaseImage(
 ): Promise<string> {
   const local = await inspectImage(image);
   if (local) return local.Id;
-  const pulled = await docker(['pull', '--quiet', '--', image], {
-    allowFailure: true,
-    timeoutMs: 300_000,
-    ...(signal ? { signal } : {}),
-  });
-  const after = pulled.exitCode === 0 ? await inspectImage(image) : undefined;
+  const pulled = await engine.image
+    .pull(image, { timeoutMs: 300_000, ...(signal ? { signal } : {}) })
+    .then(() => true)
+    .catch((error: unknown) => {
+      if (error instanceof DockerUnavailableError) throw error;
+      return false;
+    });
+  const after = pulled ? await inspectImage(image) : undefined;
   if (!after) throw new BaseImageMissingError(image, provider);
   return after.Id;
 }
@@ -128,17 +130,9 @@ export function normaliseImageRef(ref: string): string | undefined {
  * per candidate, and it runs while the manifests are read).
  */
 export async function localImageIds(): Promise<Map<string, string>> {
-  const { stdout } = await docker([
-    'image',
-    'ls',
-    '--no-trunc',
-    '--format',
-    '{{.Repository}}:{{.Tag}}\t{{.ID}}',
-  ]);
   const ids = new Map<string, string>();
-  for (const line of stdout.split('\n')) {
-    const [ref, id] = line.split('\t');
-    if (ref && id && !ref.includes('<none>')) ids.set(ref, id.trim());
+  for (const image of await engine.image.list()) {
+    for (const tag of image.tags) if (!tag.includes('<none>')) ids.set(tag, image.id);
   }
   return ids;
 }

@@ -1,4 +1,4 @@
-import { docker, SANDBOX_LABEL } from '@ca-sandbox/docker';
+import { engine, SANDBOX_LABEL } from '@ca-sandbox/docker';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 
 /** How long a stopped build's RUN containers are waited for (the daemon removes them asynchronously). */
@@ -6,7 +6,7 @@ const CLEANUP_WAIT_MS = 15_000;
 
 /** Removes a cache image (tests and `prune --images`); absent is fine. */
 export async function removeImage(image: string): Promise<void> {
-  await docker(['image', 'rm', '--force', '--', image], { allowFailure: true });
+  await engine.image.remove(image, { force: true }).catch(() => false);
 }
 
 /**
@@ -15,14 +15,13 @@ export async function removeImage(image: string): Promise<void> {
  */
 export async function removeBuildImages(buildId: string): Promise<void> {
   for (let pass = 0; pass < 5; pass++) {
-    const listed = await docker(
-      ['image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `label=${LABEL_BUILD_ID}=${buildId}`],
-      { allowFailure: true },
-    );
-    const ids = [...new Set(listed.stdout.split('\n').filter((id) => /^sha256:[0-9a-f]{64}$/.test(id)))];
+    const listed = await engine.image
+      .list({ all: true, labels: [`${LABEL_BUILD_ID}=${buildId}`] })
+      .catch(() => []);
+    const ids = [...new Set(listed.map((image) => image.id))];
     if (ids.length === 0) return;
-    // `image ls` lists newest first; a parent is removed with its last child.
-    for (const id of ids) await docker(['image', 'rm', '--force', '--', id], { allowFailure: true });
+    // The engine lists newest first; a parent is removed with its last child.
+    for (const id of ids) await engine.image.remove(id, { force: true }).catch(() => false);
   }
 }
 
@@ -42,7 +41,7 @@ export async function removeBuildContainers(
     const ids = await leftoverBuildContainers(baseImage, dockerfile, startedAt);
     if (ids.length === 0) return;
     if (Date.now() > deadline) return;
-    await docker(['rm', '--force', '--', ...ids], { allowFailure: true });
+    for (const id of ids) await engine.container.remove(id, { force: true }).catch(() => false);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -52,19 +51,14 @@ async function leftoverBuildContainers(
   dockerfile: string,
   startedAt: number,
 ): Promise<string[]> {
-  const listed = await docker(['ps', '--all', '--no-trunc', '--quiet', '--filter', `ancestor=${baseImage}`], {
-    allowFailure: true,
-  });
-  const ids = listed.stdout.split('\n').filter((id) => /^[0-9a-f]{64}$/.test(id));
-  if (ids.length === 0) return [];
-  const inspected = await docker(['container', 'inspect', '--', ...ids], { allowFailure: true });
-  let docs: unknown;
-  try {
-    docs = JSON.parse(inspected.stdout || '[]');
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(docs)) return [];
+  const listed = await engine.container
+    .list({ all: true, filters: { ancestor: [baseImage] } })
+    .catch(() => []);
+  if (listed.length === 0) return [];
+  // A container removed meanwhile is skipped.
+  const docs = (
+    await Promise.all(listed.map((item) => engine.container.inspect(item.id).catch(() => undefined)))
+  ).filter((doc) => doc !== undefined);
   const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
   // Slack for a daemon whose clock is a little behind ours.
   const since = startedAt - 60_000;

@@ -1,4 +1,4 @@
-import { docker, SANDBOX_LABEL } from '@ca-sandbox/docker';
+import { DockerNotFoundError, engine, SANDBOX_LABEL } from '@ca-sandbox/docker';
 
 /** How often the running install's layer is measured (each look walks the layer: not too often). */
 export const DEPS_SIZE_POLL_MS = 1500;
@@ -11,29 +11,18 @@ export async function largestBuildLayer(
   buildLabels: Record<string, string>,
   dockerfile: string,
 ): Promise<number> {
-  const filters = Object.entries(buildLabels).flatMap(([key, value]) => [
-    '--filter',
-    `label=${key}=${value}`,
-  ]);
-  const listed = await docker(['container', 'ls', '--no-trunc', '--quiet', ...filters], {
-    allowFailure: true,
-  });
-  const ids = listed.stdout.split('\n').filter((id) => /^[0-9a-f]{64}$/.test(id));
-  if (ids.length === 0) return 0;
-  const inspected = await docker(['container', 'inspect', '--size', '--', ...ids], { allowFailure: true });
-  let docs: unknown;
-  try {
-    docs = JSON.parse(inspected.stdout || '[]');
-  } catch {
-    return 0;
-  }
-  if (!Array.isArray(docs)) return 0;
+  const labels = Object.entries(buildLabels).map(([key, value]) => `${key}=${value}`);
+  const listed = await engine.container.list({ labels, all: false }).catch(() => []);
+  if (listed.length === 0) return 0;
+  // A container gone meanwhile is skipped; each look walks its layer (`size`).
+  const docs = await Promise.all(
+    listed.map((item) => engine.container.inspect(item.id, { size: true }).catch(() => undefined)),
+  );
   const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
   let largest = 0;
-  for (const doc of docs) {
-    const d = doc as { SizeRw?: unknown; Config?: { Cmd?: unknown; Labels?: Record<string, string> | null } };
-    if (d.Config?.Labels?.[SANDBOX_LABEL] !== undefined) continue;
-    if (!runLines.has(`RUN ${JSON.stringify(d.Config?.Cmd)}`)) continue;
+  for (const d of docs) {
+    if (!d || d.Config.Labels[SANDBOX_LABEL] !== undefined) continue;
+    if (!runLines.has(`RUN ${JSON.stringify(d.Config.Cmd)}`)) continue;
     if (typeof d.SizeRw === 'number' && d.SizeRw > largest) largest = d.SizeRw;
   }
   return largest;
@@ -41,13 +30,11 @@ export async function largestBuildLayer(
 
 /** Bytes an image adds on top of its base (`Size` of each, as `docker image inspect` reports). */
 export async function depsImageBytes(image: string, baseImage: string): Promise<number> {
-  const { stdout } = await docker(['image', 'inspect', '--format', '{{.Size}}', '--', image, baseImage]);
-  const [own, base] = stdout
-    .trim()
-    .split('\n')
-    .map((line) => Number(line.trim()));
-  if (!Number.isFinite(own) || !Number.isFinite(base)) return Number.POSITIVE_INFINITY;
-  return Math.max(0, (own as number) - (base as number));
+  const [own, base] = await Promise.all([engine.image.inspect(image), engine.image.inspect(baseImage)]);
+  if (!own || !base)
+    throw new DockerNotFoundError('image inspect', `No such image: ${own ? baseImage : image}`);
+  if (typeof own.Size !== 'number' || typeof base.Size !== 'number') return Number.POSITIVE_INFINITY;
+  return Math.max(0, own.Size - base.Size);
 }
 
 /** A running watch of one build's install layer (watchInstallLayer). */

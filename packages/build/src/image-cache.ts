@@ -1,4 +1,4 @@
-import { CACHE_LABEL, CACHE_LABEL_REPO, CACHE_LABEL_SOURCE, docker } from '@ca-sandbox/docker';
+import { CACHE_LABEL, CACHE_LABEL_REPO, CACHE_LABEL_SOURCE, engine } from '@ca-sandbox/docker';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
@@ -10,38 +10,17 @@ const MAX_CACHED_TAGS = 64;
 /**
  * Our cache images of one (sanitised) repo built from one source, by `name:tag`, with their
  * toolchain label: one `docker image ls` filtered by the cache labels (an image merely tagged
- * ca-sbx:* by someone else, or built from another source, is no hit), then one `image inspect` of
- * those tags. Source key and dephash are in the tag itself.
+ * ca-sbx:* by someone else, or built from another source, is no hit), then an inspect of each of
+ * those tags, side by side. Source key and dephash are in the tag itself.
  */
 export async function cachedImages(repoPart: string, source: string): Promise<Map<string, string>> {
-  const { stdout } = await docker([
-    'image',
-    'ls',
-    '--filter',
-    `label=${CACHE_LABEL}=1`,
-    '--filter',
-    `label=${CACHE_LABEL_REPO}=${repoPart}`,
-    '--filter',
-    `label=${CACHE_LABEL_SOURCE}=${source}`,
-    '--format',
-    '{{.Repository}}:{{.Tag}}',
-  ]);
-  const tags = [
-    ...new Set(
-      stdout
-        .split('\n')
-        .map((line) => line.trim())
-        .filter((line) => line && !line.endsWith(':<none>')),
-    ),
-  ].slice(0, MAX_CACHED_TAGS);
+  const images = await engine.image.list({
+    labels: [`${CACHE_LABEL}=1`, `${CACHE_LABEL_REPO}=${repoPart}`, `${CACHE_LABEL_SOURCE}=${source}`],
+  });
+  const tags = [...new Set(images.flatMap((image) => image.tags))].slice(0, MAX_CACHED_TAGS);
   const out = new Map<string, string>();
-  if (tags.length === 0) return out;
-  const inspected = await docker(
-    ['image', 'inspect', '--format', `{{ index .Config.Labels "${LABEL_TOOLCHAIN}" }}`, '--', ...tags],
-    { allowFailure: true },
-  );
-  const values = inspected.stdout.split('\n');
-  // One line per tag, in order; a tag removed meanwhile makes inspect fail: no labels, still a hit.
-  for (const [i, tag] of tags.entries()) out.set(tag, inspected.exitCode === 0 ? (values[i] ?? '') : '');
+  // A tag removed meanwhile: no labels, still a hit (as before).
+  const inspected = await Promise.all(tags.map((tag) => engine.image.inspect(tag).catch(() => undefined)));
+  for (const [i, tag] of tags.entries()) out.set(tag, inspected[i]?.Config.Labels[LABEL_TOOLCHAIN] ?? '');
   return out;
 }

@@ -1,15 +1,12 @@
-import { docker } from '@ca-sandbox/docker';
+import { engine } from '@ca-sandbox/docker';
 import { PROXY_BUILD_ARGS } from './build-argv.js';
 import { removeImage } from './build-cleanup.js';
 import { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';
 
 /** An image's toolchain label; {} when it has none (an official image not seeded here). */
 export async function imageToolchain(image: string): Promise<Toolchain> {
-  const { stdout } = await docker(
-    ['image', 'inspect', '--format', `{{ index .Config.Labels "${LABEL_TOOLCHAIN}" }}`, '--', image],
-    { allowFailure: true },
-  );
-  return parseToolchain(stdout.trim());
+  const inspect = await engine.image.inspect(image).catch(() => undefined);
+  return parseToolchain((inspect?.Config.Labels[LABEL_TOOLCHAIN] ?? '').trim());
 }
 
 /**
@@ -21,7 +18,7 @@ export async function labelToolchain(image: string, toolchain: Toolchain): Promi
   const blankProxies = PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=`]);
   const argv = ['build', '--quiet', '--network', 'none', ...blankProxies, '--tag', image, '-'];
   try {
-    await docker(argv, { input: dockerfile });
+    await engine.image.build(argv, { input: dockerfile });
   } catch (error) {
     await removeImage(image);
     throw error;

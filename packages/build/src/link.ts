@@ -2,8 +2,8 @@ import {
   BOX_USER,
   DEPS_SRC,
   DOCKER_NAME_PATTERN,
-  docker,
-  internalExecArgs,
+  DockerCommandError,
+  engine,
   REPO_DIR,
   SH_BIN,
 } from '@ca-sandbox/docker';
@@ -158,11 +158,17 @@ export async function linkDependencies(
   if (!DOCKER_NAME_PATTERN.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
-  // env -i and the system PATH (internalExecArgs): the image's node, no NODE_OPTIONS or NODE_PATH.
-  const argv = internalExecArgs(containerId, [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root], {
-    user: BOX_USER,
-  });
-  const { stdout } = await docker(argv, { timeoutMs: options.timeoutMs ?? 120_000 });
+  // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
+  const linked = await engine.exec.internal(
+    containerId,
+    [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root],
+    {
+      user: BOX_USER,
+      timeoutMs: options.timeoutMs ?? 120_000,
+    },
+  );
+  if (linked.exitCode !== 0) throw new DockerCommandError(['exec'], linked.exitCode, linked.stderr);
+  const { stdout } = linked;
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
   const { dirs, kept, entries, copied } = parsed.data;

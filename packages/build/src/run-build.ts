@@ -1,4 +1,4 @@
-import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
+import { dockerSpawnError, engine } from '@ca-sandbox/docker';
 import { sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
 import { removeBuildContainers, removeBuildImages } from './build-cleanup.js';
 import { isBuilderFraming } from './build-log.js';
@@ -41,7 +41,7 @@ type StopReason = 'timeout' | 'abort' | 'disk';
 export async function runBuild(input: RunBuildInput): Promise<string[]> {
   const { argv, image, signal } = input;
   const startedAt = Date.now();
-  const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
+  const child = engine.image.buildStream(argv);
   const tail: string[] = [];
   const onLine = (line: string) => {
     // Output of install scripts is the repo's: no control sequences reach the caller's terminal.

@@ -1,51 +1,20 @@
-import { request } from 'node:http';
-import { DockerCommandError } from './errors.js';
-import { docker, tracerFor } from './exec-docker.js';
+// The engine reads of the light entry (no zod): labeled listings, a container's labels, the exec
+// lookup and resize. Over the Engine API client (engine-client.ts), whatever the transport.
+import {
+  engineCall,
+  engineJson,
+  engineJsonOrMissing,
+  labelFilters,
+  query,
+  segment,
+} from './engine-client.js';
 
-/** Reads that the engine answers over its socket in a millisecond, where the CLI costs ~25 ms. */
 export type LabeledKind = 'container' | 'volume' | 'network';
 
-const DEFAULT_SOCKET = '/var/run/docker.sock';
-
-/**
- * The local engine socket, or undefined when docker is reached some other way (tcp, ssh, a
- * context, TLS settings): those keep going through the CLI, which knows how to reach them.
- */
-export function engineSocket(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.DOCKER_CONTEXT || env.DOCKER_TLS_VERIFY || env.DOCKER_CERT_PATH) return undefined;
-  const host = env.DOCKER_HOST;
-  if (!host) return DEFAULT_SOCKET;
-  return host.startsWith('unix://') ? host.slice('unix://'.length) : undefined;
-}
-
-function getJson(socketPath: string, path: string, timeoutMs: number, method = 'GET'): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path, method, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200 && !(method === 'POST' && res.statusCode === 201))
-          return reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`));
-        if (method === 'POST') return resolve(undefined);
-        try {
-          resolve(JSON.parse(body));
-        } catch {
-          reject(new Error('engine answer is not JSON'));
-        }
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('engine socket timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 const PATHS: Record<LabeledKind, string> = {
-  container: '/containers/json?all=1&filters=',
-  volume: '/volumes?filters=',
-  network: '/networks?filters=',
+  container: '/containers/json',
+  volume: '/volumes',
+  network: '/networks',
 };
 
 /** One labeled object: its name and, when asked for, the value of one of its labels. */
@@ -76,79 +45,45 @@ function toObject(kind: LabeledKind, raw: unknown, label?: string): LabeledObjec
 }
 
 /**
- * Names of the containers (all states), volumes or networks carrying every `key=value` label,
- * read over the engine socket. Undefined when the socket is not the way to docker here or did not
- * answer: the caller then asks the CLI, which also reports an unreachable daemon properly.
- */
-export async function listLabeledViaSocket(
-  kind: LabeledKind,
-  labels: string[],
-  label?: string,
-  timeoutMs = 10_000,
-): Promise<LabeledObject[] | undefined> {
-  const socket = engineSocket();
-  if (!socket) return undefined;
-  const path = `${PATHS[kind]}${encodeURIComponent(JSON.stringify({ label: labels }))}`;
-  tracerFor()?.(['(engine API)', 'GET', path]);
-  try {
-    const list = entries(kind, await getJson(socket, path, timeoutMs));
-    if (!list) return undefined;
-    const objects = list.map((raw) => toObject(kind, raw, label));
-    return objects.every((object) => object !== undefined) ? (objects as LabeledObject[]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * Containers (all states), volumes or networks carrying every `key=value` in `labels`, with the
- * value of `label` when given. Over the engine socket when that is how docker is reached here,
- * else (or when the socket does not answer) through the CLI, whose failures throw as usual: a
+ * value of `label` when given. An engine that does not answer throws DockerUnavailableError: a
  * discovery never fails silently.
  */
 export async function listLabeled(
   kind: LabeledKind,
   labels: string[],
   label?: string,
+  timeoutMs = 10_000,
 ): Promise<LabeledObject[]> {
-  const fast = await listLabeledViaSocket(kind, labels, label);
-  if (fast) return fast;
-  const filters = labels.flatMap((pair) => ['--filter', `label=${pair}`]);
-  const name = kind === 'container' ? '{{.Names}}' : '{{.Name}}';
-  const format = label ? `${name}\t{{.Label ${JSON.stringify(label)}}}` : name;
-  const argv =
-    kind === 'container'
-      ? ['container', 'ls', '--all', ...filters, '--format', format]
-      : [kind, 'ls', ...filters, '--format', format];
-  const { stdout } = await docker(argv);
-  return stdout
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const [objectName = line, value] = line.split('\t');
-      return label && value ? { name: objectName, label: value } : { name: objectName };
-    });
+  const path = `${PATHS[kind]}${query({ all: kind === 'container' ? 1 : undefined, filters: labelFilters(labels) })}`;
+  const list = entries(kind, await engineJson('GET', path, { verb: `${kind} ls`, timeoutMs }));
+  if (!list) return [];
+  return list
+    .map((raw) => toObject(kind, raw, label))
+    .filter((item): item is LabeledObject => item !== undefined);
 }
 
 /**
  * The id of a running exec in `container` whose arguments include `needle` (a nonce the caller
- * put there), over the engine socket; undefined when there is no socket or no such exec. The
- * docker CLI does not say which exec it started, and only the engine can resize its terminal.
+ * put there); undefined when there is no such exec or no answer. The docker CLI does not say which
+ * exec it started, and only the engine can resize its terminal.
  */
 export async function findExecByArgument(
   container: string,
   needle: string,
   timeoutMs = 5_000,
 ): Promise<string | undefined> {
-  const socket = engineSocket();
-  if (!socket) return undefined;
-  const name = encodeURIComponent(container);
-  tracerFor()?.(['(engine API)', 'GET', `/containers/${name}/json`]);
   try {
-    const inspect = (await getJson(socket, `/containers/${name}/json`, timeoutMs)) as { ExecIDs?: unknown };
+    const inspect = (await engineJson('GET', `/containers/${segment(container)}/json`, {
+      verb: 'container inspect',
+      timeoutMs,
+    })) as { ExecIDs?: unknown };
     const ids = Array.isArray(inspect?.ExecIDs) ? inspect.ExecIDs.filter((id) => typeof id === 'string') : [];
     for (const id of ids as string[]) {
-      const exec = (await getJson(socket, `/exec/${encodeURIComponent(id)}/json`, timeoutMs)) as {
+      const exec = (await engineJson('GET', `/exec/${segment(id)}/json`, {
+        verb: 'exec inspect',
+        timeoutMs,
+      })) as {
         Running?: unknown;
         ProcessConfig?: { arguments?: unknown };
       };
@@ -163,12 +98,10 @@ export async function findExecByArgument(
 
 /** Sets the terminal size of an exec started with a TTY (what `docker exec -t` does on SIGWINCH). */
 export async function resizeExec(execId: string, rows: number, columns: number): Promise<boolean> {
-  const socket = engineSocket();
-  if (!socket || !(rows > 0 && columns > 0)) return false;
-  const path = `/exec/${encodeURIComponent(execId)}/resize?h=${Math.floor(rows)}&w=${Math.floor(columns)}`;
-  tracerFor()?.(['(engine API)', 'POST', path]);
+  if (!(rows > 0 && columns > 0)) return false;
+  const path = `/exec/${segment(execId)}/resize?h=${Math.floor(rows)}&w=${Math.floor(columns)}`;
   try {
-    await getJson(socket, path, 5_000, 'POST');
+    await engineCall('POST', path, { verb: 'exec resize', timeoutMs: 5_000 });
     return true;
   } catch {
     return false;
@@ -176,34 +109,13 @@ export async function resizeExec(execId: string, rows: number, columns: number):
 }
 
 /**
- * The labels of one container, or undefined when the engine has no container by that name. Over
- * the engine socket where docker is reached that way (a millisecond: `exec` checks the role on its
- * hot path), else `docker container inspect`. A daemon that does not answer throws.
+ * The labels of one container, or undefined when the engine has no container by that name (a
+ * millisecond: `exec` checks the role on its hot path). A daemon that does not answer throws.
  */
 export async function containerLabels(name: string): Promise<Record<string, string> | undefined> {
-  const socket = engineSocket();
-  if (socket) {
-    const path = `/containers/${encodeURIComponent(name)}/json`;
-    tracerFor()?.(['(engine API)', 'GET', path]);
-    const answer = await getJsonOrMissing(socket, path, 10_000).catch(() => 'unanswered' as const);
-    if (answer === undefined) return undefined;
-    if (answer !== 'unanswered') {
-      const labels = (answer as { Config?: { Labels?: unknown } } | null)?.Config?.Labels;
-      return labelRecord(labels);
-    }
-  }
-  const result = await docker(['container', 'inspect', '--format', '{{json .Config.Labels}}', '--', name], {
-    allowFailure: true,
-  });
-  if (result.exitCode !== 0) {
-    if (/no such (container|object)/i.test(result.stderr)) return undefined;
-    throw new DockerCommandError(result.argv, result.exitCode, result.stderr);
-  }
-  try {
-    return labelRecord(JSON.parse(result.stdout));
-  } catch {
-    return {};
-  }
+  const answer = await engineJsonOrMissing(`/containers/${segment(name)}/json`, 'container inspect', 10_000);
+  if (answer === undefined) return undefined;
+  return labelRecord((answer as { Config?: { Labels?: unknown } } | null)?.Config?.Labels);
 }
 
 function labelRecord(labels: unknown): Record<string, string> {
@@ -213,14 +125,4 @@ function labelRecord(labels: unknown): Record<string, string> {
       (entry): entry is [string, string] => typeof entry[1] === 'string',
     ),
   );
-}
-
-/** GET that reads a 404 as "missing" (undefined); other failures reject. */
-async function getJsonOrMissing(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
-  try {
-    return await getJson(socketPath, path, timeoutMs);
-  } catch (error) {
-    if ((error as Error).message.startsWith('engine answered 404')) return undefined;
-    throw error;
-  }
 }

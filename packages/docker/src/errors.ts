@@ -23,6 +23,29 @@ export class DockerCommandError extends CaSandboxError {
   }
 }
 
+/**
+ * The engine refused an Engine API call: its HTTP status and its own message. A DockerCommandError
+ * (argv = the verb's words, exitCode 1), so callers that handled a failed docker command keep
+ * handling it.
+ */
+export class DockerEngineError extends DockerCommandError {
+  constructor(
+    readonly verb: string,
+    readonly status: number,
+    readonly engineMessage: string,
+  ) {
+    super(verb.split(' '), 1, engineMessage);
+    this.message = `docker ${verb} failed: ${firstLine(engineMessage) || `the engine answered ${status}`}`;
+  }
+}
+
+/** The engine has no such object (HTTP 404): a container, volume, network, image or exec. */
+export class DockerNotFoundError extends DockerEngineError {
+  constructor(verb: string, engineMessage: string) {
+    super(verb, 404, engineMessage);
+  }
+}
+
 /** docker's answer did not have the shape we rely on (an old engine, or tampering). */
 export class DockerResponseError extends CaSandboxError {
   readonly kind = 'failure';

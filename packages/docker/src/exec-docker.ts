@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { engineEndpoint } from './endpoint.js';
 import { DockerCommandError, DockerUnavailableError } from './errors.js';
 
 export interface DockerRunOptions {
@@ -34,24 +35,17 @@ export function tracerFor(): Tracer | undefined {
 
 /**
  * Only the variables docker itself needs reach the docker CLI: nothing of the caller's
- * environment can leak into a `docker build` or `docker run` through the client.
+ * environment can leak into a `docker build` or `docker run` through the client. The engine is
+ * named explicitly (DOCKER_HOST, or DOCKER_CONTEXT for a context) from the one resolution that the
+ * Engine API client uses too, so a CLI process and an API call never reach two engines.
  */
 export function dockerEnv(): Record<string, string> {
-  const keep = [
-    'PATH',
-    'HOME',
-    'DOCKER_HOST',
-    'DOCKER_CONFIG',
-    'DOCKER_CONTEXT',
-    'DOCKER_CERT_PATH',
-    'DOCKER_TLS_VERIFY',
-  ];
   const env: Record<string, string> = { DOCKER_CLI_HINTS: 'false', DOCKER_BUILDKIT: '0' };
-  for (const key of keep) {
+  for (const key of ['PATH', 'HOME', 'DOCKER_CONFIG']) {
     const value = process.env[key];
     if (value !== undefined) env[key] = value;
   }
-  return env;
+  return { ...env, ...engineEndpoint().cliEnv };
 }
 
 const UNREACHABLE = [

@@ -1,5 +1,20 @@
 // The full barrel: the light entry (spawning, errors, labels) plus the engine's answers parsed.
 export {
+  type ContainerSummary,
+  type ContainerVerbs,
+  type Engine,
+  type ExecVerbs,
+  engine,
+  filterRecord,
+  type ImageSummary,
+  type ImageVerbs,
+  type ListFilter,
+  type NetworkCreateOptions,
+  type NetworkVerbs,
+  type SystemVerbs,
+  type VolumeVerbs,
+} from './engine.js';
+export {
   findExecByArgument,
   type LabeledKind,
   type LabeledObject,
@@ -16,6 +31,8 @@ export {
   inspectContainer,
   inspectImage,
   inspectVolume,
+  type NetworkInspect,
+  NetworkInspectSchema,
   parseContainerInspect,
   type VolumeInspect,
   VolumeInspectSchema,

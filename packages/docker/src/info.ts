@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { engineJson } from './engine-client.js';
 import { DockerResponseError } from './errors.js';
-import { docker } from './exec-docker.js';
 
 const InfoSchema = z.object({
   ServerVersion: z.string(),
@@ -57,8 +57,8 @@ export function dockerInfo(options: { fresh?: boolean } = {}): Promise<DockerInf
 }
 
 async function readInfo(): Promise<DockerInfo> {
-  const { stdout } = await docker(['info', '--format', '{{json .}}'], { timeoutMs: 20_000 });
-  return parseDockerInfo(stdout);
+  const answer = await engineJson('GET', '/info', { verb: 'info', timeoutMs: 20_000 });
+  return parseDockerInfo(JSON.stringify(answer));
 }
 
 /** Parses the output of `docker info --format '{{json .}}'`; throws DockerResponseError on odd shapes. */

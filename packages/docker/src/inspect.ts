@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { engineJson, engineJsonOrMissing, segment } from './engine-client.js';
 import { DockerResponseError } from './errors.js';
-import { docker } from './exec-docker.js';
 
 const nullableArray = <T extends z.ZodType>(item: T) =>
   z
@@ -75,6 +75,9 @@ export const ContainerInspectSchema = z.object({
     ),
   }),
   Mounts: nullableArray(MountSchema),
+  /** With `size`: bytes written in the container's layer, and the whole of its filesystem. */
+  SizeRw: z.number().optional(),
+  SizeRootFs: z.number().optional(),
   NetworkSettings: z
     .object({
       Networks: nullableRecord(
@@ -99,6 +102,7 @@ export type VolumeInspect = z.infer<typeof VolumeInspectSchema>;
 export const ImageInspectSchema = z.object({
   Id: z.string(),
   RepoTags: nullableArray(z.string()),
+  Size: z.number().optional(),
   Created: z.string().optional(),
   Config: z
     .object({ Env: nullableArray(z.string()), Labels: nullableRecord(z.string()) })
@@ -107,6 +111,39 @@ export const ImageInspectSchema = z.object({
     .transform((value) => value ?? { Env: [], Labels: {} }),
 });
 export type ImageInspect = z.infer<typeof ImageInspectSchema>;
+
+/** The fields of `docker network inspect` that network setup and its gates read. */
+export const NetworkInspectSchema = z.object({
+  Name: z.string(),
+  Id: z.string(),
+  Driver: z.string().optional().default(''),
+  Internal: z.boolean().optional(),
+  EnableIPv6: z.boolean().optional(),
+  Labels: nullableRecord(z.string()),
+  Options: nullableRecord(z.string()),
+  IPAM: z
+    .object({
+      Config: nullableArray(
+        z.object({ Subnet: z.string().optional(), Gateway: z.string().optional() }).loose(),
+      ),
+    })
+    .loose()
+    .nullish()
+    .transform((value) => value ?? { Config: [] }),
+  Containers: nullableRecord(z.object({ Name: z.string().optional() }).loose()),
+});
+export type NetworkInspect = z.infer<typeof NetworkInspectSchema>;
+
+/** One answer of the engine checked against its schema: DockerResponseError on another shape. */
+export function parseAnswer<T extends z.ZodType>(schema: T, what: string, json: unknown): z.infer<T> {
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    throw new DockerResponseError(
+      `docker ${what} has an unexpected shape: ${parsed.error.issues[0]?.message ?? ''}`,
+    );
+  }
+  return parsed.data;
+}
 
 function parseFirst<T extends z.ZodType>(schema: T, what: string, stdout: string): z.infer<T> {
   let json: unknown;
@@ -125,10 +162,17 @@ function parseFirst<T extends z.ZodType>(schema: T, what: string, stdout: string
   return parsed.data;
 }
 
-/** `docker container inspect <ref>` parsed; throws DockerCommandError when it does not exist. */
-export async function inspectContainer(ref: string): Promise<ContainerInspect> {
-  const { stdout } = await docker(['container', 'inspect', '--', ref]);
-  return parseFirst(ContainerInspectSchema, 'container', stdout);
+/** `docker container inspect <ref>` parsed; throws DockerNotFoundError when it does not exist. */
+export async function inspectContainer(
+  ref: string,
+  options: { size?: boolean } = {},
+): Promise<ContainerInspect> {
+  const path = `/containers/${segment(ref)}/json${options.size ? '?size=1' : ''}`;
+  return parseAnswer(
+    ContainerInspectSchema,
+    'container inspect',
+    await engineJson('GET', path, { verb: 'container inspect' }),
+  );
 }
 
 /** Parses the JSON text of `docker container inspect` (for checks over documents we did not fetch). */
@@ -140,16 +184,16 @@ export function parseContainerInspect(json: unknown): ContainerInspect {
   );
 }
 
+/** `docker volume inspect <name>` parsed; throws DockerNotFoundError when it does not exist. */
 export async function inspectVolume(name: string): Promise<VolumeInspect> {
-  const { stdout } = await docker(['volume', 'inspect', '--', name]);
-  return parseFirst(VolumeInspectSchema, 'volume', stdout);
+  const answer = await engineJson('GET', `/volumes/${segment(name)}`, { verb: 'volume inspect' });
+  return parseAnswer(VolumeInspectSchema, 'volume inspect', answer);
 }
 
 /** The image's inspect document, or undefined when it is not in the local store. */
 export async function inspectImage(ref: string): Promise<ImageInspect | undefined> {
-  const result = await docker(['image', 'inspect', '--', ref], { allowFailure: true });
-  if (result.exitCode !== 0) return undefined;
-  return parseFirst(ImageInspectSchema, 'image', result.stdout);
+  const answer = await engineJsonOrMissing(`/images/${segment(ref)}/json`, 'image inspect');
+  return answer === undefined ? undefined : parseAnswer(ImageInspectSchema, 'image inspect', answer);
 }
 
 export async function imageExists(ref: string): Promise<boolean> {

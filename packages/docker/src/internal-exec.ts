@@ -24,15 +24,10 @@ export interface InternalExecOptions {
 }
 
 /**
- * `docker exec` argv for one of OUR commands in a container: PATH fixed on the exec itself, then
- * `/usr/bin/env -i` so the command starts with PATH, HOME and `env` only, whatever the image set.
- * `command[0]` must be an absolute path (no PATH lookup picks the program).
+ * What follows `/usr/bin/env -i` for one of our commands: `PATH=… HOME=/tmp …` then the command,
+ * whose `command[0]` must be an absolute path (no PATH lookup picks the program).
  */
-export function internalExecArgs(
-  container: string,
-  command: readonly string[],
-  options: InternalExecOptions,
-): string[] {
+export function internalExecCommand(command: readonly string[], options: InternalExecOptions): string[] {
   const program = command[0];
   if (!program?.startsWith('/')) {
     throw new Error(`internal exec: the program must be an absolute path, got ${JSON.stringify(program)}`);
@@ -42,6 +37,20 @@ export function internalExecArgs(
     if (!ENV_NAME_PATTERN.test(name))
       throw new Error(`internal exec: invalid variable name ${JSON.stringify(name)}`);
   }
+  return [...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...command];
+}
+
+/**
+ * `docker exec` argv for one of OUR commands in a container: PATH fixed on the exec itself, then
+ * `/usr/bin/env -i` so the command starts with PATH, HOME and `env` only, whatever the image set.
+ * (The Engine API twin is internalExecSpec in engine-exec.ts.)
+ */
+export function internalExecArgs(
+  container: string,
+  command: readonly string[],
+  options: InternalExecOptions,
+): string[] {
+  const tail = internalExecCommand(command, options);
   return [
     'exec',
     ...(options.stdin ? ['-i'] : []),
@@ -53,7 +62,6 @@ export function internalExecArgs(
     container,
     ENV_BIN,
     '-i',
-    ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
-    ...command,
+    ...tail,
   ];
 }

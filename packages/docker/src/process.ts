@@ -2,8 +2,36 @@
 // for hot paths such as `ca-sandbox exec` whose start-up time is measured.
 
 export * from './contracts.js';
+export {
+  DEFAULT_ENGINE_SOCKET,
+  dockerConfigDir,
+  type EngineEndpoint,
+  type EngineTransport,
+  engineEndpoint,
+  parseEngineHost,
+  resolveEndpoint,
+} from './endpoint.js';
 export { containerLabels } from './engine-api.js';
-export { DOCKER_HINT, DockerCommandError, DockerResponseError, DockerUnavailableError } from './errors.js';
+export {
+  collectExec,
+  createExec,
+  type ExecChild,
+  type ExecEnd,
+  type ExecOutcome,
+  type ExecOutput,
+  type ExecSpec,
+  inspectExec,
+  internalExecSpec,
+  startExec,
+} from './engine-exec.js';
+export {
+  DOCKER_HINT,
+  DockerCommandError,
+  DockerEngineError,
+  DockerNotFoundError,
+  DockerResponseError,
+  DockerUnavailableError,
+} from './errors.js';
 export {
   type DockerChild,
   type DockerProcessResult,

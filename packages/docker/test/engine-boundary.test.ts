@@ -26,6 +26,22 @@ const NETWORK_ALLOWED: Record<string, string> = {
   'packages/cli/src/exec-stdin.ts': 'node:net Socket over the stdin file descriptor (never a connection)',
 };
 
+/**
+ * Files outside @ca-sandbox/docker that still hand the docker CLI an argv through `docker(...)` or
+ * `spawnDocker(...)` instead of a typed verb of `engine`. The list only shrinks: a new caller
+ * must use the verbs (see packages/docker/README.md).
+ */
+const RAW_ARGV_LEFT = [
+  'packages/build/src/build-leftovers.ts',
+  'packages/build/src/claude-code.ts',
+  'packages/build/src/manifests.ts',
+  'packages/lifecycle/src/create/box.ts',
+  'packages/lifecycle/src/create/cleanup.ts',
+  'packages/lifecycle/src/create/workspace.ts',
+  'packages/lifecycle/src/shell.ts',
+];
+const RAW_ARGV_CALL = /\b(?:docker|spawnDocker)\(/;
+
 /** A module loaded by `import ... from`, `import(...)`, `require(...)` or a bare `import '...'`. */
 const loads = (modules: string) =>
   new RegExp(`(?:\\bfrom|\\bimport|\\brequire)\\s*\\(?\\s*['"](?:${modules})['"]`);
@@ -93,6 +109,11 @@ describe('only @ca-sandbox/docker reaches the engine', () => {
       .filter(([path, text]) => path in PROCESS_ALLOWED && DOCKER_PROGRAM.test(code(text)))
       .map(([path]) => path);
     expect(naming).toEqual([]);
+  });
+
+  it('no module outside it hands the docker CLI an argv, except the listed ones (to be migrated)', () => {
+    const spelling = outside.filter(([, text]) => RAW_ARGV_CALL.test(code(text))).map(([path]) => path);
+    expect(spelling.sort()).toEqual([...RAW_ARGV_LEFT].sort());
   });
 
   it('no module outside it opens a network API, except the listed ones, or names the engine address', () => {

@@ -17,6 +17,8 @@ const packageDirs = readdirSync(PACKAGES, { withFileTypes: true })
 /** Constructor arguments for the classes whose constructor reads more than strings. */
 const ARGUMENTS: Record<string, unknown[]> = {
   DockerCommandError: [['rm', 'x'], 1, 'Error: no such container'],
+  DockerEngineError: ['network create', 409, 'network with name x already exists'],
+  DockerNotFoundError: ['container inspect', 'No such container: x'],
   FirewallCommandError: [['iptables', '-S'], 1, 'denied'],
   ManifestLimitError: ['maxFiles', 1, '2 files'],
   BaseImageMissingError: ['ca-sbx-base:node', 'node'],

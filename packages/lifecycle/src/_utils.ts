@@ -1,8 +1,7 @@
 import {
   type ContainerInspect,
-  DockerCommandError,
-  docker,
-  inspectContainer,
+  engine,
+  filterRecord,
   LABEL_ID,
   LABEL_ROLE,
   SANDBOX_LABEL,
@@ -18,11 +17,8 @@ export { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
  * NotABoxError when the container is not ours, not of this id, or not role box (a helper).
  */
 export async function inspectBox(id: string): Promise<ContainerInspect> {
-  // Only docker's own "no such container" answer means missing; an unreachable daemon is not.
-  const inspect = await inspectContainer(boxName(id)).catch((error: unknown) => {
-    if (error instanceof DockerCommandError) return undefined;
-    throw error;
-  });
+  // Only the engine's own 404 means missing; an unreachable daemon is not.
+  const inspect = await engine.container.find(boxName(id));
   if (!inspect) throw new SandboxNotFoundError(id);
   const labels = inspect.Config.Labels;
   const role = labels[LABEL_ROLE] ?? '';
@@ -66,18 +62,14 @@ export async function mapLimit<T, R>(
   return results;
 }
 
-/** `docker <kind> ls -q` filtered by labels; throws when docker fails (discovery must not be silent). */
+/** Ids (volumes: names) of the objects matching `filters` (`label=k=v`, ...); throws when docker fails (discovery must not be silent). */
 export async function listIds(
   kind: 'container' | 'volume' | 'network',
   filters: string[],
 ): Promise<string[]> {
-  const argv =
-    kind === 'container'
-      ? ['container', 'ls', '-a', '-q', '--no-trunc']
-      : kind === 'volume'
-        ? ['volume', 'ls', '-q']
-        : ['network', 'ls', '-q', '--no-trunc'];
-  for (const filter of filters) argv.push('--filter', filter);
-  const { stdout } = await docker(argv);
-  return stdout.split('\n').filter((line) => line.trim() !== '');
+  const filter = { filters: filterRecord(filters) };
+  if (kind === 'container')
+    return (await engine.container.list({ ...filter, all: true })).map((item) => item.id);
+  if (kind === 'volume') return (await engine.volume.list(filter)).map((item) => item.name);
+  return (await engine.network.list(filter)).map((item) => item.id);
 }

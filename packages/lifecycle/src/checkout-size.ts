@@ -1,4 +1,4 @@
-import { docker, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
+import { engine, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
 import { firstLine, GIT_ENV, gitCommand } from './clone.js';
 import { CheckoutTooLargeError, CloneFailedError, CreateAbortedError } from './errors.js';
@@ -39,26 +39,31 @@ export interface CheckoutSize {
 }
 
 /** The argv of the measure (`docker exec ... /bin/sh -c`, fixed PATH), for tests and --verbose. */
+export function measureCommand(revision: string, limits: PackLimits, timeoutSeconds: number): string[] {
+  return [
+    SH_BIN,
+    '-c',
+    MEASURE_SCRIPT,
+    'ca-sbx-measure',
+    String(limits.maxEntries),
+    String(limits.maxBytes),
+    revision,
+    ...gitCommand('file', timeoutSeconds),
+  ];
+}
+
+/** The same measure as a `docker exec` argv (what the tests read). */
 export function measureArgs(
   helper: string,
   revision: string,
   limits: PackLimits,
   timeoutSeconds: number,
 ): string[] {
-  return internalExecArgs(
-    helper,
-    [
-      SH_BIN,
-      '-c',
-      MEASURE_SCRIPT,
-      'ca-sbx-measure',
-      String(limits.maxEntries),
-      String(limits.maxBytes),
-      revision,
-      ...gitCommand('file', timeoutSeconds),
-    ],
-    { user: BOX_USER, workdir: REPO_DIR, env: GIT_ENV },
-  );
+  return internalExecArgs(helper, measureCommand(revision, limits, timeoutSeconds), {
+    user: BOX_USER,
+    workdir: REPO_DIR,
+    env: GIT_ENV,
+  });
 }
 
 /**
@@ -72,8 +77,10 @@ export async function measureCheckout(
   timeoutSeconds: number,
   signal?: AbortSignal,
 ): Promise<CheckoutSize> {
-  const result = await docker(measureArgs(helper, revision, limits, timeoutSeconds), {
-    allowFailure: true,
+  const result = await engine.exec.internal(helper, measureCommand(revision, limits, timeoutSeconds), {
+    user: BOX_USER,
+    workdir: REPO_DIR,
+    env: GIT_ENV,
     timeoutMs: (timeoutSeconds + 30) * 1000,
     ...(signal ? { signal } : {}),
   });

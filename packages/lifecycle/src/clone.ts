@@ -1,4 +1,4 @@
-import { BOX_USER, DockerCommandError, docker, internalExecArgs, REPO_DIR, SH_BIN } from '@ca-sandbox/docker';
+import { BOX_USER, engine, REPO_DIR, SH_BIN } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { CloneFailedError } from './errors.js';
 import { type DirectoryScan, packDirectory } from './pack-local.js';
@@ -211,13 +211,10 @@ export async function runCloneSteps(
   let previousFailed = false;
   for (const step of steps) {
     if (step.fallback && !previousFailed) continue;
-    const argv = internalExecArgs(helper, step.argv, {
+    const result = await engine.exec.internal(helper, step.argv, {
       user: BOX_USER,
       workdir: '/tmp',
       env: { ...GIT_ENV, ...extraEnv },
-    });
-    const result = await docker(argv, {
-      allowFailure: true,
       timeoutMs: (timeoutSeconds + 30) * 1000,
       ...(signal ? { signal } : {}),
     });
@@ -236,10 +233,16 @@ export const CLONE_CA_PATH = '/tmp/ca-sbx-ca.pem';
  */
 export async function installCloneCa(helper: string, certificates: Buffer): Promise<Record<string, string>> {
   const script = `umask 022; { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null; cat; } > ${CLONE_CA_PATH}`;
-  await docker(internalExecArgs(helper, [SH_BIN, '-c', script], { user: BOX_USER, stdin: true }), {
+  const installed = await engine.exec.internal(helper, [SH_BIN, '-c', script], {
+    user: BOX_USER,
     input: certificates,
     timeoutMs: 30_000,
   });
+  if (installed.exitCode !== 0) {
+    throw new CloneFailedError(
+      `installing the CA bundle in the helper failed: ${firstLine(installed.stderr)}`,
+    );
+  }
   return { GIT_SSL_CAINFO: CLONE_CA_PATH };
 }
 
@@ -254,23 +257,20 @@ export async function sendLocalTree(
 ): Promise<void> {
   const prefix = scan.gitRepo ? 'src/' : '';
   const target = scan.gitRepo ? '/tmp' : REPO_DIR;
-  const argv = internalExecArgs(helper, [TAR_BIN, '-x', '--no-same-owner', '-C', target, '-f', '-'], {
-    user: BOX_USER,
-    stdin: true,
-  });
-  try {
-    await docker(argv, {
+  const unpacked = await engine.exec.internal(
+    helper,
+    [TAR_BIN, '-x', '--no-same-owner', '-C', target, '-f', '-'],
+    {
+      user: BOX_USER,
       input: packDirectory(scan, prefix),
       timeoutMs: 30 * 60_000,
       ...(signal ? { signal } : {}),
-    });
-  } catch (error) {
-    if (error instanceof DockerCommandError) {
-      throw new CloneFailedError(
-        `copying the local directory into the helper failed: ${firstLine(error.stderr)}`,
-      );
-    }
-    throw error;
+    },
+  );
+  if (unpacked.exitCode !== 0) {
+    throw new CloneFailedError(
+      `copying the local directory into the helper failed: ${firstLine(unpacked.stderr)}`,
+    );
   }
 }
 

@@ -1,19 +1,18 @@
 import { lstat, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
-import type { Writable } from 'node:stream';
-import { dockerSpawnError, spawnDocker } from '@ca-sandbox/docker';
+import type { Readable, Writable } from 'node:stream';
+import { DockerNotFoundError, engine } from '@ca-sandbox/docker';
 import { hasControlCharacter, SHOWN_NAME_MAX, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
-import { assertBoxRunning, boxName, looksLikeMissingContainer, resolveBox } from './_utils.js';
+import { assertBoxRunning, boxName, resolveBox } from './_utils.js';
 import {
   CpOutDestinationError,
   CpOutSourceError,
   InvalidOptionsError,
   UnsupportedHostError,
 } from './errors.js';
-import { captureCapped, decodeUtf8 } from './exec.js';
 import { type ExtractSummary, extractTar, type PathNote } from './extract.js';
 import { packTree } from './pack-tree.js';
 import { removeStaleStaging, STAGING_PREFIX } from './staging.js';
@@ -166,33 +165,27 @@ async function extractFromBox(
   options: Required<CpOutOptions>,
 ): Promise<ExtractSummary> {
   const top = posix.basename(source);
-  const argv = ['cp', `${boxName(id)}:${source}`, '-'];
-  const child = spawnDocker(argv);
-  const stderr = captureCapped(child.stderr, 64 * 1024);
+  let tar: Readable;
+  try {
+    tar = await engine.container.archive(boxName(id), source);
+  } catch (error) {
+    if (error instanceof DockerNotFoundError) {
+      if (/no such container/i.test(error.engineMessage)) await assertBoxRunning(id);
+      throw new CpOutSourceError(`'${sanitizeName(source, SHOWN_NAME_MAX)}' does not exist in the sandbox`);
+    }
+    throw error;
+  }
   let summary: ExtractSummary;
   try {
-    if (!child.stdout) throw new CpOutSourceError('docker cp gave no output stream');
     summary = await extractTar(
-      child.stdout,
+      tar,
       staging,
       top,
       { maxBytes: options.maxBytes, maxEntries: options.maxEntries },
       { git: options.git },
     );
-  } catch (error) {
-    child.kill('SIGKILL');
-    await child.catch(() => undefined);
-    throw error;
-  }
-  const result = await child;
-  const errorText = decodeUtf8((await stderr).data);
-  if (result.exitCode !== 0) {
-    if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, errorText, result);
-    if (looksLikeMissingContainer(errorText)) await assertBoxRunning(id);
-    if (/Could not find the file|no such file or directory/i.test(errorText)) {
-      throw new CpOutSourceError(`'${sanitizeName(source, SHOWN_NAME_MAX)}' does not exist in the sandbox`);
-    }
-    throw dockerSpawnError(argv, result.exitCode, errorText, result);
+  } finally {
+    tar.destroy();
   }
   const copied = await lstat(join(staging, top)).catch(() => undefined);
   if (!copied) {

@@ -3,81 +3,61 @@ import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  buildExecArgs,
-  buildKillArgs,
+  buildExecSpec,
+  buildKillSpec,
   captureCapped,
   decodeUtf8,
   resolveExecOptions,
   trimPartialUtf8,
 } from './exec.js';
 
-describe('buildExecArgs', () => {
-  it('runs as 1000:1000 at /work/repo, the command after the container', () => {
-    expect(buildExecArgs('ca-sbx-a', ['ls', '-la'])).toEqual([
-      'exec',
-      '-u',
-      '1000:1000',
-      '-w',
-      '/work/repo',
-      'ca-sbx-a',
-      'ls',
-      '-la',
-    ]);
+describe('buildExecSpec', () => {
+  it('runs as 1000:1000 at /work/repo, the command as given', () => {
+    expect(buildExecSpec(['ls', '-la'])).toEqual({
+      cmd: ['ls', '-la'],
+      user: '1000:1000',
+      workdir: '/work/repo',
+      env: [],
+    });
   });
 
-  it('never privileged, never root, never a TTY, whatever the command (property)', () => {
+  it('always the box user, the argv untouched, whatever the command (property)', () => {
     fc.assert(
       fc.property(
         fc.array(fc.string(), { minLength: 1 }),
         fc.option(fc.stringMatching(/^[0-9a-f]{1,16}$/)),
         (argv, marker) => {
-          const args = buildExecArgs('ca-sbx-a', argv, marker ?? undefined);
-          const options = args.slice(0, args.indexOf('ca-sbx-a'));
-          expect(options).not.toContain('--privileged');
-          expect(options).not.toContain('-t');
-          expect(options).not.toContain('-i');
-          expect(options[options.indexOf('-u') + 1]).toBe('1000:1000');
-          expect(options.filter((o) => o === '-u' || o.startsWith('--user'))).toEqual(['-u']);
-          expect(args.slice(args.indexOf('ca-sbx-a') + 1)).toEqual(argv);
+          const spec = buildExecSpec(argv, marker ?? undefined);
+          expect(spec.user).toBe('1000:1000');
+          expect(spec.cmd).toEqual(argv);
+          expect(Object.keys(spec).sort()).toEqual(['cmd', 'env', 'user', 'workdir']);
         },
       ),
     );
   });
 
-  it('a timeout marker goes in the environment, not the command', () => {
-    const args = buildExecArgs('ca-sbx-a', ['sleep', '9'], 'abc123');
-    expect(args).toContain('CA_SBX_EXEC=abc123');
-    expect(args.slice(-2)).toEqual(['sleep', '9']);
-  });
-
   it('the caller env and workdir go on the exec; the marker comes last so it cannot be overridden', () => {
-    const args = buildExecArgs('ca-sbx-a', ['env'], 'm1', { env: { FOO: 'a=b' }, workdir: '/tmp' });
-    expect(args).toEqual([
-      'exec',
-      '-u',
-      '1000:1000',
-      '-w',
-      '/tmp',
-      '-e',
-      'FOO=a=b',
-      '-e',
-      'CA_SBX_EXEC=m1',
-      'ca-sbx-a',
-      'env',
-    ]);
+    const spec = buildExecSpec(['env'], 'm1', { env: { FOO: 'a=b' }, workdir: '/tmp' });
+    expect(spec).toEqual({
+      cmd: ['env'],
+      user: '1000:1000',
+      workdir: '/tmp',
+      env: ['FOO=a=b', 'CA_SBX_EXEC=m1'],
+    });
   });
 });
 
-describe('buildKillArgs', () => {
+describe('buildKillSpec', () => {
   it('runs /bin/sh and /bin/grep by path, PATH fixed, from an empty environment', () => {
-    const kill = buildKillArgs('ca-sbx-a', 'abc123');
-    expect(kill.slice(0, 6)).toEqual(['exec', '-u', '1000:1000', '-e', `PATH=${SYSTEM_PATH}`, 'ca-sbx-a']);
-    expect(kill.slice(6, 8)).toEqual(['/usr/bin/env', '-i']);
-    expect(kill).toContain('/bin/sh');
-    const script = kill[kill.indexOf('/bin/sh') + 2] ?? '';
+    const kill = buildKillSpec('abc123');
+    expect(kill.user).toBe('1000:1000');
+    expect(kill.env).toEqual([`PATH=${SYSTEM_PATH}`]);
+    expect(kill.cmd.slice(0, 2)).toEqual(['/usr/bin/env', '-i']);
+    expect(kill.cmd).toContain('/bin/sh');
+    const script = kill.cmd[kill.cmd.indexOf('/bin/sh') + 2] ?? '';
     expect(script).toContain('/bin/grep -qsxzF');
     expect(script).not.toMatch(/(^|[\s;])grep /);
-    expect(kill.at(-1)).toBe('abc123');
+    expect(kill.cmd.at(-1)).toBe('abc123');
   });
 });
 

@@ -4,19 +4,20 @@ import { ENV_NAME_PATTERN, hasControlCharacter } from '@ca-sandbox/docker/contra
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
   BOX_USER,
+  collectExec,
   DOCKER_CLI_PROXY_VARIABLES,
-  type DockerChild,
-  type DockerProcessResult,
-  DockerUnavailableError,
-  dockerSpawnError,
-  internalExecArgs,
-  isDaemonUnreachable,
+  DockerEngineError,
+  DockerNotFoundError,
+  type ExecChild,
+  type ExecEnd,
+  type ExecSpec,
+  internalExecSpec,
   REPO_DIR,
   SH_BIN,
-  spawnDocker,
+  startExec,
 } from '@ca-sandbox/docker/process';
 import { ExecInterruptedError, InvalidOptionsError } from './errors.js';
-import { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
+import { boxName, resolveBox } from './names.js';
 
 /** The exec contract of DESIGN.md. */
 export interface ExecResult {
@@ -64,7 +65,7 @@ export interface StreamExecResult {
 export const DEFAULT_EXEC_MAX_BYTES = 1024 * 1024;
 /** Exit code reported for a command killed on timeout (as timeout(1) does). */
 export const EXEC_TIMEOUT_EXIT_CODE = 124;
-/** How long the docker client may linger after the in-box kill before we kill it too. */
+/** How long the exec's stream may stay open after the in-box kill before we drop it. */
 const CLIENT_GRACE_MS = 3000;
 
 const EXEC_OPTION_KEYS = new Set(['timeoutMs', 'maxBytes', 'env', 'workdir', 'signal']);
@@ -181,20 +182,19 @@ function checkArgv(argv: unknown): string[] {
 }
 
 /**
- * The `docker exec` argv: always the box user, never a TTY, never privileged. The command carries
- * `CA_SBX_EXEC=<marker>` in its environment so that a timeout or an interrupt can find it (and
- * what it forked) inside the box. The caller's env comes before the marker, which it cannot name.
+ * The exec: always the box user, never a TTY, never privileged (startExec sets neither). The
+ * command carries `CA_SBX_EXEC=<marker>` in its environment so that a timeout or an interrupt can
+ * find it (and what it forked) inside the box. The caller's env comes before the marker, which it
+ * cannot name.
  */
-export function buildExecArgs(
-  container: string,
+export function buildExecSpec(
   argv: readonly string[],
   marker?: string,
   options: { env?: Record<string, string>; workdir?: string } = {},
-): string[] {
-  const args = ['exec', '-u', BOX_USER, '-w', options.workdir ?? REPO_DIR];
-  for (const [name, value] of Object.entries(options.env ?? {})) args.push('-e', `${name}=${value}`);
-  if (marker) args.push('-e', `CA_SBX_EXEC=${marker}`);
-  return [...args, container, ...argv];
+): ExecSpec {
+  const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
+  if (marker) env.push(`CA_SBX_EXEC=${marker}`);
+  return { cmd: [...argv], user: BOX_USER, workdir: options.workdir ?? REPO_DIR, env };
 }
 
 /**
@@ -203,7 +203,7 @@ export function buildExecArgs(
  * so that children forked meanwhile go too. Nothing here is looked up on the box's PATH (a
  * dependency may ship `sh` or `grep`): /bin/sh and /bin/grep by path, from an empty environment.
  */
-export function buildKillArgs(container: string, marker: string): string[] {
+export function buildKillSpec(marker: string): ExecSpec {
   const script = [
     'for round in 1 2 3; do',
     '  for p in /proc/[0-9]*; do',
@@ -216,7 +216,7 @@ export function buildKillArgs(container: string, marker: string): string[] {
     '  done',
     'done',
   ].join('\n');
-  return internalExecArgs(container, [SH_BIN, '-c', script, 'ca-sbx-kill', marker], { user: BOX_USER });
+  return internalExecSpec([SH_BIN, '-c', script, 'ca-sbx-kill', marker], { user: BOX_USER });
 }
 
 /**
@@ -231,11 +231,10 @@ function newMarker(): string {
   return `${process.pid.toString(16)}${Date.now().toString(16)}${random()}${random()}`;
 }
 
-/** One docker exec with its kill switch: the timeout and the caller's abort both kill in the box. */
+/** One exec with its kill switch: the timeout and the caller's abort both kill in the box. */
 class BoxExec {
   readonly container: string;
-  readonly args: string[];
-  readonly child: DockerChild;
+  readonly child: ExecChild;
   readonly started = performance.now();
   timedOut = false;
   interrupted: string | undefined;
@@ -252,12 +251,12 @@ class BoxExec {
     id: string,
     argv: readonly string[],
     private readonly options: ResolvedExecOptions,
-    stdio: { stdout: 'pipe' | 'inherit'; stderr: 'pipe' | 'inherit' },
+    output: { stdout: 'pipe' | Writable; stderr: 'pipe' | Writable },
   ) {
     this.container = boxName(id);
-    this.args = buildExecArgs(this.container, argv, this.marker, options);
-    // Its own process group: a terminal's Ctrl-C reaches the CLI, which stops the command in the box.
-    this.child = spawnDocker(this.args, { ...stdio, detached: true });
+    // Over the Engine API: no docker client process, so a terminal's Ctrl-C reaches only us, and
+    // we stop the command in the box.
+    this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output);
     if (options.timeoutMs) {
       this.timers.push(
         setTimeout(() => {
@@ -271,25 +270,25 @@ class BoxExec {
   }
 
   /**
-   * Kills the command in the box; if the client is still there after a grace period (the command
-   * may have started after the first kill looked), kills once more, then the client.
+   * Kills the command in the box; if its stream is still open after a grace period (the command
+   * may have started after the first kill looked), kills once more, then drops the connection.
    */
   private stop(): Promise<void> {
     this.stopping ??= (async () => {
-      await sideCommand(buildKillArgs(this.container, this.marker), 10_000);
+      await killInBox(this.container, this.marker);
       const exited = await Promise.race([
         this.child.then(() => true),
         new Promise<false>((resolve) => this.timers.push(setTimeout(() => resolve(false), CLIENT_GRACE_MS))),
       ]);
       if (exited) return;
-      await sideCommand(buildKillArgs(this.container, this.marker), 10_000);
-      this.child.kill('SIGKILL');
+      await killInBox(this.container, this.marker);
+      this.child.kill();
     })();
     return this.stopping;
   }
 
-  /** Waits for the client; throws ExecInterruptedError once an interrupted command is gone. */
-  async finish(): Promise<DockerProcessResult> {
+  /** Waits for the exec; throws ExecInterruptedError once an interrupted command is gone. */
+  async finish(): Promise<ExecEnd> {
     try {
       const result = await this.child;
       if (this.interrupted !== undefined) {
@@ -308,28 +307,23 @@ class BoxExec {
   }
 
   /**
-   * The docker client's own failure is never reported as the command's exit: missing box or
-   * daemon down become errors. The text alone proves nothing (the command may print it), so the
-   * engine is asked.
+   * An exec that could not run is never reported as the command's exit: a missing or stopped box
+   * becomes the box's own error (asked of the engine), a daemon down DockerUnavailableError.
    */
-  async checkClient(id: string, result: DockerProcessResult, stderr: string): Promise<void> {
-    if (result.exitCode === undefined && !this.timedOut) {
-      throw dockerSpawnError(this.args, undefined, stderr, result);
-    }
-    if (result.exitCode === 0 || this.timedOut) return;
-    if (isDaemonUnreachable(stderr)) {
-      const check = await sideCommand(['version', '--format', '{{.Server.Version}}'], 20_000);
-      if (check.exitCode !== 0 && isDaemonUnreachable(check.stderr)) {
-        throw new DockerUnavailableError('the daemon does not answer (docker exec)');
-      }
-    }
-    if (looksLikeMissingContainer(stderr)) {
+  async checkRun(id: string, result: ExecEnd): Promise<void> {
+    if (!result.error || this.timedOut) return;
+    const error = result.error;
+    if (
+      error instanceof DockerNotFoundError ||
+      (error instanceof DockerEngineError && error.status === 409)
+    ) {
       const { assertBoxRunning } = await import('./_utils.js');
       await assertBoxRunning(id);
     }
+    throw error;
   }
 
-  exitCode(result: DockerProcessResult): number {
+  exitCode(result: ExecEnd): number {
     return this.timedOut ? EXEC_TIMEOUT_EXIT_CODE : (result.exitCode ?? -1);
   }
 }
@@ -338,7 +332,7 @@ class BoxExec {
  * Runs `argv` in the sandbox as 1000:1000 (at /work/repo unless `workdir`) and returns the exec
  * contract: stdout and stderr apart, each capped at `maxBytes` (the rest drained and dropped,
  * never buffered), invalid UTF-8 as U+FFFD, and on `timeoutMs` or an abort the command killed
- * inside the box, not only the client. One `docker exec` on the hot path.
+ * inside the box, not only the connection. Three Engine API calls on the hot path, no process.
  */
 export async function execInSandbox(
   id: string,
@@ -355,25 +349,21 @@ export async function execInSandbox(
     captureCapped(run.child.stderr, resolved.maxBytes),
     run.finish(),
   ]);
-  const stderr = decodeUtf8(err.data);
-  await run.checkClient(id, result, stderr);
+  await run.checkRun(id, result);
   return {
     exitCode: run.exitCode(result),
     stdout: decodeUtf8(out.data),
-    stderr,
+    stderr: decodeUtf8(err.data),
     truncated: out.truncated || err.truncated,
     timedOut: run.timedOut,
     durationMs: run.durationMs,
   };
 }
 
-/** How much of stderr is kept to tell the docker client's own failure from the command's. */
-const STDERR_TAIL_BYTES = 8 * 1024;
-
 /**
  * Like execInSandbox, but stdout and stderr go to `stdout` and `stderr` as they come (a stream of
- * ours, or `'inherit'`: the caller's own descriptor, no copy) and nothing is kept. Resolves with
- * the command's exit code once its output is delivered.
+ * ours, or `'inherit'`: the caller's own stdout/stderr, the bytes unchanged) and nothing is kept.
+ * Resolves with the command's exit code once its output is delivered.
  */
 export async function streamExecInSandbox(
   id: string,
@@ -391,69 +381,21 @@ export async function streamExecInSandbox(
   }
   const resolved = resolveExecOptions(rest);
   await resolveBox(id);
-  // stderr always comes through us: its tail tells a missing box or a dead daemon from the command.
   const run = new BoxExec(id, command, resolved, {
-    stdout: stdout === 'inherit' ? 'inherit' : 'pipe',
-    stderr: 'pipe',
+    stdout: stdout === 'inherit' ? process.stdout : stdout,
+    stderr: stderr === 'inherit' ? process.stderr : stderr,
   });
-  const tail = new StderrTail();
-  const delivered = Promise.all([
-    stdout === 'inherit' ? undefined : forward(run.child.stdout, stdout),
-    forward(run.child.stderr, stderr === 'inherit' ? process.stderr : stderr, (chunk) => tail.add(chunk)),
-  ]);
-  const [result] = await Promise.all([run.finish(), delivered]);
-  await run.checkClient(id, result, tail.text());
+  const result = await run.finish();
+  await run.checkRun(id, result);
   return { exitCode: run.exitCode(result), timedOut: run.timedOut, durationMs: run.durationMs };
 }
 
-/** Copies a child stream into a sink with backpressure; never ends the sink (the caller owns it). */
-async function forward(
-  source: Readable | null,
-  sink: Writable,
-  observe?: (chunk: Buffer) => void,
-): Promise<void> {
-  if (!source) return;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    observe?.(chunk);
-    if (!sink.write(chunk)) await new Promise<void>((resolve) => sink.once('drain', resolve));
-  }
-}
-
-/** The last few KiB of a stream. */
-class StderrTail {
-  private chunks: Buffer[] = [];
-  private size = 0;
-
-  add(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.size += chunk.length;
-    while (this.size - (this.chunks[0]?.length ?? 0) >= STDERR_TAIL_BYTES) {
-      this.size -= (this.chunks.shift() as Buffer).length;
-    }
-  }
-
-  text(): string {
-    return decodeUtf8(Buffer.concat(this.chunks));
-  }
-}
-
-/**
- * A docker command beside the exec (the in-box kill, the daemon check), through spawnDocker like
- * the exec itself, so that this hot path never loads execa. Never throws.
- */
-async function sideCommand(
-  argv: string[],
-  timeoutMs: number,
-): Promise<{ exitCode: number | undefined; stderr: string }> {
-  const child = spawnDocker(argv, { stdout: 'ignore' });
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+/** The in-box kill (see buildKillSpec), over the API like the exec itself. Never throws. */
+async function killInBox(container: string, marker: string): Promise<void> {
   try {
-    const [err, result] = await Promise.all([captureCapped(child.stderr, 64 * 1024), child]);
-    return { exitCode: result.exitCode, stderr: decodeUtf8(err.data) };
+    await collectExec(container, buildKillSpec(marker), { timeoutMs: 10_000 });
   } catch {
-    return { exitCode: undefined, stderr: '' };
-  } finally {
-    clearTimeout(timer);
+    // the box is gone or the engine does not answer: the exec's own end reports that
   }
 }
 

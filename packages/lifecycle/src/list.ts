@@ -1,15 +1,14 @@
 import {
-  ContainerInspectSchema,
   DockerCommandError,
-  DockerResponseError,
-  docker,
+  engine,
   inspectContainer,
   LABEL_CREATED,
   LABEL_ID,
   LABEL_POLICY,
   LABEL_REPO,
   LABEL_ROLE,
-  SANDBOX_FILTER,
+  SANDBOX_LABEL,
+  SANDBOX_LABEL_VALUE,
 } from '@ca-sandbox/docker';
 import {
   assertInternalNetwork,
@@ -25,8 +24,7 @@ import {
   readGatewayLog,
   verifyContainer,
 } from '@ca-sandbox/run';
-import { z } from 'zod';
-import { boxName } from './_utils.js';
+import { boxName, mapLimit } from './_utils.js';
 import { type EgressSummaryRow, egressFromLabels, summariseDecisions } from './egress.js';
 import { SandboxNotFoundError } from './errors.js';
 import { LABEL_ALLOW, LABEL_BLOCKED, LABEL_SOURCE, recordFromInspect, type SandboxRecord } from './record.js';
@@ -80,31 +78,22 @@ const ROW_LABELS = [LABEL_ID, LABEL_ROLE, LABEL_POLICY, LABEL_REPO, LABEL_SOURCE
 
 /** Our objects of one kind with the labels a record needs, one `docker <kind> ls` each. */
 async function labeledRows(kind: LabeledRow['kind']): Promise<LabeledRow[]> {
-  const name = kind === 'container' ? '{{.Names}}' : '{{.Name}}';
-  const state = kind === 'container' ? '{{.State}}' : '-';
-  const labels = ROW_LABELS.map((label) => `{{.Label ${JSON.stringify(label)}}}`);
-  const format = [name, state, ...labels].join('\t');
-  const argv =
+  const filter = { labels: [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`] };
+  const items: { name: string; state: string; labels: Record<string, string> }[] =
     kind === 'container'
-      ? ['container', 'ls', '--all', '--filter', SANDBOX_FILTER, '--format', format]
-      : [kind, 'ls', '--filter', SANDBOX_FILTER, '--format', format];
-  const { stdout } = await docker(argv);
-  return stdout
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const [
-        rowName = '',
-        rowState = '',
-        id = '',
-        role = '',
-        policy = '',
-        repo = '',
-        source = '',
-        created = '',
-      ] = line.split('\t');
-      return { kind, name: rowName, state: rowState, id, role, policy, repo, source, created };
-    });
+      ? await engine.container.list({ ...filter, all: true })
+      : (await (kind === 'volume' ? engine.volume.list(filter) : engine.network.list(filter))).map(
+          (item) => ({
+            ...item,
+            state: '-',
+          }),
+        );
+  return items.map((item) => {
+    const [id = '', role = '', policy = '', repo = '', source = '', created = ''] = ROW_LABELS.map(
+      (label) => item.labels[label] ?? '',
+    );
+    return { kind, name: item.name, state: item.state, id, role, policy, repo, source, created };
+  });
 }
 
 function partialRecord(row: LabeledRow): SandboxRecord {
@@ -133,17 +122,9 @@ function partialRecord(row: LabeledRow): SandboxRecord {
 }
 
 async function inspectBoxes(names: string[]): Promise<SandboxRecord[]> {
-  // A box removed between the two calls makes inspect fail for that one only: keep the rest.
-  const inspected = await docker(['container', 'inspect', '--', ...names], { allowFailure: true });
-  let json: unknown;
-  try {
-    json = JSON.parse(inspected.stdout || '[]');
-  } catch {
-    throw new DockerResponseError('docker container inspect did not return JSON');
-  }
-  const parsed = z.array(ContainerInspectSchema).safeParse(json);
-  if (!parsed.success) throw new DockerResponseError('docker container inspect has an unexpected shape');
-  return parsed.data.map(recordFromInspect);
+  // A box removed between the two calls is missing from the answer: keep the rest.
+  const inspected = await mapLimit(names, 8, (name) => engine.container.find(name));
+  return inspected.filter((inspect) => inspect !== undefined).map(recordFromInspect);
 }
 
 /** Re-runs the isolation gate (run's verifyContainer) on the sandbox's box. */

@@ -1,4 +1,4 @@
-import { docker, LABEL_POLICY } from '@ca-sandbox/docker';
+import { engine, LABEL_POLICY } from '@ca-sandbox/docker';
 import { egressNames } from '@ca-sandbox/network';
 import { type IsolationReport, IsolationViolationError } from '@ca-sandbox/run';
 import { inspectBox } from './_utils.js';
@@ -36,16 +36,16 @@ export async function startSandbox(id: string): Promise<StartResult> {
     if (inspect.HostConfig.NetworkMode === internal) {
       // An allowlist of domains: its gateway first (verifySandbox then checks it); without it the
       // box has no way out at all, never an open one.
-      await docker(['start', '--', gateway], { allowFailure: true });
+      await engine.container.start(gateway).catch(() => undefined);
     } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
       const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
       if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
     }
-    await docker(['start', '--', name]);
+    await engine.container.start(name);
   }
   const report = await verifySandbox(id);
   if (!report.ok) {
-    await docker(['stop', '--time', '0', '--', name], { allowFailure: true });
+    await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
     throw new IsolationViolationError(
       name,
       report.checks.filter((check) => !check.pass),
@@ -59,6 +59,6 @@ export async function stopSandbox(id: string): Promise<StopResult> {
   const inspect = await inspectBox(id);
   if (!inspect.State.Running) return { id, stopped: false };
   // docker-init passes SIGTERM on; what exec started gets 2 s, then docker sends SIGKILL.
-  await docker(['stop', '--time', '2', '--', boxName(id)]);
+  await engine.container.stop(boxName(id), { timeoutSeconds: 2 });
   return { id, stopped: true };
 }

@@ -1,7 +1,9 @@
 import { type BuildLeftovers, findBuildLeftovers, removeBuildLeftovers } from '@ca-sandbox/build';
 import {
   CACHE_IMAGE_REPOSITORY,
-  docker,
+  DockerUnavailableError,
+  engine,
+  filterRecord,
   LABEL_ID,
   LABEL_POLICY,
   listLabeled,
@@ -62,20 +64,25 @@ export class Sweep {
   }
 
   /**
-   * Removes `names` with one docker call; when it fails, once more one by one so that every
-   * failure carries its own object and docker's exit code. Never throws for a removal failure.
+   * Removes `names` one by one over the Engine API (an object already gone counts as removed), so
+   * that every failure carries its own object and the engine's message. Never throws for a
+   * removal failure.
    */
   async remove(kind: 'container' | 'volume' | 'network' | 'image', names: string[]): Promise<void> {
-    if (names.length === 0) return;
-    const bulk = await docker(removeArgs(kind, names), { allowFailure: true });
-    if (bulk.exitCode === 0) {
-      this.result.removed.push(...names.map((name) => `${kind}:${name}`));
-      return;
-    }
     for (const name of names) {
-      const one = await docker(removeArgs(kind, [name]), { allowFailure: true });
-      if (one.exitCode === 0 || isGone(one.stderr)) this.result.removed.push(`${kind}:${name}`);
-      else this.fail(kind, name, one.exitCode, one.stderr || `docker exited with ${one.exitCode}`);
+      try {
+        await removeOne(kind, name);
+        this.result.removed.push(`${kind}:${name}`);
+      } catch (error) {
+        if (error instanceof DockerUnavailableError) throw error;
+        const exitCode = (error as { exitCode?: number }).exitCode ?? 1;
+        this.fail(
+          kind,
+          name,
+          exitCode,
+          String((error as { stderr?: unknown }).stderr || (error as Error).message),
+        );
+      }
     }
   }
 
@@ -89,31 +96,23 @@ export class Sweep {
   }
 }
 
-function removeArgs(kind: 'container' | 'volume' | 'network' | 'image', names: string[]): string[] {
-  if (kind === 'container') return ['container', 'rm', '--force', '--volumes', '--', ...names];
-  if (kind === 'volume') return ['volume', 'rm', '--', ...names];
-  if (kind === 'network') return ['network', 'rm', '--', ...names];
-  return ['image', 'rm', '--', ...names];
-}
-
-function isGone(stderr: string): boolean {
-  return /no such (container|volume|network|image)|not found/i.test(stderr);
+function removeOne(kind: 'container' | 'volume' | 'network' | 'image', name: string): Promise<boolean> {
+  if (kind === 'container') return engine.container.remove(name, { force: true, volumes: true });
+  if (kind === 'volume') return engine.volume.remove(name);
+  if (kind === 'network') return engine.network.remove(name);
+  return engine.image.remove(name);
 }
 
 /** Every object carrying all `filters`, by name. Throws when docker fails: discovery is never silent. */
 async function discover(filters: string[], withVolumes = true): Promise<Found> {
-  const flags = filters.flatMap((filter) => ['--filter', filter]);
+  const filter = { filters: filterRecord(filters) };
+  const names = (items: { name: string }[]) => items.map((item) => item.name);
   const [containers, volumes, networks] = await Promise.all([
-    lines(['container', 'ls', '--all', ...flags, '--format', '{{.Names}}']),
-    withVolumes ? lines(['volume', 'ls', ...flags, '--format', '{{.Name}}']) : Promise.resolve([]),
-    lines(['network', 'ls', ...flags, '--format', '{{.Name}}']),
+    engine.container.list({ ...filter, all: true }).then(names),
+    withVolumes ? engine.volume.list(filter).then(names) : Promise.resolve([]),
+    engine.network.list(filter).then(names),
   ]);
   return { containers, volumes, networks };
-}
-
-async function lines(argv: string[]): Promise<string[]> {
-  const { stdout } = await docker(argv);
-  return stdout.split('\n').filter((line) => line.trim() !== '');
 }
 
 function named(found: Found): string[] {
@@ -324,10 +323,10 @@ export async function sweepOrphanRules(
 
 /** Whether sandbox `id` still has a container or network carrying all `filters`. */
 async function isAttached(id: string, filters: readonly string[]): Promise<boolean> {
-  const flags = [...filters, `label=${LABEL_ID}=${id}`].flatMap((filter) => ['--filter', filter]);
+  const filter = { filters: filterRecord([...filters, `label=${LABEL_ID}=${id}`]) };
   const [containers, networks] = await Promise.all([
-    lines(['container', 'ls', '--all', '--quiet', ...flags]),
-    lines(['network', 'ls', '--quiet', ...flags]),
+    engine.container.list({ ...filter, all: true }),
+    engine.network.list(filter),
   ]);
   return containers.length + networks.length > 0;
 }
@@ -341,13 +340,7 @@ async function inChunks(names: string[], fn: (chunk: string[]) => Promise<void>)
 
 /** The `ca-sbx:*` cache images, by tag. */
 async function cacheImages(): Promise<string[]> {
-  const tags = await lines([
-    'image',
-    'ls',
-    '--filter',
-    `reference=${CACHE_IMAGE_REPOSITORY}:*`,
-    '--format',
-    '{{.Repository}}:{{.Tag}}',
-  ]);
+  const images = await engine.image.list({ filters: { reference: [`${CACHE_IMAGE_REPOSITORY}:*`] } });
+  const tags = images.flatMap((image) => image.tags);
   return tags.filter((tag) => tag.startsWith(`${CACHE_IMAGE_REPOSITORY}:`) && !tag.endsWith(':<none>'));
 }

@@ -1,4 +1,4 @@
-import { DockerResponseError, docker, labelArgs, sandboxLabels } from '@ca-sandbox/docker';
+import { DockerResponseError, engine, sandboxLabels } from '@ca-sandbox/docker';
 import { assertSandboxId } from './names.js';
 
 /**
@@ -29,22 +29,22 @@ export async function createEgressNetwork(
   labels: Record<string, string> = {},
 ): Promise<string> {
   const name = egressNames(sandboxId)[which];
-  const flags = labelArgs({ ...labels, ...sandboxLabels(sandboxId) });
-  const options =
-    which === 'internal'
-      ? [
-          '--internal',
+  await engine.network.create(name, {
+    driver: 'bridge',
+    labels: { ...labels, ...sandboxLabels(sandboxId) },
+    ...(which === 'internal'
+      ? {
+          internal: true,
           // No IPv6 on it at all: an IPv6 address would give the client a path (and the embedded
           // resolver a family) that the gate does not cover.
-          '--ipv6=false',
+          enableIPv6: false,
           // No address of the host on this bridge: a client's packets to the host's own addresses
-          // would otherwise go up the host's INPUT chain, which --internal does not close (seen: a
+          // would otherwise go up the host's INPUT chain, which Internal does not close (seen: a
           // build reached a listener on the host's LAN address and on docker0's).
-          '--opt',
-          `${INHIBIT_IPV4}=true`,
-        ]
-      : ['--opt', 'com.docker.network.bridge.enable_icc=false'];
-  await docker(['network', 'create', '--driver', 'bridge', ...options, ...flags, '--', name]);
+          options: { [INHIBIT_IPV4]: 'true' },
+        }
+      : { options: { 'com.docker.network.bridge.enable_icc': 'false' } }),
+  });
   if (which === 'internal') await assertInternalNetwork(name);
   return name;
 }
@@ -86,13 +86,7 @@ export function internalNetworkProblems(network: InternalNetworkInspect): string
  * a client on it could reach the host. DockerResponseError otherwise.
  */
 export async function assertInternalNetwork(name: string): Promise<void> {
-  const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', name]);
-  let parsed: InternalNetworkInspect = {};
-  try {
-    parsed = JSON.parse(stdout) as InternalNetworkInspect;
-  } catch {
-    // reported below
-  }
+  const parsed: InternalNetworkInspect = await engine.network.inspect(name);
   const problems = internalNetworkProblems(parsed);
   if (problems.length > 0) {
     throw new DockerResponseError(

@@ -1,6 +1,4 @@
-import { docker, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
-import { z } from 'zod';
-import { parseJson } from './_utils.js';
+import { engine, LABEL_ID, SANDBOX_LABEL, SANDBOX_LABEL_VALUE } from '@ca-sandbox/docker';
 import { parseAllowEntries } from './allow-entries.js';
 import { formatCidr, parseCidr } from './cidr.js';
 import { FirewallCommandError, InvalidAllowEntryError, SandboxNetworkMismatchError } from './errors.js';
@@ -93,12 +91,6 @@ export async function removeFirewallRules(sandboxId: string): Promise<string[]> 
   return removed;
 }
 
-const NetworkInspectSchema = z.object({
-  Name: z.string(),
-  Labels: z.record(z.string(), z.string()).nullable().optional(),
-  Options: z.record(z.string(), z.string()).nullable().optional(),
-});
-
 /** The network really is this sandbox's: our labels and the bridge name we derive from the id. */
 async function assertOwnNetwork(sandboxId: string, net: SandboxNetwork): Promise<void> {
   const expected = { name: sandboxNetworkName(sandboxId), bridge: bridgeName(sandboxId) };
@@ -107,10 +99,7 @@ async function assertOwnNetwork(sandboxId: string, net: SandboxNetwork): Promise
       `network ${JSON.stringify(net.name)} / bridge ${JSON.stringify(net.bridge)} is not the network of sandbox ${sandboxId} (${expected.name} / ${expected.bridge})`,
     );
   }
-  const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', expected.name]);
-  const parsed = NetworkInspectSchema.safeParse(parseJson(stdout));
-  const labels: Record<string, string> = (parsed.success && parsed.data.Labels) || {};
-  const options: Record<string, string> = (parsed.success && parsed.data.Options) || {};
+  const { Labels: labels, Options: options } = await engine.network.inspect(expected.name);
   if (
     labels[SANDBOX_LABEL] !== SANDBOX_LABEL_VALUE ||
     labels[LABEL_ID] !== sandboxId ||

@@ -1,13 +1,12 @@
 import {
   DockerResponseError,
-  docker,
-  labelArgs,
-  SANDBOX_FILTER,
-  sandboxIdFilter,
+  engine,
+  LABEL_ID,
+  SANDBOX_LABEL,
+  SANDBOX_LABEL_VALUE,
   sandboxLabels,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
-import { parseJson } from './_utils.js';
 import { InvalidNetworkLabelsError } from './errors.js';
 import { assertSandboxId, bridgeName, sandboxNetworkName } from './names.js';
 
@@ -27,13 +26,6 @@ export interface NetworkRemovalResult {
 }
 
 const LabelsSchema = z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/i), z.string().max(1024));
-
-const IpamSchema = z.object({
-  IPAM: z.object({
-    Config: z.array(z.object({ Subnet: z.string().optional(), Gateway: z.string().optional() })).nullable(),
-  }),
-  Options: z.record(z.string(), z.string()).nullable().optional(),
-});
 
 /**
  * Creates the docker bridge network `ca-sbx-<id>` for an allowlist sandbox: labeled
@@ -55,29 +47,14 @@ export async function createSandboxNetwork(
   const extra = parsedLabels.data;
   const name = sandboxNetworkName(sandboxId);
   const bridge = bridgeName(sandboxId);
-  await docker([
-    'network',
-    'create',
-    '--driver',
-    'bridge',
-    ...labelArgs({ ...extra, ...sandboxLabels(sandboxId) }),
-    '--opt',
-    `${BRIDGE_OPTION}=${bridge}`,
-    '--opt',
-    'com.docker.network.bridge.enable_icc=false',
-    '--',
-    name,
-  ]);
-  const { stdout } = await docker(['network', 'inspect', '--format', '{{json .}}', '--', name]);
-  const parsed = IpamSchema.safeParse(parseJson(stdout));
-  const config = parsed.success ? parsed.data.IPAM.Config?.[0] : undefined;
-  if (
-    !parsed.success ||
-    !config?.Subnet ||
-    !config.Gateway ||
-    parsed.data.Options?.[BRIDGE_OPTION] !== bridge
-  ) {
-    await docker(['network', 'rm', '--', name], { allowFailure: true });
+  const made = await engine.network.create(name, {
+    driver: 'bridge',
+    labels: { ...extra, ...sandboxLabels(sandboxId) },
+    options: { [BRIDGE_OPTION]: bridge, 'com.docker.network.bridge.enable_icc': 'false' },
+  });
+  const config = made.IPAM.Config[0];
+  if (!config?.Subnet || !config.Gateway || made.Options[BRIDGE_OPTION] !== bridge) {
+    await engine.network.remove(name).catch(() => false);
     throw new DockerResponseError(
       `docker network ${name} came up without a subnet, gateway or bridge ${bridge}`,
     );
@@ -88,17 +65,10 @@ export async function createSandboxNetwork(
 /** Names of the networks labeled for `sandboxId`. */
 export async function listSandboxNetworks(sandboxId: string): Promise<string[]> {
   assertSandboxId(sandboxId);
-  const { stdout } = await docker([
-    'network',
-    'ls',
-    '--filter',
-    SANDBOX_FILTER,
-    '--filter',
-    sandboxIdFilter(sandboxId),
-    '--format',
-    '{{.Name}}',
-  ]);
-  return stdout.split('\n').filter(Boolean);
+  const listed = await engine.network.list({
+    labels: [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${sandboxId}`],
+  });
+  return listed.map((network) => network.name);
 }
 
 /**
@@ -108,15 +78,19 @@ export async function listSandboxNetworks(sandboxId: string): Promise<string[]> 
 export async function removeSandboxNetworks(sandboxId: string): Promise<NetworkRemovalResult> {
   const result: NetworkRemovalResult = { removed: [], failures: [] };
   for (const name of await listSandboxNetworks(sandboxId)) {
-    const outcome = await docker(['network', 'rm', '--', name], { allowFailure: true });
-    if (outcome.exitCode === 0 || /not found/i.test(outcome.stderr)) result.removed.push(name);
-    else
+    try {
+      await engine.network.remove(name); // false: already gone, which is removed too
+      result.removed.push(name);
+    } catch (error) {
       result.failures.push({
         kind: 'network',
         name,
-        exitCode: outcome.exitCode,
-        message: outcome.stderr.trim().slice(0, 500),
+        exitCode: (error as { exitCode?: number }).exitCode ?? 1,
+        message: String((error as { stderr?: unknown }).stderr ?? (error as Error).message)
+          .trim()
+          .slice(0, 500),
       });
+    }
   }
   return result;
 }

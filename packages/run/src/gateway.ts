@@ -1,5 +1,5 @@
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
-import { BOX_USER, docker, inspectContainer, internalExecArgs, spawnDocker } from '@ca-sandbox/docker';
+import { BOX_USER, DockerCommandError, engine, inspectContainer } from '@ca-sandbox/docker';
 import {
   createEgressNetwork,
   type EgressRule,
@@ -107,7 +107,7 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     labels,
     command: options.heartbeat ? START_WATCHED_COMMAND : START_COMMAND,
   });
-  await docker(['network', 'connect', '--', await internal, names.gateway]);
+  await engine.network.connect(await internal, names.gateway);
   const report = await verifyContainer(names.gateway);
   if (!report.ok) {
     throw new IsolationViolationError(
@@ -137,13 +137,7 @@ async function waitUntilReady(
   since: Date | undefined,
   signal?: AbortSignal,
 ): Promise<void> {
-  const follow = spawnDocker([
-    'logs',
-    '--follow',
-    ...(since ? ['--since', since.toISOString()] : []),
-    '--',
-    container,
-  ]);
+  const follow = engine.container.follow(container, since ? { since } : {});
   let last = '';
   let pending = '';
   let outcome: 'ready' | 'timeout' | 'aborted' | undefined;
@@ -197,21 +191,16 @@ export async function reconfigureGateway(
 ): Promise<void> {
   // The daemon's clock is this host's: a line squid writes after the exec below is at or after it.
   const since = new Date(Date.now() - 1);
-  await docker(
-    [
-      'exec',
-      '--user',
-      BOX_USER,
-      '--env',
-      `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`,
-      '--',
-      gateway.container,
-      '/bin/sh',
-      '-c',
-      `${WRITE_CONFIG} && /usr/sbin/squid -k reconfigure -f ${CONFIG_PATH}`,
-    ],
+  const reload = await engine.exec.run(
+    gateway.container,
+    {
+      cmd: ['/bin/sh', '-c', `${WRITE_CONFIG} && /usr/sbin/squid -k reconfigure -f ${CONFIG_PATH}`],
+      user: BOX_USER,
+      env: [`${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`],
+    },
     { timeoutMs: 15_000 },
   );
+  if (reload.exitCode !== 0) throw new DockerCommandError(['exec'], reload.exitCode, reload.stderr);
   await waitUntilReady(gateway.container, since, signal);
 }
 
@@ -226,12 +215,15 @@ export async function gatewayConfigMatches(
   blocked: readonly string[],
 ): Promise<{ ok: boolean; seen: string }> {
   const { gateway } = egressNames(sandboxId);
-  const readArgs = internalExecArgs(gateway, ['/bin/cat', CONFIG_PATH], { user: BOX_USER });
-  let read = await docker(readArgs, { allowFailure: true, timeoutMs: 15_000 });
+  const readConfig = () =>
+    engine.exec
+      .internal(gateway, ['/bin/cat', CONFIG_PATH], { user: BOX_USER, timeoutMs: 15_000 })
+      .catch((error: Error) => ({ exitCode: -1, stdout: '', stderr: error.message }));
+  let read = await readConfig();
   // A gateway started a moment ago writes its file first thing: give it that moment.
   for (let attempt = 0; attempt < 10 && read.exitCode !== 0; attempt += 1) {
     await new Promise((resolve) => setTimeout(resolve, 200));
-    read = await docker(readArgs, { allowFailure: true, timeoutMs: 15_000 });
+    read = await readConfig();
   }
   if (read.exitCode !== 0) return { ok: false, seen: `${CONFIG_PATH} unreadable` };
   const expected = renderSquidConfig({ rules, blocked }).trimEnd();
@@ -247,16 +239,16 @@ export async function gatewayConfigMatches(
 /** What the gateway decided so far (its access log), oldest first. */
 export async function readGatewayLog(sandboxId: string): Promise<GatewayLogEntry[]> {
   const { gateway } = egressNames(sandboxId);
-  const logs = await docker(['logs', '--', gateway], { allowFailure: true });
-  return logs.exitCode === 0 ? parseGatewayLog(logs.stdout) : [];
+  const logs = await engine.container.logs(gateway).catch(() => undefined);
+  return logs ? parseGatewayLog(logs.stdout) : [];
 }
 
 /** Removes a sandbox's gateway container and both its networks; absent objects are fine. */
 export async function stopGateway(sandboxId: string): Promise<void> {
   const names = egressNames(sandboxId);
-  await docker(['rm', '--force', '--', names.gateway], { allowFailure: true });
+  await engine.container.remove(names.gateway, { force: true }).catch(() => false);
   await Promise.all([
-    docker(['network', 'rm', '--', names.internal], { allowFailure: true }),
-    docker(['network', 'rm', '--', names.outward], { allowFailure: true }),
+    engine.network.remove(names.internal).catch(() => false),
+    engine.network.remove(names.outward).catch(() => false),
   ]);
 }

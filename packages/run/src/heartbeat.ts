@@ -1,4 +1,4 @@
-import { BOX_USER, docker, internalExecArgs } from '@ca-sandbox/docker';
+import { BOX_USER, engine } from '@ca-sandbox/docker';
 
 /**
  * A container that lives only while the create that made it does (the clone helper, the gateway of
@@ -34,10 +34,11 @@ export function keepAlive(container: string): () => void {
   const timer = setInterval(() => {
     if (inFlight) return;
     inFlight = true;
-    void docker(internalExecArgs(container, [TOUCH_BIN, HEARTBEAT_FILE], { user: BOX_USER }), {
-      allowFailure: true,
-      timeoutMs: HEARTBEAT_INTERVAL_MS * 3,
-    })
+    void engine.exec
+      .internal(container, [TOUCH_BIN, HEARTBEAT_FILE], {
+        user: BOX_USER,
+        timeoutMs: HEARTBEAT_INTERVAL_MS * 3,
+      })
       .catch(() => undefined)
       .finally(() => {
         inFlight = false;

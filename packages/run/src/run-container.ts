@@ -1,8 +1,8 @@
 import {
   type ContainerInspect,
   DockerCommandError,
-  docker,
   dockerInfo,
+  engine,
   inspectContainer,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
@@ -53,7 +53,7 @@ async function assertDaemonConfines(options: RunOptions): Promise<string[]> {
 }
 
 async function removeQuietly(ref: string): Promise<void> {
-  await docker(['rm', '--force', '--volumes=false', '--', ref], { allowFailure: true });
+  await engine.container.remove(ref, { force: true }).catch(() => false);
 }
 
 export interface RunHooks {
@@ -75,7 +75,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   const argv = buildRunArgs(options);
   let id: string;
   try {
-    id = (await docker(argv)).stdout.trim();
+    id = await engine.container.run(argv);
   } catch (error) {
     if (error instanceof DockerCommandError && /already in use/i.test(error.stderr)) {
       throw new ContainerNameInUseError(options.name);

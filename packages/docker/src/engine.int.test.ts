@@ -1,0 +1,123 @@
+// Each typed verb against the real engine: what it returns, and how a refusal or a missing object
+// is told (DockerNotFoundError, DockerEngineError with the engine's message).
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { engine, filterRecord } from './engine.js';
+import { DockerCommandError, DockerEngineError, DockerNotFoundError } from './errors.js';
+
+const id = `sbx-${randomUUID().slice(0, 8)}`;
+const name = `ca-sbx-${id}`;
+const labels = { 'ca.sandbox': '1', 'ca.sandbox.id': id };
+const mine = [`ca.sandbox.id=${id}`];
+
+afterAll(async () => {
+  await engine.container.remove(name, { force: true }).catch(() => false);
+  await engine.network.remove(name).catch(() => false);
+  await engine.volume.remove(name).catch(() => false);
+});
+
+describe('engine verbs on the real engine', () => {
+  it('volume: create, inspect, find, list, remove (false once gone)', async () => {
+    const volume = await engine.volume.create(name, { labels });
+    expect(volume).toMatchObject({ Name: name, Driver: 'local', Labels: labels });
+    expect((await engine.volume.inspect(name)).Name).toBe(name);
+    expect(await engine.volume.list({ labels: mine })).toEqual([{ name, labels }]);
+    expect(await engine.volume.find(`${name}-none`)).toBeUndefined();
+    await expect(engine.volume.inspect(`${name}-none`)).rejects.toBeInstanceOf(DockerNotFoundError);
+  });
+
+  it('network: create with options, inspect, list; a duplicate is refused with the engine message', async () => {
+    const made = await engine.network.create(name, {
+      internal: true,
+      enableIPv6: false,
+      labels,
+      options: { 'com.docker.network.bridge.enable_icc': 'false' },
+    });
+    expect(made).toMatchObject({ Name: name, Internal: true, EnableIPv6: false, Labels: labels });
+    expect(made.IPAM.Config[0]?.Subnet).toMatch(/\//);
+    expect((await engine.network.list({ labels: mine })).map((n) => n.name)).toEqual([name]);
+    const duplicate = await engine.network.create(name, { labels }).catch((error) => error);
+    expect(duplicate).toBeInstanceOf(DockerEngineError);
+    expect(duplicate).toBeInstanceOf(DockerCommandError);
+    expect(duplicate.message).toMatch(/already exists/);
+  });
+
+  it('container: run (CLI), inspect, list, exec, logs, archive, stop, start, wait, remove', async () => {
+    const started = await engine.container.run([
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--label',
+      'ca.sandbox=1',
+      '--label',
+      `ca.sandbox.id=${id}`,
+      '--network',
+      'none',
+      '--user',
+      '1000:1000',
+      'ca-sbx-base:debian',
+      'sh',
+      '-c',
+      'echo started; echo warn >&2; exec sleep 600',
+    ]);
+    expect(started).toMatch(/^[0-9a-f]{64}$/);
+    expect((await engine.container.inspect(name)).Id).toBe(started);
+    const listed = await engine.container.list({ filters: filterRecord([`label=ca.sandbox.id=${id}`]) });
+    expect(listed.map((c) => [c.name, c.state])).toEqual([[name, 'running']]);
+    const outcome = await engine.exec.run(name, {
+      cmd: ['sh', '-c', 'echo "$A $PWD"; echo e >&2; exit 5'],
+      user: '1000:1000',
+      workdir: '/tmp',
+      env: ['A=b'],
+    });
+    expect(outcome).toEqual({ exitCode: 5, stdout: 'b /tmp\n', stderr: 'e\n' });
+    const internal = await engine.exec.internal(name, ['/usr/bin/env'], {
+      user: '1000:1000',
+      env: { X: '1' },
+    });
+    expect(internal.stdout.split('\n').filter(Boolean).sort()).toEqual(
+      ['HOME=/tmp', expect.stringMatching(/^PATH=/), 'X=1'].sort(),
+    );
+    expect(await engine.container.logs(name)).toEqual({ stdout: 'started\n', stderr: 'warn\n' });
+    const tar = await engine.container.archive(name, '/etc/hostname');
+    const chunks: Buffer[] = [];
+    for await (const chunk of tar) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).subarray(0, 8).toString()).toBe('hostname');
+    await expect(engine.container.archive(name, '/no/such/path')).rejects.toBeInstanceOf(DockerNotFoundError);
+    await engine.container.stop(name, { timeoutSeconds: 0 });
+    expect(await engine.container.wait(name)).toBe(137);
+    const stopped = await engine.exec.run(name, { cmd: ['true'], user: '1000:1000' }).catch((error) => error);
+    expect(stopped).toBeInstanceOf(DockerEngineError);
+    expect(stopped.status).toBe(409);
+    await engine.container.start(name);
+    await engine.container.start(name); // already running: fine
+    expect((await engine.container.inspect(name)).State.Running).toBe(true);
+    expect(await engine.container.remove(name, { force: true })).toBe(true);
+    expect(await engine.container.remove(name, { force: true })).toBe(false);
+    expect(await engine.container.find(name)).toBeUndefined();
+    const missing = await engine.exec.run(name, { cmd: ['true'], user: '1000:1000' }).catch((error) => error);
+    expect(missing).toBeInstanceOf(DockerNotFoundError);
+    expect(await engine.network.remove(name)).toBe(true);
+    expect(await engine.volume.remove(name)).toBe(true);
+    expect(await engine.volume.remove(name)).toBe(false);
+  }, 120_000);
+
+  it('image: inspect, exists, list, history; absent images are undefined/false', async () => {
+    const image = await engine.image.inspect('ca-sbx-base:debian');
+    expect(image?.Id).toMatch(/^sha256:/);
+    expect(await engine.image.exists('ca-sbx-no-such:image')).toBe(false);
+    const listed = await engine.image.list({ filters: { reference: ['ca-sbx-base:debian'] } });
+    expect(listed.map((i) => i.tags)).toEqual([['ca-sbx-base:debian']]);
+    expect((await engine.image.history('ca-sbx-base:debian')).length).toBeGreaterThan(0);
+    expect(await engine.image.remove('ca-sbx-no-such:image')).toBe(false);
+    await expect(engine.image.pull('ca-sbx-no-such-registry.invalid/x:1')).rejects.toBeInstanceOf(
+      DockerEngineError,
+    );
+  }, 120_000);
+
+  it('system: ping and info', async () => {
+    expect(await engine.system.ping()).toBe(true);
+    expect((await engine.system.info({ fresh: true })).runtimes).toContain('runc');
+  });
+});

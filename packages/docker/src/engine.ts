@@ -1,0 +1,533 @@
+// Typed docker verbs per object kind, over the Engine API: the only way the other packages reach
+// the engine. Answers are checked against the zod schemas of inspect.ts; a refused call throws
+// DockerEngineError (a DockerCommandError) with the engine's own message, a missing object
+// DockerNotFoundError, an engine that does not answer DockerUnavailableError. Where a verb still
+// runs the docker CLI (the hardened `docker run`, the legacy-builder `docker build`), it says so.
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+import { z } from 'zod';
+import { findExecByArgument, listLabeled, resizeExec } from './engine-api.js';
+import {
+  engineCall,
+  engineJson,
+  engineRequest,
+  engineStream,
+  labelFilters,
+  query,
+  segment,
+  statusError,
+} from './engine-client.js';
+import {
+  collectExec,
+  createExec,
+  demultiplex,
+  type ExecChild,
+  type ExecOutcome,
+  type ExecOutput,
+  type ExecSpec,
+  inspectExec,
+  internalExecSpec,
+  startExec,
+} from './engine-exec.js';
+import { DockerEngineError, DockerNotFoundError, DockerResponseError } from './errors.js';
+import {
+  type DockerChild,
+  type DockerResult,
+  type DockerRunOptions,
+  docker,
+  spawnDocker,
+} from './exec-docker.js';
+import { dockerInfo } from './info.js';
+import {
+  type ContainerInspect,
+  type ImageInspect,
+  inspectContainer,
+  inspectImage,
+  inspectVolume,
+  type NetworkInspect,
+  NetworkInspectSchema,
+  parseAnswer,
+  type VolumeInspect,
+} from './inspect.js';
+import type { InternalExecOptions } from './internal-exec.js';
+
+/** Selects objects by `key=value` labels (all must match) and other engine filters. */
+export interface ListFilter {
+  labels?: readonly string[];
+  /** Raw engine filters (`ancestor`, `dangling`, `reference`, `status`, ...). */
+  filters?: Record<string, string[]>;
+}
+
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  image: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+export interface ImageSummary {
+  id: string;
+  tags: string[];
+  labels: Record<string, string>;
+  created: number;
+  size: number;
+}
+
+const ContainerSummarySchema = z.array(
+  z
+    .object({
+      Id: z.string(),
+      Names: z.array(z.string()).nullish(),
+      Image: z.string().optional().default(''),
+      State: z.string().optional().default(''),
+      Labels: z.record(z.string(), z.string()).nullish(),
+    })
+    .loose(),
+);
+const ImageSummarySchema = z.array(
+  z
+    .object({
+      Id: z.string(),
+      RepoTags: z.array(z.string()).nullish(),
+      Labels: z.record(z.string(), z.string()).nullish(),
+      Created: z.number().optional().default(0),
+      Size: z.number().optional().default(0),
+    })
+    .loose(),
+);
+const VolumeListSchema = z.object({
+  Volumes: z
+    .array(z.object({ Name: z.string(), Labels: z.record(z.string(), z.string()).nullish() }).loose())
+    .nullish(),
+});
+const NetworkListSchema = z.array(
+  z.object({ Name: z.string(), Id: z.string(), Labels: z.record(z.string(), z.string()).nullish() }).loose(),
+);
+const HistorySchema = z.array(z.object({ CreatedBy: z.string().optional().default('') }).loose());
+
+/** Engine filters from `key=value` filter strings (`label=ca.sandbox=1`, `ancestor=img`). */
+export function filterRecord(filters: readonly string[]): Record<string, string[]> {
+  const record: Record<string, string[]> = {};
+  for (const filter of filters) {
+    const at = filter.indexOf('=');
+    if (at <= 0) throw new Error(`not a filter: ${JSON.stringify(filter)}`);
+    const key = filter.slice(0, at);
+    record[key] = [...(record[key] ?? []), filter.slice(at + 1)];
+  }
+  return record;
+}
+
+function filtersOf(filter: ListFilter = {}): object {
+  return labelFilters(filter.labels ?? [], filter.filters ?? {});
+}
+
+/** A removal whose object may already be gone: true when removed, false when it was not there. */
+async function removeIfThere(path: string, verb: string): Promise<boolean> {
+  const response = await engineRequest('DELETE', path, { verb });
+  if (response.status === 404) return false;
+  if (response.status >= 200 && response.status < 300) return true;
+  throw statusError(verb, response.status, response.body);
+}
+
+export interface ContainerVerbs {
+  inspect(ref: string, options?: { size?: boolean }): Promise<ContainerInspect>;
+  /** inspect, or undefined when there is no such container. */
+  find(ref: string): Promise<ContainerInspect | undefined>;
+  list(filter?: ListFilter & { all?: boolean }): Promise<ContainerSummary[]>;
+  start(ref: string): Promise<void>;
+  stop(ref: string, options?: { timeoutSeconds?: number }): Promise<void>;
+  /** True when removed, false when it was not there. */
+  remove(ref: string, options?: { force?: boolean; volumes?: boolean }): Promise<boolean>;
+  logs(ref: string): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * A tar stream of `path` in the container (what `docker cp ref:path -` writes), read as it
+   * comes; DockerNotFoundError when the container or the path does not exist.
+   */
+  archive(ref: string, path: string): Promise<Readable>;
+  /** Waits until it stops; its exit code. */
+  wait(ref: string): Promise<number>;
+  /**
+   * `docker run` through the CLI with the argv @ca-sandbox/run made (the hardened configuration
+   * and the gate that checks it live there); the new container's id.
+   */
+  run(argv: readonly string[], options?: DockerRunOptions): Promise<string>;
+  /**
+   * `docker logs --follow` as live streams (a gateway's readiness line), from `since` when given:
+   * resolves when the container stops or kill() is called; never rejects (`error` says why not).
+   */
+  follow(ref: string, options?: { since?: Date }): LogFollow;
+}
+
+/** A followed log: its two streams, and a stop. */
+export type LogFollow = Promise<{ error?: Error }> & { stdout: Readable; stderr: Readable; kill(): void };
+
+function followLogs(ref: string, options: { since?: Date } = {}): LogFollow {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let response: IncomingMessage | undefined;
+  let killed = false;
+  // `seconds.nanoseconds`, as the CLI sends it: a whole second would also match older lines.
+  const ms = options.since?.getTime();
+  const since =
+    ms === undefined ? undefined : `${Math.floor(ms / 1000)}.${String(ms % 1000).padStart(3, '0')}000000`;
+  const path = `/containers/${segment(ref)}/logs${query({ follow: 1, stdout: 1, stderr: 1, since })}`;
+  const done = (async () => {
+    try {
+      response = await engineStream('GET', path, { verb: 'logs' });
+      if (killed) response.destroy();
+      await demultiplex(response, Buffer.alloc(0), stdout, stderr);
+      return {};
+    } catch (error) {
+      return killed ? {} : { error: error as Error };
+    } finally {
+      stdout.end();
+      stderr.end();
+    }
+  })();
+  return Object.assign(done, {
+    stdout,
+    stderr,
+    kill: () => {
+      killed = true;
+      response?.destroy();
+    },
+  });
+}
+
+export interface VolumeVerbs {
+  create(
+    name: string,
+    options?: { labels?: Record<string, string>; driver?: string },
+  ): Promise<VolumeInspect>;
+  inspect(name: string): Promise<VolumeInspect>;
+  find(name: string): Promise<VolumeInspect | undefined>;
+  list(filter?: ListFilter): Promise<{ name: string; labels: Record<string, string> }[]>;
+  remove(name: string, options?: { force?: boolean }): Promise<boolean>;
+}
+
+export interface NetworkCreateOptions {
+  driver?: string;
+  internal?: boolean;
+  enableIPv6?: boolean;
+  options?: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+export interface NetworkVerbs {
+  create(name: string, options?: NetworkCreateOptions): Promise<NetworkInspect>;
+  inspect(name: string): Promise<NetworkInspect>;
+  find(name: string): Promise<NetworkInspect | undefined>;
+  connect(network: string, container: string): Promise<void>;
+  disconnect(network: string, container: string, options?: { force?: boolean }): Promise<void>;
+  list(filter?: ListFilter): Promise<{ name: string; id: string; labels: Record<string, string> }[]>;
+  remove(name: string): Promise<boolean>;
+}
+
+export interface ImageVerbs {
+  inspect(ref: string): Promise<ImageInspect | undefined>;
+  exists(ref: string): Promise<boolean>;
+  list(filter?: ListFilter & { all?: boolean }): Promise<ImageSummary[]>;
+  remove(ref: string, options?: { force?: boolean }): Promise<boolean>;
+  /** The `CreatedBy` of each layer, newest first. */
+  history(ref: string): Promise<string[]>;
+  /**
+   * Pulls from a registry through the CLI: registry credentials (credential helpers, config.json
+   * auths) are the CLI's to read, not ours. DockerEngineError with the message on failure.
+   */
+  pull(ref: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
+  /**
+   * `docker build` through the CLI with the legacy builder (DOCKER_BUILDKIT=0): its step log is
+   * what our build reports and supervises. Buffered form (the Dockerfile as `input`)...
+   */
+  build(argv: readonly string[], options?: DockerRunOptions): Promise<DockerResult>;
+  /** ...and streamed form (the caller reads the log as it comes and may kill the client). */
+  buildStream(argv: readonly string[]): DockerChild;
+}
+
+export interface ExecVerbs {
+  create(container: string, spec: ExecSpec): Promise<string>;
+  inspect(id: string): Promise<{ running: boolean; exitCode: number | undefined; pid: number | undefined }>;
+  /** Starts and streams (see startExec). */
+  start(container: string, spec: ExecSpec, output?: { stdout?: ExecOutput; stderr?: ExecOutput }): ExecChild;
+  /** Runs to the end and returns the output (see collectExec). */
+  run(
+    container: string,
+    spec: ExecSpec,
+    options?: { input?: string | Buffer | Readable; timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<ExecOutcome>;
+  /** One of our own commands (PATH fixed, `env -i`), run to the end. */
+  internal(
+    container: string,
+    command: readonly string[],
+    options: InternalExecOptions & {
+      input?: string | Buffer | Readable;
+      timeoutMs?: number;
+      signal?: AbortSignal;
+    },
+  ): Promise<ExecOutcome>;
+  resize(id: string, rows: number, columns: number): Promise<boolean>;
+  findByArgument(container: string, needle: string): Promise<string | undefined>;
+}
+
+export interface SystemVerbs {
+  info: typeof dockerInfo;
+  /** The engine answers `/_ping`. */
+  ping(): Promise<boolean>;
+}
+
+export interface Engine {
+  container: ContainerVerbs;
+  volume: VolumeVerbs;
+  network: NetworkVerbs;
+  image: ImageVerbs;
+  exec: ExecVerbs;
+  system: SystemVerbs;
+  /** Containers, volumes or networks by labels, with one label's value (see engine-api.ts). */
+  listLabeled: typeof listLabeled;
+}
+
+const labelsOf = (labels: Record<string, string> | null | undefined) => labels ?? {};
+
+/** Splits a non-TTY logs answer (multiplexed frames) into stdout and stderr text. */
+function splitFrames(body: Buffer): { stdout: string; stderr: string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let at = 0;
+  const framed = body.length >= 8 && body[0] !== undefined && body[0] <= 2 && body.readUIntBE(1, 3) === 0;
+  if (!framed) return { stdout: body.toString('utf8'), stderr: '' };
+  while (at + 8 <= body.length) {
+    const size = body.readUInt32BE(at + 4);
+    const payload = body.subarray(at + 8, at + 8 + size);
+    (body[at] === 2 ? err : out).push(payload);
+    at += 8 + size;
+  }
+  return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+const container: ContainerVerbs = {
+  inspect: (ref, options) => inspectContainer(ref, options),
+  async find(ref) {
+    try {
+      return await inspectContainer(ref);
+    } catch (error) {
+      if (error instanceof DockerNotFoundError) return undefined;
+      throw error;
+    }
+  },
+  async list(filter = {}) {
+    const path = `/containers/json${query({ all: filter.all === false ? undefined : 1, filters: filtersOf(filter) })}`;
+    const answer = parseAnswer(
+      ContainerSummarySchema,
+      'container ls',
+      await engineJson('GET', path, { verb: 'container ls' }),
+    );
+    return answer.map((item) => ({
+      id: item.Id,
+      name: (item.Names?.[0] ?? '').replace(/^\//, ''),
+      image: item.Image,
+      state: item.State,
+      labels: labelsOf(item.Labels),
+    }));
+  },
+  async start(ref) {
+    // 304: already running, which is what was asked.
+    const response = await engineRequest('POST', `/containers/${segment(ref)}/start`, { verb: 'start' });
+    if (response.status !== 204 && response.status !== 304)
+      throw statusError('start', response.status, response.body);
+  },
+  async stop(ref, options = {}) {
+    const path = `/containers/${segment(ref)}/stop${query({ t: options.timeoutSeconds })}`;
+    const timeoutMs = ((options.timeoutSeconds ?? 10) + 60) * 1000;
+    const response = await engineRequest('POST', path, { verb: 'stop', timeoutMs });
+    if (response.status !== 204 && response.status !== 304)
+      throw statusError('stop', response.status, response.body);
+  },
+  remove: (ref, options = {}) =>
+    removeIfThere(
+      `/containers/${segment(ref)}${query({ force: options.force ? 1 : undefined, v: options.volumes ? 1 : undefined })}`,
+      'rm',
+    ),
+  async logs(ref) {
+    return splitFrames(
+      await engineCall('GET', `/containers/${segment(ref)}/logs?stdout=1&stderr=1`, { verb: 'logs' }),
+    );
+  },
+  archive: (ref, path) =>
+    engineStream('GET', `/containers/${segment(ref)}/archive${query({ path })}`, {
+      verb: 'cp',
+    }) as Promise<Readable>,
+  async wait(ref) {
+    const answer = (await engineJson('POST', `/containers/${segment(ref)}/wait`, {
+      verb: 'wait',
+      timeoutMs: 24 * 3600 * 1000,
+    })) as { StatusCode?: unknown };
+    if (typeof answer?.StatusCode !== 'number')
+      throw new DockerResponseError('docker wait gave no status code');
+    return answer.StatusCode;
+  },
+  async run(argv, options) {
+    if (argv[0] !== 'run') throw new Error('engine.container.run: the argv must start with `run`');
+    return (await docker(argv, options)).stdout.trim();
+  },
+  follow: followLogs,
+};
+
+const volume: VolumeVerbs = {
+  async create(name, options = {}) {
+    await engineJson('POST', '/volumes/create', {
+      verb: 'volume create',
+      body: { Name: name, Driver: options.driver ?? 'local', Labels: options.labels ?? {} },
+    });
+    return inspectVolume(name);
+  },
+  inspect: (name) => inspectVolume(name),
+  async find(name) {
+    try {
+      return await inspectVolume(name);
+    } catch (error) {
+      if (error instanceof DockerNotFoundError) return undefined;
+      throw error;
+    }
+  },
+  async list(filter = {}) {
+    const answer = parseAnswer(
+      VolumeListSchema,
+      'volume ls',
+      await engineJson('GET', `/volumes${query({ filters: filtersOf(filter) })}`, { verb: 'volume ls' }),
+    );
+    return (answer.Volumes ?? []).map((item) => ({ name: item.Name, labels: labelsOf(item.Labels) }));
+  },
+  remove: (name, options = {}) =>
+    removeIfThere(`/volumes/${segment(name)}${query({ force: options.force ? 1 : undefined })}`, 'volume rm'),
+};
+
+async function inspectNetwork(name: string): Promise<NetworkInspect> {
+  const answer = await engineJson('GET', `/networks/${segment(name)}`, { verb: 'network inspect' });
+  return parseAnswer(NetworkInspectSchema, 'network inspect', answer);
+}
+
+const network: NetworkVerbs = {
+  async create(name, options = {}) {
+    await engineJson('POST', '/networks/create', {
+      verb: 'network create',
+      body: {
+        Name: name,
+        CheckDuplicate: true,
+        Driver: options.driver ?? 'bridge',
+        Internal: options.internal === true,
+        ...(options.enableIPv6 !== undefined ? { EnableIPv6: options.enableIPv6 } : {}),
+        Options: options.options ?? {},
+        Labels: options.labels ?? {},
+      },
+    });
+    return inspectNetwork(name);
+  },
+  inspect: inspectNetwork,
+  async find(name) {
+    try {
+      return await inspectNetwork(name);
+    } catch (error) {
+      if (error instanceof DockerNotFoundError) return undefined;
+      throw error;
+    }
+  },
+  async connect(name, ref) {
+    await engineCall('POST', `/networks/${segment(name)}/connect`, {
+      verb: 'network connect',
+      body: { Container: ref },
+    });
+  },
+  async disconnect(name, ref, options = {}) {
+    await engineCall('POST', `/networks/${segment(name)}/disconnect`, {
+      verb: 'network disconnect',
+      body: { Container: ref, Force: options.force === true },
+    });
+  },
+  async list(filter = {}) {
+    const answer = parseAnswer(
+      NetworkListSchema,
+      'network ls',
+      await engineJson('GET', `/networks${query({ filters: filtersOf(filter) })}`, { verb: 'network ls' }),
+    );
+    return answer.map((item) => ({ name: item.Name, id: item.Id, labels: labelsOf(item.Labels) }));
+  },
+  remove: (name) => removeIfThere(`/networks/${segment(name)}`, 'network rm'),
+};
+
+const image: ImageVerbs = {
+  inspect: (ref) => inspectImage(ref),
+  exists: async (ref) => (await inspectImage(ref)) !== undefined,
+  async list(filter = {}) {
+    const path = `/images/json${query({ all: filter.all ? 1 : undefined, filters: filtersOf(filter) })}`;
+    const answer = parseAnswer(
+      ImageSummarySchema,
+      'image ls',
+      await engineJson('GET', path, { verb: 'image ls' }),
+    );
+    return answer.map((item) => ({
+      id: item.Id,
+      tags: (item.RepoTags ?? []).filter((tag) => tag !== '<none>:<none>'),
+      labels: labelsOf(item.Labels),
+      created: item.Created,
+      size: item.Size,
+    }));
+  },
+  remove: (ref, options = {}) =>
+    removeIfThere(`/images/${segment(ref)}${query({ force: options.force ? 1 : undefined })}`, 'image rm'),
+  async history(ref) {
+    const answer = parseAnswer(
+      HistorySchema,
+      'image history',
+      await engineJson('GET', `/images/${segment(ref)}/history`, { verb: 'image history' }),
+    );
+    return answer.map((layer) => layer.CreatedBy);
+  },
+  async pull(ref, options = {}) {
+    const pulled = await docker(['pull', '--quiet', '--', ref], {
+      allowFailure: true,
+      timeoutMs: options.timeoutMs ?? 300_000,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (pulled.exitCode !== 0) throw new DockerEngineError('pull', 0, pulled.stderr);
+  },
+  async build(argv, options) {
+    if (argv[0] !== 'build') throw new Error('engine.image.build: the argv must start with `build`');
+    return docker(argv, options);
+  },
+  buildStream(argv) {
+    if (argv[0] !== 'build') throw new Error('engine.image.buildStream: the argv must start with `build`');
+    return spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
+  },
+};
+
+const exec: ExecVerbs = {
+  create: createExec,
+  inspect: inspectExec,
+  start: startExec,
+  run: collectExec,
+  internal: (ref, command, options) => {
+    const { input, timeoutMs, signal, ...rest } = options;
+    return collectExec(ref, internalExecSpec(command, rest), {
+      ...(input !== undefined ? { input } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(signal ? { signal } : {}),
+    });
+  },
+  resize: resizeExec,
+  findByArgument: (ref, needle) => findExecByArgument(ref, needle),
+};
+
+const system: SystemVerbs = {
+  info: dockerInfo,
+  async ping() {
+    try {
+      return (await engineRequest('GET', '/_ping', { verb: 'ping', timeoutMs: 10_000 })).status === 200;
+    } catch {
+      return false;
+    }
+  },
+};
+
+/** The engine, by object kind. */
+export const engine: Engine = { container, volume, network, image, exec, system, listLabeled };
