@@ -9,12 +9,7 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const config = await import(new URL('../packages/config/dist/index.js', import.meta.url).href);
-const LOCAL_BASE_IMAGES = {
-  node: 'ca-sbx-base:node',
-  python: 'ca-sbx-base:python',
-  go: 'ca-sbx-base:go',
-  plain: 'ca-sbx-base:debian',
-};
+const LOCAL_BASE_IMAGES = config.SEEDED_BASE_IMAGES;
 
 function imageExists(image) {
   try {

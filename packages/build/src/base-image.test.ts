@@ -71,6 +71,12 @@ describe('resolveBaseImage', () => {
     expect(error.hint).toContain('scripts/seed-images.sh');
     expect(error.hint).toContain('CA_SANDBOX_BASE_IMAGE_NODE');
   });
+
+  it('does not send users to seed-images.sh for a provider it builds no image for (rust)', () => {
+    const error = new BaseImageMissingError('rust:1-slim', 'rust');
+    expect(error.hint).toMatch(/^scripts\/seed-images\.sh builds no rust image: build one/);
+    expect(error.hint).toContain('CA_SANDBOX_BASE_IMAGE_RUST');
+  });
 });
 
 describe('readExtraCa', () => {

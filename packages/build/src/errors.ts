@@ -1,3 +1,4 @@
+import { SEEDED_BASE_IMAGES } from '@ca-sandbox/config';
 import { CaSandboxError, formatSize } from '@ca-sandbox/docker';
 import { causeLine } from './install-log.js';
 
@@ -26,6 +27,19 @@ export class ManifestReadError extends CaSandboxError {
   readonly code = 'MANIFEST_READ';
 }
 
+/**
+ * How to get a base image for `provider`: seed-images.sh builds some (SEEDED_BASE_IMAGES); for the
+ * others only an image the user builds or a registry can answer. Shared by create's error and doctor.
+ */
+export function baseImageHint(provider: string): string {
+  const name =
+    `name a local one as "baseImages": {"${provider}": ...} in the configuration file (ca-sandbox config path), ` +
+    `or with CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} or --base-image`;
+  return provider in SEEDED_BASE_IMAGES
+    ? `seed the local images with scripts/seed-images.sh (scripts/setup.sh names them in the configuration file), or ${name}`
+    : `scripts/seed-images.sh builds no ${provider} image: build one with the ${provider} toolchain (or allow docker pull) and ${name}`;
+}
+
 /** The base image is neither in the local store nor pullable. */
 export class BaseImageMissingError extends CaSandboxError {
   readonly kind = 'prerequisite';
@@ -36,10 +50,7 @@ export class BaseImageMissingError extends CaSandboxError {
     readonly provider: string,
   ) {
     super(`base image ${image} for provider ${provider} is neither local nor pullable`, {
-      hint:
-        `seed the local images with scripts/seed-images.sh and name a local one as "baseImages": ` +
-        `{"${provider}": ...} in the configuration file (ca-sandbox config path; scripts/setup.sh writes it), ` +
-        `or with CA_SANDBOX_BASE_IMAGE_${provider.toUpperCase()} or --base-image`,
+      hint: baseImageHint(provider),
     });
   }
 }

@@ -35,6 +35,7 @@ export {
   BaseImageMissingError,
   BuildConfigError,
   type BuildFailureReport,
+  baseImageHint,
   DepsImageTooLargeError,
   ImageBuildError,
   ImageBuildTimeoutError,

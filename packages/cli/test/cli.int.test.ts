@@ -154,6 +154,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect((await runBin(['stop', id])).code).toBe(0);
     const stopped = await runBin(['exec', id, '--json', '--', 'true']);
     expect(stopped.code).toBe(125);
+    expect(jsonError(stopped.stderr)).toMatchObject({ code: 'SANDBOX_NOT_RUNNING' });
     expect(jsonError(stopped.stderr).message).toMatch(/exited, not running/);
     const started = await runBin(['start', id, '--json']);
     expect(started.code).toBe(0);

@@ -20,6 +20,7 @@ export {
   PROVIDERS,
   type Provider,
   readConfigFile,
+  SEEDED_BASE_IMAGES,
   type Setting,
   type SettingKey,
   type SettingSource,

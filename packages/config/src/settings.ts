@@ -8,6 +8,18 @@ import { type ConfigLocation, configLocation, dataDir, type PlatformContext } fr
 export const PROVIDERS = ['node', 'python', 'go', 'rust', 'plain'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
+/**
+ * The local base image scripts/seed-images.sh builds for each provider it covers (there is no
+ * registry on machines like CI's); scripts/write-config.mjs names them in the configuration file.
+ * A provider missing here (rust) has no local stand-in: its hints must not send users to the script.
+ */
+export const SEEDED_BASE_IMAGES: Partial<Record<Provider, string>> = {
+  node: 'ca-sbx-base:node',
+  python: 'ca-sbx-base:python',
+  go: 'ca-sbx-base:go',
+  plain: 'ca-sbx-base:debian',
+};
+
 // An image name ends up in a Dockerfile FROM line and in argv: a strict reference grammar, no spaces.
 export const ImageRefSchema = z
   .string()

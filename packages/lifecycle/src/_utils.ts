@@ -7,7 +7,7 @@ import {
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
 } from '@ca-sandbox/docker';
-import { NotABoxError, SandboxNotFoundError } from './errors.js';
+import { NotABoxError, SandboxNotFoundError, SandboxNotRunningError } from './errors.js';
 import { boxName } from './names.js';
 
 export { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
@@ -29,17 +29,14 @@ export async function inspectBox(id: string): Promise<ContainerInspect> {
 }
 
 /**
- * Maps a docker failure that may mean "no such box" to SandboxNotFoundError, confirming with an
+ * Maps a docker failure that may mean "no such box" to SandboxNotFoundError (gone) or
+ * SandboxNotRunningError (stopped), confirming with an
  * inspect, because the text could also be the command's own stderr. Returns the inspect.
  */
 export async function assertBoxRunning(id: string): Promise<ContainerInspect> {
   const inspect = await inspectBox(id);
-  if (!inspect.State.Running) {
-    throw new SandboxNotFoundError(
-      id,
-      `the sandbox is ${inspect.State.Status}, not running (start it again with start, which re-checks its isolation)`,
-    );
-  }
+  // Not "not found": an agent told the box is gone would create another instead of starting it.
+  if (!inspect.State.Running) throw new SandboxNotRunningError(id, inspect.State.Status);
   return inspect;
 }
 

@@ -60,6 +60,17 @@ export class SandboxNotFoundError extends CaSandboxError {
   }
 }
 
+/** The sandbox exists but is not running (stopped, exited): exec, cp and shell need it running. */
+export class SandboxNotRunningError extends CaSandboxError {
+  readonly code = 'SANDBOX_NOT_RUNNING';
+  readonly kind = 'usage';
+  constructor(id: string, status: string) {
+    super(
+      `sandbox '${sanitizeName(id, SHOWN_NAME_MAX)}': the sandbox is ${sanitizeName(status, SHOWN_NAME_MAX)}, not running (start it again with start, which re-checks its isolation)`,
+    );
+  }
+}
+
 /** The container of that name is not a sandbox box (a helper, or not ours): exec/cp/shell refuse it. */
 export class NotABoxError extends CaSandboxError {
   readonly code = 'NOT_A_BOX';

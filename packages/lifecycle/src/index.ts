@@ -27,6 +27,7 @@ export {
   NotABoxError,
   SandboxExistsError,
   SandboxNotFoundError,
+  SandboxNotRunningError,
   SandboxStartRefusedError,
   ShellNeedsTerminalError,
   SourceTooLargeError,

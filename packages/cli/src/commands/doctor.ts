@@ -27,6 +27,8 @@ interface ImageNeed {
   image: string;
   required: boolean;
   source: string;
+  /** How to get it, when it is not the generic hint (a provider seed-images.sh does not cover). */
+  fix?: string;
 }
 
 /** The images create needs: the clone helper, and the base image each provider resolves to. */
@@ -55,6 +57,7 @@ export async function neededImages(env: NodeJS.ProcessEnv): Promise<ImageNeed[]>
         image: choice.image,
         required: false,
         source: choice.source,
+        fix: build.baseImageHint(provider),
       });
     } catch (error) {
       needs.push({
@@ -73,7 +76,7 @@ async function imageChecks(
   imageExists: (image: string) => Promise<boolean>,
 ): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
-  for (const { check, image, required, source } of await neededImages(env)) {
+  for (const { check, image, required, source, fix } of await neededImages(env)) {
     const present = source !== 'invalid' && (await imageExists(image).catch(() => false));
     const where = source === 'default' ? 'official default' : source;
     checks.push(
@@ -84,7 +87,7 @@ async function imageChecks(
             status: required ? 'fail' : 'warn',
             required,
             detail: `${sanitizeName(image)} not present locally (${where})${required ? '' : '; create pulls it for that provider'}`,
-            fix: IMAGE_HINT,
+            fix: fix ?? IMAGE_HINT,
           },
     );
   }
