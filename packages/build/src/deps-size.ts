@@ -59,9 +59,19 @@ export function watchInstallLayer(input: {
 }): LayerWatch {
   let written = 0;
   let watching = true;
+  // The pause between looks ends at once on stop(): the build's end never waits out a poll.
+  let wake: () => void = () => {};
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, DEPS_SIZE_POLL_MS);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   const running = (async () => {
     while (watching && !input.stopped()) {
-      await new Promise((resolve) => setTimeout(resolve, DEPS_SIZE_POLL_MS));
+      await pause();
       if (!watching || input.stopped()) return;
       const seen = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
       if (seen > input.maxDepsSize) {
@@ -73,6 +83,7 @@ export function watchInstallLayer(input: {
   return {
     async stop() {
       watching = false;
+      wake();
       await running;
     },
     get written() {

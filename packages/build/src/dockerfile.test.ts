@@ -1,13 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { renderClaudeDockerfile } from './claude-code.js';
 import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
-import { claudeProbe, envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
+import { claudeProbe, envLines, envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe, contextFiles } from './recipe.js';
 import { TOOLCHAIN_PROBE } from './toolchain.js';
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
+/** Every `NAME="value"` of the Dockerfile's ENV instructions (one instruction may hold several). */
+const envEntries = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('ENV '))
+    .flatMap((line) => [...line.matchAll(/([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => m[0]));
 const render = (files: ManifestFile[], base = 'ca-sbx-base:debian') =>
   renderDockerfile(base, builtinRecipe(files, detectProvider(files)));
 
@@ -18,13 +24,13 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(lines[0]).toBe('FROM node:22-bookworm-slim');
     expect(text).toContain('COPY --chown=1000:1000 manifests/ /deps/src/');
     expect(text).not.toMatch(/^(ARG|ADD|VOLUME|EXPOSE|ONBUILD)\b/m);
-    expect(text).toContain('ENV NODE_PATH="/deps/node_modules"');
-    expect(text).toContain(
-      'ENV PATH="/deps/pm/bin:/deps/node_modules/.bin:/deps/.ca-sbx/bin:/tmp/.local/bin:$PATH"',
+    expect(envEntries(text)).toContain('NODE_PATH="/deps/node_modules"');
+    expect(envEntries(text)).toContain(
+      'PATH="/deps/pm/bin:/deps/node_modules/.bin:/deps/.ca-sbx/bin:/tmp/.local/bin:$PATH"',
     );
-    expect(text).toContain('ENV COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
-    expect(text).toContain('ENV pnpm_config_verify_deps_before_run="false"');
-    expect(text).toContain('ENV HOME="/tmp"');
+    expect(envEntries(text)).toContain('COREPACK_ENABLE_DOWNLOAD_PROMPT="0"');
+    expect(envEntries(text)).toContain('pnpm_config_verify_deps_before_run="false"');
+    expect(envEntries(text)).toContain('HOME="/tmp"');
     expect(text).toContain('npm ci --no-audit');
     // node_modules stay in /deps/src (workspace links rewritten into /work/repo); /deps/node_modules links there.
     expect(text).not.toContain('mv node_modules');
@@ -97,8 +103,8 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain(
       'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python -r /tmp/ca-sbx-req2.txt',
     );
-    expect(text).toContain(
-      'ENV PYTHONPATH="/deps/python:/work/repo/libs/mylib:/work/repo/libs/mylib/src:/work/repo/libs/other:/work/repo/libs/other/src:/work/repo/libs/third:/work/repo/libs/third/src"',
+    expect(envEntries(text)).toContain(
+      'PYTHONPATH="/deps/python:/work/repo/libs/mylib:/work/repo/libs/mylib/src:/work/repo/libs/other:/work/repo/libs/other/src:/work/repo/libs/third:/work/repo/libs/third/src"',
     );
     const context = contextFiles(files);
     const rewritten = context.files[0]?.content.toString() ?? '';
@@ -153,27 +159,27 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(script).not.toContain('sub/requirements-dev.txt');
     expect(script).toContain('python3 /tmp/ca-sbx-reqs.py pyproject >> /tmp/ca-sbx-req.txt');
     // The project's own src layout imports in the box, as after `pip install -e .`.
-    expect(render([f('pyproject.toml', '[project]\nname = "x"\n')])).toContain(
-      'ENV PYTHONPATH="/deps/python:/work/repo/src"',
+    expect(envEntries(render([f('pyproject.toml', '[project]\nname = "x"\n')]))).toContain(
+      'PYTHONPATH="/deps/python:/work/repo/src"',
     );
   });
 
   it('go: module cache under /deps/go, -mod=mod, one download per go.mod', () => {
     const text = render([f('go.mod', 'module x\n'), f('go.sum'), f('libs/mylib/go.mod', 'module y\n')]);
-    expect(text).toContain('ENV GOPATH="/deps/go"');
-    expect(text).toContain('ENV GOMODCACHE="/deps/go/pkg/mod"');
-    expect(text).toContain('ENV GOFLAGS="-mod=mod"');
+    expect(envEntries(text)).toContain('GOPATH="/deps/go"');
+    expect(envEntries(text)).toContain('GOMODCACHE="/deps/go/pkg/mod"');
+    expect(envEntries(text)).toContain('GOFLAGS="-mod=mod"');
     // Offline in the box; the install fetches through Go's default proxy unless a mirror is set.
-    expect(text).toContain('ENV GOPROXY="off"');
+    expect(envEntries(text)).toContain('GOPROXY="off"');
     expect(text).toContain("export GOPROXY='https://proxy.golang.org,direct'");
-    expect(text).toContain('ENV GOCACHE="/tmp/go-build"');
+    expect(envEntries(text)).toContain('GOCACHE="/tmp/go-build"');
     expect(text).toContain("(cd 'libs/mylib' && go mod download)");
     expect(render([f('go.mod'), f('go.work')])).not.toContain('GOFLAGS');
   });
 
   it('rust: CARGO_HOME under /deps, stub targets, cargo fetch', () => {
     const text = render([f('Cargo.toml', '[package]\nname="x"\n'), f('Cargo.lock')]);
-    expect(text).toContain('ENV CARGO_HOME="/deps/cargo"');
+    expect(envEntries(text)).toContain('CARGO_HOME="/deps/cargo"');
     expect(text).toContain('cargo fetch');
   });
 
@@ -215,7 +221,9 @@ describe('renderDockerfile (built-in builder)', () => {
     const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), { extraCa: true });
     expect(text).toContain('COPY --chown=1000:1000 extra-ca.pem /deps/.ca-sbx/extra-ca.pem');
     expect(text).toContain('export NODE_EXTRA_CA_CERTS=/deps/.ca-sbx/extra-ca.pem');
-    expect(text).not.toMatch(/^ENV (NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)/m);
+    expect(envEntries(text).filter((entry) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)=/.test(entry))).toEqual(
+      [],
+    );
   });
 
   it('--with-claude: the binary is copied as root before the install, and the probe must run it', () => {
@@ -229,7 +237,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(lines[copy]).toMatch(/ \/usr\/local\/bin\/claude$/);
     // Before the switch to the install user: the repo's install runs after it, as 1000, and cannot replace it.
     expect(copy).toBeLessThan(lines.indexOf('USER 1000:1000'));
-    expect(text).toContain('ENV DISABLE_AUTOUPDATER="1"');
+    expect(envEntries(text)).toContain('DISABLE_AUTOUPDATER="1"');
     const probe = JSON.parse(
       lines
         .filter((line) => line.startsWith('RUN '))
@@ -271,5 +279,36 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text.indexOf('USER 1000:1000')).toBeLessThan(text.indexOf(install ?? ''));
     // No host value: no ARG, no credential variable.
     expect(text).not.toMatch(/^ARG |ANTHROPIC|CLAUDE_CODE_OAUTH/m);
+  });
+});
+
+describe('envLines', () => {
+  it('one ENV instruction for a provider environment (each instruction is a container and a commit)', () => {
+    const text = render([f('package.json', '{}'), f('package-lock.json', '{}')], 'node:22');
+    expect(text.split('\n').filter((line) => line.startsWith('ENV '))).toHaveLength(1);
+  });
+
+  it('a second instruction where one entry expands a variable set earlier, or sets a name again', () => {
+    expect(
+      envLines([
+        { name: 'HOME', value: '/tmp' },
+        { name: 'PATH', value: '/a:$PATH', expand: true },
+        { name: 'X', value: '1' },
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a Dockerfile variable reference
+        { name: 'PATH', value: '/b:${PATH}', expand: true },
+        { name: 'Y', value: '$X', expand: true },
+        { name: 'Z', value: '$PATHS' },
+        { name: 'Y', value: '2' },
+      ]),
+    ).toEqual([
+      'ENV HOME="/tmp" PATH="/a:$PATH" X="1"',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a Dockerfile variable reference
+      'ENV PATH="/b:${PATH}" Y="$X" Z="\\$PATHS"',
+      'ENV Y="2"',
+    ]);
+  });
+
+  it('refuses a name docker would not take', () => {
+    expect(() => envLines([{ name: 'A B', value: '1' }])).toThrow(/invalid env name/);
   });
 });

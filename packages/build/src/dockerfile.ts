@@ -16,12 +16,31 @@ export function envValue(entry: EnvEntry): string {
   return `"${value}"`;
 }
 
-// One ENV line per entry keeps the order explicit (a later PATH builds on an earlier one).
-function envLines(entries: readonly EnvEntry[]): string[] {
-  return entries.map((entry) => {
+/**
+ * ENV instructions for the entries, in order, as few as keep their meaning: the legacy builder
+ * makes a container and commits an image for every instruction, a metadata one too. One
+ * instruction substitutes the values from before it, so an entry that expands a variable set
+ * earlier in the same instruction (a second PATH on top of the first), or sets a name again,
+ * starts a new instruction.
+ */
+export function envLines(entries: readonly EnvEntry[]): string[] {
+  const groups: EnvEntry[][] = [];
+  for (const entry of entries) {
     if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
-    return `ENV ${entry.name}=${envValue(entry)}`;
-  });
+    const group = groups.at(-1);
+    const clash = group?.some(
+      (earlier) =>
+        earlier.name === entry.name || (entry.expand === true && readsVariable(entry.value, earlier.name)),
+    );
+    if (group && !clash) group.push(entry);
+    else groups.push([entry]);
+  }
+  return groups.map((group) => `ENV ${group.map((entry) => `${entry.name}=${envValue(entry)}`).join(' ')}`);
+}
+
+/** Whether a value substitutes `$name` or `${name...}` (names are ENV_NAME_PATTERN: no regex syntax). */
+function readsVariable(value: string, name: string): boolean {
+  return new RegExp(`\\$(\\{${name}\\b|${name}\\b)`).test(value);
 }
 
 /** Where an explicitly given CA bundle (corporate TLS proxy) lives in the image: public certificates only. */
@@ -170,9 +189,8 @@ export function renderDockerfile(
       : []),
     ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
     `USER ${BOX_USER}`,
-    ...envLines(recipe.env),
     // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
-    ...(options.claudeImage ? envLines(CLAUDE_CODE_ENV) : []),
+    ...envLines([...recipe.env, ...(options.claudeImage ? CLAUDE_CODE_ENV : [])]),
     `WORKDIR ${DEPS_SRC}`,
   ];
   // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
