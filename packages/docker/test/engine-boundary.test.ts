@@ -35,9 +35,6 @@ const RAW_ARGV_LEFT = [
   'packages/build/src/build-leftovers.ts',
   'packages/build/src/claude-code.ts',
   'packages/build/src/manifests.ts',
-  'packages/lifecycle/src/create/box.ts',
-  'packages/lifecycle/src/create/cleanup.ts',
-  'packages/lifecycle/src/create/workspace.ts',
   'packages/lifecycle/src/shell.ts',
 ];
 const RAW_ARGV_CALL = /\b(?:docker|spawnDocker)\(/;

@@ -6,8 +6,12 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-// The built module: the barrels below import this same file, so `instanceof` is meaningful.
-import { CaSandboxError, ERROR_KINDS, isCaSandboxError } from '../dist/contracts.js';
+
+// The built module: the barrels below import this same file, so `instanceof` is meaningful. Loaded
+// by path, typed from the source: CI typechecks a fresh clone before anything is built.
+const { CaSandboxError, ERROR_KINDS, isCaSandboxError } = (await import(
+  pathToFileURL(fileURLToPath(new URL('../dist/contracts.js', import.meta.url))).href
+)) as typeof import('../src/contracts.js');
 
 const PACKAGES = fileURLToPath(new URL('../../', import.meta.url));
 const packageDirs = readdirSync(PACKAGES, { withFileTypes: true })
@@ -68,7 +72,7 @@ describe('the error base', () => {
         if (!isErrorClass(value) || (value as unknown) === CaSandboxError) continue;
         seen.push(`${name}:${exported}`);
         expect(value.prototype, `${name} ${exported}`).toBeInstanceOf(CaSandboxError);
-        const error = new value(...(ARGUMENTS[exported] ?? ['a detail', 'another detail'])) as CaSandboxError;
+        const error = new value(...(ARGUMENTS[exported] ?? ['a detail', 'another detail'])) as InstanceType<typeof CaSandboxError>;
         expect(isCaSandboxError(error), `${name} ${exported}`).toBe(true);
         expect(error.code, `${name} ${exported}`).toMatch(/^[A-Z][A-Z0-9_]*$/);
         expect(ERROR_KINDS, `${name} ${exported}`).toContain(error.kind);

@@ -35,20 +35,34 @@ function toArgs(mount: MountSpec): string[] {
   return ['--tmpfs', `${mount.target}:${options.join(',')}`];
 }
 
+/** A volume to create: a plain name, labels, the local driver and never a driver option. */
+export interface VolumeCreateSpec {
+  name: string;
+  labels: Record<string, string>;
+  driver: 'local';
+}
+
 /**
- * `docker volume create` argv for a labeled named volume with the local driver and NO driver
- * options (`--opt type=none,o=bind,device=/etc` would be a bind mount in disguise).
+ * The one way a volume is made: a labeled named volume with the local driver and NO driver
+ * options (`--opt type=none,o=bind,device=/etc` would be a bind mount in disguise). Validated here,
+ * created by `engine.volume.create(spec.name, spec)` (which sends no driver options either).
  */
-export function buildVolumeCreateArgs(name: string, labels: Record<string, string>): string[] {
+export function volumeCreateSpec(name: string, labels: Record<string, string>): VolumeCreateSpec {
   if (!OBJECT_NAME_PATTERN.test(name))
     throw new BindMountRejectedError(`volume name '${name.slice(0, 80)}' is not a plain name`);
-  const args = ['volume', 'create', '--driver', 'local'];
   for (const [key, value] of Object.entries(labels)) {
     if (!LABEL_KEY_PATTERN.test(key))
       throw new InvalidMountError(`label key '${key.slice(0, 80)}' is not allowed`);
     if (/[\0\n\r]/.test(value)) throw new InvalidMountError(`label ${key} has control characters`);
-    args.push('--label', `${key}=${value}`);
   }
-  args.push('--', name);
+  return { name, labels: { ...labels }, driver: 'local' };
+}
+
+/** `docker volume create` argv of volumeCreateSpec, for the CLI (tests, scripts). */
+export function buildVolumeCreateArgs(name: string, labels: Record<string, string>): string[] {
+  const spec = volumeCreateSpec(name, labels);
+  const args = ['volume', 'create', '--driver', spec.driver];
+  for (const [key, value] of Object.entries(spec.labels)) args.push('--label', `${key}=${value}`);
+  args.push('--', spec.name);
   return args;
 }

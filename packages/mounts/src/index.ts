@@ -1,3 +1,8 @@
-export { buildMountArgs, buildVolumeCreateArgs } from './build-mount-args.js';
+export {
+  buildMountArgs,
+  buildVolumeCreateArgs,
+  type VolumeCreateSpec,
+  volumeCreateSpec,
+} from './build-mount-args.js';
 export { BindMountRejectedError, InvalidMountError } from './errors.js';
 export type { MountSpec, TmpfsMountSpec, VolumeMountSpec } from './mount-spec.js';

@@ -1,5 +1,5 @@
 import type { PreparedImage } from '@ca-sandbox/build';
-import { docker } from '@ca-sandbox/docker';
+import { engine } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { type EgressSummaryRow, LABEL_EGRESS, proxyEnv } from '../egress.js';
@@ -110,7 +110,7 @@ export async function startBox(ctx: CreateContext, prepared: PreparedImage, egre
     // with iptables) may have removed some since: the box is handed out only with the exact set.
     const rules = await allowlistFirewallCheck(ctx.id, box.inspect.Config.Labels);
     if (!rules.pass) {
-      await docker(['rm', '--force', '--', box.name], { allowFailure: true });
+      await engine.container.remove(box.name, { force: true }).catch(() => undefined);
       throw new IsolationViolationError(box.name, [rules]);
     }
     box.report = { ...box.report, checks: [...box.report.checks, rules] };

@@ -1,4 +1,4 @@
-import { DockerUnavailableError, docker } from '@ca-sandbox/docker';
+import { DockerUnavailableError, engine } from '@ca-sandbox/docker';
 import { listIds } from '../_utils.js';
 import { releaseFirewallRules } from '../firewall-release.js';
 import { LABEL_INSTANCE } from '../record.js';
@@ -13,20 +13,22 @@ import type { CreateContext } from './context.js';
 export async function cleanupCreate(id: string, instance: string, firewall: boolean): Promise<string[]> {
   const mine = [`label=${LABEL_INSTANCE}=${instance}`];
   const containers = await listIds('container', mine);
-  if (containers.length)
-    await docker(['rm', '--force', '--volumes', '--', ...containers], { allowFailure: true });
+  // One object at a time, all at once: an object already gone is fine, any other failure shows
+  // up in the re-list below as a leftover (never thrown: the create's own error comes first).
+  const quietly = (removing: Promise<unknown>) => removing.catch(() => undefined);
+  await Promise.all(
+    containers.map((ref) => quietly(engine.container.remove(ref, { force: true, volumes: true }))),
+  );
   const [volumes, networks] = await Promise.all([listIds('volume', mine), listIds('network', mine)]);
-  if (volumes.length) await docker(['volume', 'rm', '--force', '--', ...volumes], { allowFailure: true });
-  if (networks.length) await docker(['network', 'rm', '--', ...networks], { allowFailure: true });
-  const format = ['--format', '{{.Name}}'];
-  const containerFormat = ['--format', '{{.Names}}'];
-  const flags = mine.flatMap((filter) => ['--filter', filter]);
-  const names = async (argv: string[]) =>
-    (await docker(argv)).stdout.split('\n').filter((line) => line.trim() !== '');
+  await Promise.all([
+    ...volumes.map((name) => quietly(engine.volume.remove(name, { force: true }))),
+    ...networks.map((ref) => quietly(engine.network.remove(ref))),
+  ]);
+  const labels = { labels: [`${LABEL_INSTANCE}=${instance}`] };
   const [leftContainers, leftVolumes, leftNetworks] = await Promise.all([
-    names(['container', 'ls', '--all', ...flags, ...containerFormat]),
-    names(['volume', 'ls', ...flags, ...format]),
-    names(['network', 'ls', ...flags, ...format]),
+    engine.container.list({ ...labels, all: true }).then((found) => found.map((item) => item.name)),
+    engine.volume.list(labels).then((found) => found.map((item) => item.name)),
+    engine.network.list(labels).then((found) => found.map((item) => item.name)),
   ]);
   const leftovers = [
     ...leftContainers.map((name) => `container:${name}`),

@@ -1,5 +1,5 @@
-import { docker, sandboxNames } from '@ca-sandbox/docker';
-import { buildVolumeCreateArgs } from '@ca-sandbox/mounts';
+import { engine, sandboxNames } from '@ca-sandbox/docker';
+import { volumeCreateSpec } from '@ca-sandbox/mounts';
 import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { SandboxExistsError } from '../errors.js';
 import { HELPER_COMMAND, keepHelperAlive } from '../helper.js';
@@ -10,11 +10,10 @@ import { LABEL_INSTANCE } from '../record.js';
  * be the one this call made (its `instance` label), or another create of the id got there first.
  */
 export async function createOwnVolume(id: string, labels: Record<string, string>): Promise<void> {
-  const volume = sandboxNames(id).volume;
-  await docker(buildVolumeCreateArgs(volume, labels));
-  const { stdout } = await docker(['volume', 'inspect', '--format', '{{json .Labels}}', '--', volume]);
-  const found = JSON.parse(stdout) as Record<string, string> | null;
-  if (found?.[LABEL_INSTANCE] !== labels[LABEL_INSTANCE]) throw new SandboxExistsError(id);
+  const spec = volumeCreateSpec(sandboxNames(id).volume, labels);
+  // The engine answers a create of an existing name with that volume, labels included.
+  const found = await engine.volume.create(spec.name, spec);
+  if (found.Labels[LABEL_INSTANCE] !== labels[LABEL_INSTANCE]) throw new SandboxExistsError(id);
 }
 
 export interface HelperSpec {
@@ -53,5 +52,5 @@ export async function startHelper(spec: HelperSpec): Promise<() => void> {
 
 /** Removes the helper once the image is prepared: nothing of the repo runs in it any more. */
 export async function removeHelper(id: string): Promise<void> {
-  await docker(['rm', '--force', '--', sandboxNames(id).helper]);
+  await engine.container.remove(sandboxNames(id).helper, { force: true });
 }
