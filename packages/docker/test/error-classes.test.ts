@@ -72,7 +72,9 @@ describe('the error base', () => {
         if (!isErrorClass(value) || (value as unknown) === CaSandboxError) continue;
         seen.push(`${name}:${exported}`);
         expect(value.prototype, `${name} ${exported}`).toBeInstanceOf(CaSandboxError);
-        const error = new value(...(ARGUMENTS[exported] ?? ['a detail', 'another detail'])) as InstanceType<typeof CaSandboxError>;
+        const error = new value(...(ARGUMENTS[exported] ?? ['a detail', 'another detail'])) as InstanceType<
+          typeof CaSandboxError
+        >;
         expect(isCaSandboxError(error), `${name} ${exported}`).toBe(true);
         expect(error.code, `${name} ${exported}`).toMatch(/^[A-Z][A-Z0-9_]*$/);
         expect(ERROR_KINDS, `${name} ${exported}`).toContain(error.kind);
