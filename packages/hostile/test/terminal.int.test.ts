@@ -208,8 +208,9 @@ describe.each(RUNTIMES)('dependency bins that shadow system commands, under %s',
     expect(shell.text).toMatch(/^\/(usr\/)?bin\/sh\r?$/m);
     expect(shell.text).toMatch(/^\/(usr\/)?bin\/grep\r?$/m);
     expect(shell.text).toMatch(
-      // The system directories first; then the repo's pinned package manager and the dependency bins.
-      /path=\/usr\/local\/sbin:\/usr\/local\/bin:\/usr\/sbin:\/usr\/bin:\/sbin:\/bin:\/deps\/pm\/bin:\/deps\/node_modules\/\.bin\r?$/m,
+      // The system directories first; then the repo's pinned package manager, the dependency bins,
+      // the corepack launcher and where `corepack enable` puts its shims (tmpfs).
+      /path=\/usr\/local\/sbin:\/usr\/local\/bin:\/usr\/sbin:\/usr\/bin:\/sbin:\/bin:\/deps\/pm\/bin:\/deps\/node_modules\/\.bin:\/deps\/\.ca-sbx\/bin:\/tmp\/\.local\/bin\r?$/m,
     );
     const log = await execBox(box.id, ['/bin/cat', '/tmp/shadow-ran']);
     expect(log.exitCode).not.toBe(0);
