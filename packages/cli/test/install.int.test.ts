@@ -84,14 +84,18 @@ describe.skipIf(!BUILT)('npm pack of the cli and a global install into a temp pr
   });
 
   it('the exec fast path and its lazily loaded docker barrel work from the install', () => {
-    // node by its path: with PATH emptied (no docker), the bin's `env node` would not find it. The
-    // engine socket is pointed at nothing too: else the box lookup answers from the socket alone.
+    // node by its path: with PATH emptied (no docker CLI), the bin's `env node` would not find it.
+    // exec speaks the Engine API and needs no docker binary: pointed at an engine socket that is
+    // not there, the installed fast path and its barrel answer with the prerequisite error.
     const missing = spawnSync(process.execPath, [bin, 'exec', 'no-such-box', '--', 'true'], {
       encoding: 'utf8',
       env: { ...env(), PATH: '/nonexistent', DOCKER_HOST: `unix://${join(work, 'no-engine.sock')}` },
     });
     expect(missing.status).toBe(125);
-    expect(missing.stderr).toMatch(/docker binary was not found on PATH/);
+    expect(missing.stderr).toMatch(
+      /^error: Docker is not available: the daemon does not answer at unix:\/\/\S*no-engine\.sock/m,
+    );
+    expect(missing.stderr).toMatch(/^hint: install Docker/m);
   });
 
   it('serves MCP (the bundled SDK) from the install', async () => {
