@@ -26,19 +26,22 @@ export async function removeBuildImages(buildId: string): Promise<void> {
 }
 
 /**
- * Removes what is left of a stopped build: containers descending from the base image, created
- * since the build started, whose command is one of this Dockerfile's RUN instructions. Build
- * containers carry no label of ours, and nothing the build printed is trusted to name them, so
- * the three checks together keep every other container (boxes, other builds) out of reach.
+ * Removes what is left of a stopped build: containers carrying this build's id (the Dockerfile's
+ * first LABEL, inherited by every RUN container after it), descending from the base image, created
+ * since the build started, whose command is one of this Dockerfile's RUN instructions. The id is
+ * what keeps other builds out of reach: two builds on one base run identical RUN lines (the setuid
+ * strip, the toolchain probe), and removing another build's step container fails that build
+ * ("removal of container … is already in progress"). Nothing the build printed names them.
  */
 export async function removeBuildContainers(
+  buildId: string,
   baseImage: string,
   dockerfile: string,
   startedAt: number,
 ): Promise<void> {
   const deadline = Date.now() + CLEANUP_WAIT_MS;
   for (;;) {
-    const ids = await leftoverBuildContainers(baseImage, dockerfile, startedAt);
+    const ids = await leftoverBuildContainers(buildId, baseImage, dockerfile, startedAt);
     if (ids.length === 0) return;
     if (Date.now() > deadline) return;
     for (const id of ids) await engine.container.remove(id, { force: true }).catch(() => false);
@@ -46,13 +49,14 @@ export async function removeBuildContainers(
   }
 }
 
-async function leftoverBuildContainers(
+export async function leftoverBuildContainers(
+  buildId: string,
   baseImage: string,
   dockerfile: string,
   startedAt: number,
 ): Promise<string[]> {
   const listed = await engine.container
-    .list({ all: true, filters: { ancestor: [baseImage] } })
+    .list({ all: true, labels: [`${LABEL_BUILD_ID}=${buildId}`], filters: { ancestor: [baseImage] } })
     .catch(() => []);
   if (listed.length === 0) return [];
   // A container removed meanwhile is skipped.
@@ -75,6 +79,7 @@ async function leftoverBuildContainers(
       Array.isArray(cmd) &&
       runLines.has(`RUN ${JSON.stringify(cmd)}`) &&
       created >= since &&
+      d.Config?.Labels?.[LABEL_BUILD_ID] === buildId &&
       d.Config?.Labels?.[SANDBOX_LABEL] === undefined;
     return ours ? [d.Id as string] : [];
   });

@@ -3,6 +3,7 @@ import { sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
 import { removeBuildContainers, removeBuildImages } from './build-cleanup.js';
 import { isBuilderFraming } from './build-log.js';
 import { watchInstallLayer } from './deps-size.js';
+import { LABEL_BUILD_ID } from './dockerfile.js';
 import { DepsImageTooLargeError, ImageBuildError, ImageBuildTimeoutError } from './errors.js';
 import { type InstallLog, meaningfulLines } from './install-log.js';
 
@@ -65,7 +66,8 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
   const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
   signal?.addEventListener('abort', onAbort, { once: true });
   const watch = watchInstallLayer({
-    buildLabels: input.buildLabels,
+    // This build's containers only: another build of the same repo name has the same labels but not its id.
+    buildLabels: { ...input.buildLabels, [LABEL_BUILD_ID]: input.buildId },
     dockerfile: input.dockerfile,
     maxDepsSize: input.maxDepsSize,
     stopped: () => stopped !== undefined,
@@ -77,7 +79,7 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
     if (stopped) {
       // The daemon cancels a legacy build whose client went away, but removes the RUN container
       // asynchronously: make sure it is gone before the caller hears about the failure.
-      await removeBuildContainers(input.baseImage, input.dockerfile, startedAt);
+      await removeBuildContainers(input.buildId, input.baseImage, input.dockerfile, startedAt);
     }
     if (result.exitCode === 0 && !stopped) return tail;
     // A failed build leaves the images of the steps that passed (untagged): found by the build id.
