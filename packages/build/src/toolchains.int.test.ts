@@ -159,7 +159,10 @@ describe('fixtures run their own tests in the box (real engine)', () => {
 
 describe('a failing install (real engine)', () => {
   it('says why (npm error lines, the kept log) and leaves no image, container or temp dir behind', async () => {
-    const contexts = () => readdirSync(tmpdir()).filter((name) => name.startsWith('ca-sbx-build-'));
+    // This process's own build contexts (`ca-sbx-build-<pid>-…`): other test files build at the same
+    // time in other workers, and their contexts come and go meanwhile.
+    const contexts = () =>
+      readdirSync(tmpdir()).filter((name) => name.startsWith(`ca-sbx-build-${process.pid}-`));
     const before = new Set(contexts());
     const fixture = await repo({
       'package.json': JSON.stringify({
