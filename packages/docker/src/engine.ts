@@ -305,16 +305,19 @@ function splitFrames(body: Buffer): { stdout: string; stderr: string } {
   return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
+/** The answer, or undefined when the engine says the object does not exist (404); other failures throw. */
+async function unlessMissing<T>(answer: Promise<T>): Promise<T | undefined> {
+  try {
+    return await answer;
+  } catch (error) {
+    if (error instanceof DockerNotFoundError) return undefined;
+    throw error;
+  }
+}
+
 const container: ContainerVerbs = {
   inspect: (ref, options) => inspectContainer(ref, options),
-  async find(ref) {
-    try {
-      return await inspectContainer(ref);
-    } catch (error) {
-      if (error instanceof DockerNotFoundError) return undefined;
-      throw error;
-    }
-  },
+  find: (ref) => unlessMissing(inspectContainer(ref)),
   async list(filter = {}) {
     const path = `/containers/json${query({ all: filter.all === false ? undefined : 1, filters: filtersOf(filter) })}`;
     const answer = parseAnswer(
@@ -382,14 +385,7 @@ const volume: VolumeVerbs = {
     return inspectVolume(name);
   },
   inspect: (name) => inspectVolume(name),
-  async find(name) {
-    try {
-      return await inspectVolume(name);
-    } catch (error) {
-      if (error instanceof DockerNotFoundError) return undefined;
-      throw error;
-    }
-  },
+  find: (name) => unlessMissing(inspectVolume(name)),
   async list(filter = {}) {
     const answer = parseAnswer(
       VolumeListSchema,
@@ -424,14 +420,7 @@ const network: NetworkVerbs = {
     return inspectNetwork(name);
   },
   inspect: inspectNetwork,
-  async find(name) {
-    try {
-      return await inspectNetwork(name);
-    } catch (error) {
-      if (error instanceof DockerNotFoundError) return undefined;
-      throw error;
-    }
-  },
+  find: (name) => unlessMissing(inspectNetwork(name)),
   async connect(name, ref) {
     await engineCall('POST', `/networks/${segment(name)}/connect`, {
       verb: 'network connect',
