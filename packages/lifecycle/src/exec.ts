@@ -235,7 +235,9 @@ function newMarker(): string {
 class BoxExec {
   readonly container: string;
   readonly child: ExecChild;
-  readonly started = performance.now();
+  // process.hrtime, not performance.now(): the `performance` global loads perf_hooks on first
+  // use, 4 ms of the exec hot path for a duration in whole milliseconds.
+  readonly started = process.hrtime.bigint();
   timedOut = false;
   interrupted: string | undefined;
   private stopping: Promise<void> | undefined;
@@ -252,11 +254,12 @@ class BoxExec {
     argv: readonly string[],
     private readonly options: ResolvedExecOptions,
     output: { stdout: 'pipe' | Writable; stderr: 'pipe' | Writable },
+    gate: Promise<unknown>,
   ) {
     this.container = boxName(id);
     // Over the Engine API: no docker client process, so a terminal's Ctrl-C reaches only us, and
     // we stop the command in the box.
-    this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output);
+    this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output, gate);
     if (options.timeoutMs) {
       this.timers.push(
         setTimeout(() => {
@@ -303,7 +306,7 @@ class BoxExec {
   }
 
   get durationMs(): number {
-    return Math.round(performance.now() - this.started);
+    return Number((process.hrtime.bigint() - this.started) / 1_000_000n);
   }
 
   /**
@@ -341,9 +344,9 @@ export async function execInSandbox(
 ): Promise<ExecResult> {
   const command = checkArgv(argv);
   const resolved = resolveExecOptions(options);
-  // Only a box: a helper (or a stranger carrying the name) is refused before anything runs.
-  await resolveBox(id);
-  const run = new BoxExec(id, command, resolved, { stdout: 'pipe', stderr: 'pipe' });
+  // Only a box: a helper (or a stranger carrying the name) is refused before anything runs (the
+  // check is the exec's gate: asked while the exec is created, passed before it starts).
+  const run = new BoxExec(id, command, resolved, { stdout: 'pipe', stderr: 'pipe' }, resolveBox(id));
   const [out, err, result] = await Promise.all([
     captureCapped(run.child.stdout, resolved.maxBytes),
     captureCapped(run.child.stderr, resolved.maxBytes),
@@ -380,11 +383,16 @@ export async function streamExecInSandbox(
     }
   }
   const resolved = resolveExecOptions(rest);
-  await resolveBox(id);
-  const run = new BoxExec(id, command, resolved, {
-    stdout: stdout === 'inherit' ? process.stdout : stdout,
-    stderr: stderr === 'inherit' ? process.stderr : stderr,
-  });
+  const run = new BoxExec(
+    id,
+    command,
+    resolved,
+    {
+      stdout: stdout === 'inherit' ? process.stdout : stdout,
+      stderr: stderr === 'inherit' ? process.stderr : stderr,
+    },
+    resolveBox(id),
+  );
   const result = await run.finish();
   await run.checkRun(id, result);
   return { exitCode: run.exitCode(result), timedOut: run.timedOut, durationMs: run.durationMs };
