@@ -117,22 +117,3 @@ export function readExtraCa(path: string): Buffer {
     throw new BuildConfigError(`ca certificates file ${path} holds more than ${MAX_CA_CERTS} certificates`);
   return Buffer.from(`${blocks.map((block) => block.replace(/\r/g, '')).join('\n')}\n`, 'utf8');
 }
-
-/** `name:tag` as `docker image ls` shows it (docker.io/library/ prefixes dropped, `:latest` added). */
-export function normaliseImageRef(ref: string): string | undefined {
-  if (ref.includes('@')) return undefined;
-  const name = ref.replace(/^docker\.io\/library\//, '').replace(/^docker\.io\//, '');
-  return /:[^/]+$/.test(name) ? name : `${name}:latest`;
-}
-
-/**
- * Every local image's full id by `name:tag`, from one `docker image ls` (cheaper than one inspect
- * per candidate, and it runs while the manifests are read).
- */
-export async function localImageIds(): Promise<Map<string, string>> {
-  const ids = new Map<string, string>();
-  for (const image of await engine.image.list()) {
-    for (const tag of image.tags) if (!tag.includes('<none>')) ids.set(tag, image.id);
-  }
-  return ids;
-}

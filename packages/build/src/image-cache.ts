@@ -4,23 +4,17 @@ import { LABEL_TOOLCHAIN } from './toolchain.js';
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
 export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
 
-/** More cache images of one repo than this are not looked at (the newest come first). */
-const MAX_CACHED_TAGS = 64;
-
 /**
- * Our cache images of one (sanitised) repo built from one source, by `name:tag`, with their
- * toolchain label: one `docker image ls` filtered by the cache labels (an image merely tagged
- * ca-sbx:* by someone else, or built from another source, is no hit), then an inspect of each of
- * those tags, side by side. Source key and dephash are in the tag itself.
+ * The toolchain label of our cache image `image` (`name:tag`, the dephash and source key in the
+ * tag), or undefined when there is none: one inspect of that tag. An image merely tagged ca-sbx:*
+ * by someone else, or built from another source or repo, carries other labels and is no hit.
+ * One inspect, not a label-filtered `image ls`: the engine walks every local image for a list
+ * (1.3 s on a machine with 5,400 images, on every create), and the tag is known exactly.
  */
-export async function cachedImages(repoPart: string, source: string): Promise<Map<string, string>> {
-  const images = await engine.image.list({
-    labels: [`${CACHE_LABEL}=1`, `${CACHE_LABEL_REPO}=${repoPart}`, `${CACHE_LABEL_SOURCE}=${source}`],
-  });
-  const tags = [...new Set(images.flatMap((image) => image.tags))].slice(0, MAX_CACHED_TAGS);
-  const out = new Map<string, string>();
-  // A tag removed meanwhile: no labels, still a hit (as before).
-  const inspected = await Promise.all(tags.map((tag) => engine.image.inspect(tag).catch(() => undefined)));
-  for (const [i, tag] of tags.entries()) out.set(tag, inspected[i]?.Config.Labels[LABEL_TOOLCHAIN] ?? '');
-  return out;
+export async function cachedImage(image: string, repoPart: string, source: string): Promise<string | undefined> {
+  const found = await engine.image.inspect(image);
+  const labels = found?.Config.Labels ?? {};
+  if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;
+  if (labels[CACHE_LABEL_SOURCE] !== source) return undefined;
+  return labels[LABEL_TOOLCHAIN] ?? '';
 }

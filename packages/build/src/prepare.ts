@@ -1,9 +1,9 @@
-import { ensureBaseImage, localImageIds, normaliseImageRef, resolveBaseImage } from './base-image.js';
+import { ensureBaseImage, resolveBaseImage } from './base-image.js';
 import { buildImage } from './build-image.js';
 import { type BuilderName, selectBuilder } from './builders.js';
 import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
-import { cachedImages } from './image-cache.js';
+import { cachedImage } from './image-cache.js';
 import { imageToolchain } from './image-toolchain.js';
 import { readManifests } from './manifests.js';
 import {
@@ -53,8 +53,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   const { files, builder } = found;
   const detection = detectProvider(files);
   const base = resolveBaseImage(detection.provider, opts);
-  const localId = found.localIds.get(normaliseImageRef(base.image) ?? '');
-  const baseImageId = localId ?? (await ensureBaseImage(base.image, detection.provider, opts.signal));
+  const baseImageId = await ensureBaseImage(base.image, detection.provider, opts.signal);
   const dephash = computeDepHash(files, {
     builder: builder.name,
     builderVersion: builder.version,
@@ -69,7 +68,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   const result = { dephash, builder: builder.name, provider: detection.provider };
   const built = { ...result, imageSource: opts.imageSource };
 
-  const cached = found.cachedTags.get(image);
+  const cached = await cachedImage(image, opts.repoPart, opts.imageSource);
   if (cached !== undefined) {
     emit({ type: 'cache-hit', image });
     log(`cache hit: ${image} (built from ${opts.imageSource})`);
@@ -123,12 +122,12 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
 }
 
 /**
- * The cache-hit path is on every `create`: the manifest read, the image listings and the builder
- * probe run at once, and a hit needs no docker call after the dephash.
+ * The cache-hit path is on every `create`: the manifest read and the builder probe run at once;
+ * a hit then costs two image inspects (the base's id for the dephash, the tag it names).
  */
 async function lookAround(opts: ResolvedPrepareOptions) {
   const skipped: string[] = [];
-  const [files, localIds, cachedTags, builder] = await Promise.all([
+  const [files, builder] = await Promise.all([
     readManifests(opts.containerId, {
       ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
       ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
@@ -136,9 +135,7 @@ async function lookAround(opts: ResolvedPrepareOptions) {
       ...(opts.signal ? { signal: opts.signal } : {}),
       onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
     }),
-    localImageIds(),
-    cachedImages(opts.repoPart, opts.imageSource),
     selectBuilder(opts.builder),
   ]);
-  return { files, localIds, cachedTags, builder, skipped };
+  return { files, builder, skipped };
 }
