@@ -12,16 +12,25 @@ export const NODE_MODULES_DIR = `${DEPS_SRC}/node_modules`;
  * Packages that write into their own folder when they run, so a link into the read-only deps
  * fails them: the box gets a copy of each (its files, not its node_modules) in the volume, see
  * linkDependencies. Only what a package itself writes at a path of its own choosing belongs here;
- * a write a setting or an environment variable can redirect is redirected instead.
+ * a write a setting, an environment variable or a link baked in the image can redirect is
+ * redirected instead (vitest: VITEST_TSBUILDINFO). A copy is a second instance of the package: a
+ * dependency that imports it gets the baked one, so a package with module state does not belong.
  */
 export const WRITABLE_PACKAGES: Readonly<Record<string, string>> = {
-  // vitest --typecheck runs tsc with --tsBuildInfoFile <vitest's dist>/tsconfig.tmp.tsbuildinfo
-  // (a temp dir only under Yarn PnP); no option moves it.
-  vitest: "`vitest --typecheck` writes tsconfig.tmp.tsbuildinfo into vitest's dist",
   // node-gyp writes the make files of a dependency's gyp targets at the target's path relative to
   // the build dir: for node_api.gyp under /deps that is outside /work/repo/build, in the root.
   'node-addon-api': "node-gyp writes the make files of node-addon-api's gyp targets next to its path",
 };
+/**
+ * `vitest --typecheck` runs tsc with `--tsBuildInfoFile <vitest's dist>/tsconfig.tmp.tsbuildinfo`
+ * (a temp dir only under Yarn PnP; no option moves it), read-only in the box. A copy of vitest in
+ * the volume would make it two instances whenever a dependency imports `vitest` itself
+ * (`@testing-library/jest-dom/vitest`): the baked one's snapshot matchers then replace the
+ * runner's and fail ("The snapshot state for … is not found"). So every vitest in the deps gets
+ * that file baked as a link to a file on the box's tmpfs (tsc opens it for writing, which follows
+ * the link; a dangling one reads as absent): one name per vitest folder, made at install.
+ */
+export const VITEST_TSBUILDINFO = { file: 'dist/tsconfig.tmp.tsbuildinfo', dir: '/tmp' } as const;
 /** The pinned package manager, installed with `npm install --global --prefix`. */
 export const PM_PREFIX = `${DEPS_DIR}/pm`;
 
@@ -29,17 +38,30 @@ export const PM_PREFIX = `${DEPS_DIR}/pm`;
 // manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
+// The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO).
 const RELINK_JS = `
-const fs = require('fs'), path = require('path');
+const fs = require('fs'), path = require('path'), crypto = require('crypto');
 const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
+const TSBUILDINFO = ${JSON.stringify(VITEST_TSBUILDINFO)};
 let rewritten = 0;
+function vitestBuildInfo(dir) {
+  const file = path.join(dir, TSBUILDINFO.file);
+  try { if (!fs.lstatSync(path.dirname(file)).isDirectory()) return; } catch { return; }
+  try { if (fs.lstatSync(file).isDirectory()) return; fs.unlinkSync(file); } catch {}
+  const id = crypto.createHash('sha256').update(dir).digest('hex').slice(0, 16);
+  fs.symlinkSync(TSBUILDINFO.dir + '/vitest-' + id + '.tsbuildinfo', file);
+}
 function walk(dir, depth) {
   if (depth > 64) return;
   let entries;
   try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) { walk(full, depth + 1); continue; }
+    if (entry.isDirectory()) {
+      if (entry.name === 'vitest' && path.basename(dir) === 'node_modules') vitestBuildInfo(full);
+      walk(full, depth + 1);
+      continue;
+    }
     if (!entry.isSymbolicLink()) continue;
     const target = path.resolve(dir, fs.readlinkSync(full));
     if (!target.startsWith(SRC + '/')) continue;
