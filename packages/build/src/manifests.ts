@@ -1,4 +1,11 @@
-import { BOX_USER, DOCKER_NAME_PATTERN, engine, internalExecSpec, REPO_DIR, SH_BIN } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  DOCKER_NAME_PATTERN,
+  engine,
+  internalExecSpec,
+  REPO_DIR,
+  SH_BIN,
+} from '@ca-sandbox/docker';
 import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
 import { parseOptions } from './_utils.js';
