@@ -1,5 +1,5 @@
-// The engine reads of the light entry (no zod): labeled listings, a container's labels, the exec
-// lookup and resize. Over the Engine API client (engine-client.ts), whatever the transport.
+// The engine calls of the light entry (no zod): labeled listings, a container's labels, an exec's
+// terminal size. Over the Engine API client (engine-client.ts), whatever the transport.
 import {
   engineCall,
   engineJson,

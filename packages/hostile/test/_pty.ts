@@ -24,12 +24,12 @@ export class PtySession {
       rows?: number;
       columns?: number;
       /** A shell line run in the same terminal after the bin (its exit code is then script's). */
-      then?: string;
+      after?: string;
     } = {},
   ) {
     const command = [process.execPath, BIN, ...args].map(quote).join(' ');
     const size = `stty rows ${options.rows ?? 30} cols ${options.columns ?? 100}`;
-    const line = options.then ? `${size}; ${command}; ${options.then}` : `${size}; exec ${command}`;
+    const line = options.after ? `${size}; ${command}; ${options.after}` : `${size}; exec ${command}`;
     this.child = spawn('script', ['-qfec', line, '/dev/null'], {
       env: { ...process.env, TERM: 'xterm-256color', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -88,7 +88,7 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
     const shell = new PtySession(['shell', box.id], {
       rows: 30,
       columns: 100,
-      then: 'echo "bin-exit=$?"; stty -a',
+      after: 'echo "bin-exit=$?"; stty -a',
     });
     await shell.waitFor(prompt);
     shell.type('stty size\n');
