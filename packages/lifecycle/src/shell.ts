@@ -163,8 +163,12 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   // Everything the box sends is one stream (a terminal merges stderr): filtered before it is shown.
   const screen = new TerminalFilter('interactive');
   child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(screen.push(chunk)));
+  const resize = () => {
+    const size = terminalSize();
+    if (size && child.id) void engine.exec.resize(child.id, size.rows, size.columns);
+  };
   // Sized again once it runs (a resize before the start is refused), then on every SIGWINCH.
-  child.stdout?.once('data', () => resize());
+  child.stdout?.once('data', resize);
 
   // Keystrokes go to the box as they are typed, Ctrl-C included: the host terminal is raw for the
   // session (what `docker exec -it` did) and restored after.
@@ -175,10 +179,6 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   stdin.on('data', type);
   stdin.resume();
 
-  const resize = () => {
-    const size = terminalSize();
-    if (size && child.id) void engine.exec.resize(child.id, size.rows, size.columns);
-  };
   // SIGTERM or SIGHUP to us ends the session (the terminal is restored below); a SIGINT can only
   // come from `kill` (the terminal is raw, Ctrl-C goes to the box as a key) and is treated alike.
   let stoppedBy: NodeJS.Signals | undefined;
