@@ -305,7 +305,7 @@ describe.skipIf(!READY)('run: create, shell, destroy', () => {
     const dry = await runBin(['prune', '--dry-run', '--json']);
     expect(dry.code).toBe(0);
     expect(JSON.parse(dry.stdout)).toEqual(
-      expect.objectContaining({ removed: expect.any(Array), leftovers: [] }),
+      expect.objectContaining({ dryRun: true, removed: expect.any(Array), leftovers: [] }),
     );
     const unknown = await runBin(['destroy', `${id}-unknown`, '--json']);
     expect(unknown.code).toBe(2);

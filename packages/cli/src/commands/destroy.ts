@@ -20,7 +20,7 @@ export function mergeTeardown(results: TeardownResult[]): TeardownResult {
  */
 export function reportTeardown(
   out: Output,
-  result: TeardownResult & { notFound?: string[] },
+  result: TeardownResult & { notFound?: string[]; dryRun?: boolean },
   { json, verb = 'removed' }: { json: boolean; verb?: string },
 ): number {
   if (json) out.json(result);
