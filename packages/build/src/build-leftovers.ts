@@ -7,7 +7,8 @@ import {
   BUILD_LABEL_DEPHASH,
   BUILD_LABEL_REPO,
   DEPS_SRC,
-  docker,
+  DockerCommandError,
+  engine,
   REPO_DIR,
   SANDBOX_LABEL,
 } from '@ca-sandbox/docker';
@@ -46,22 +47,16 @@ export interface BuildLeftoverScope {
   pids?: readonly number[];
 }
 
-async function lines(argv: string[]): Promise<string[]> {
-  const { stdout } = await docker(argv);
-  return stdout
-    .split('\n')
-    .map((line) => line.trim())
-    .filter(Boolean);
-}
-
-function scopeFilters(scope: BuildLeftoverScope): string[] {
+/** The build labels a scope selects: every build object carries the first. */
+function scopeLabels(scope: BuildLeftoverScope): string[] {
   return [
-    '--filter',
-    `label=${BUILD_LABEL}=1`,
-    ...(scope.repo ? ['--filter', `label=${BUILD_LABEL_REPO}=${scope.repo}`] : []),
-    ...(scope.dephash ? ['--filter', `label=${BUILD_LABEL_DEPHASH}=${scope.dephash}`] : []),
+    `${BUILD_LABEL}=1`,
+    ...(scope.repo ? [`${BUILD_LABEL_REPO}=${scope.repo}`] : []),
+    ...(scope.dephash ? [`${BUILD_LABEL_DEPHASH}=${scope.dephash}`] : []),
   ];
 }
+
+const DANGLING = { dangling: ['true'] };
 
 /**
  * Dangling images of ours: labeled by our Dockerfile's first instruction, or (unscoped only, for
@@ -69,16 +64,16 @@ function scopeFilters(scope: BuildLeftoverScope): string[] {
  * and history say nothing of us are never listed.
  */
 async function danglingImages(scope: BuildLeftoverScope): Promise<string[]> {
-  const base = ['image', 'ls', '--no-trunc', '--filter', 'dangling=true', '--format', '{{.ID}}'];
-  const labeled = await lines([...base, ...scopeFilters(scope)]);
+  const ids = async (labels: string[]) =>
+    (await engine.image.list({ labels, filters: DANGLING })).map((image) => image.id);
+  const labeled = await ids(scopeLabels(scope));
   if (scope.repo || scope.dephash) return labeled;
-  const unlabeled = (await lines(base)).filter((id) => !labeled.includes(id));
+  const unlabeled = (await ids([])).filter((id) => !labeled.includes(id));
   const byHistory: string[] = [];
   for (const id of unlabeled) {
-    const history = await docker(['image', 'history', '--no-trunc', '--format', '{{.CreatedBy}}', id], {
-      allowFailure: true,
-    });
-    if (history.exitCode === 0 && history.stdout.includes(OWN_HISTORY_MARK)) byHistory.push(id);
+    // Gone meanwhile, or no answer: not provably ours.
+    const history = await engine.image.history(id).catch(() => [] as string[]);
+    if (history.some((createdBy) => createdBy.includes(OWN_HISTORY_MARK))) byHistory.push(id);
   }
   return [...labeled, ...byHistory];
 }
@@ -95,43 +90,23 @@ export function isOwnBuildCommand(cmd: unknown): boolean {
 async function stoppedBuildContainers(
   scope: BuildLeftoverScope,
 ): Promise<{ name: string; labels: Record<string, string> }[]> {
-  const ids = await lines([
-    'container',
-    'ls',
-    '--all',
-    '--no-trunc',
-    ...scopeFilters(scope),
-    '--filter',
-    'status=created',
-    '--filter',
-    'status=exited',
-    '--filter',
-    'status=dead',
-    '--format',
-    '{{.ID}}',
-  ]);
-  if (ids.length === 0) return [];
-  const inspected = await docker(['container', 'inspect', '--', ...ids], { allowFailure: true });
-  let docs: unknown;
-  try {
-    docs = JSON.parse(inspected.stdout || '[]');
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(docs)) return [];
-  return docs.flatMap((doc) => {
-    const d = doc as {
-      Name?: unknown;
-      State?: { Running?: unknown };
-      Config?: { Cmd?: unknown; Labels?: Record<string, string> | null };
-    };
+  const stopped = await engine.container.list({
+    all: true,
+    labels: scopeLabels(scope),
+    filters: { status: ['created', 'exited', 'dead'] },
+  });
+  // Inspected one by one: one that is gone meanwhile is simply not listed.
+  const inspected = await Promise.all(
+    stopped.map((item) => engine.container.find(item.id).catch(() => undefined)),
+  );
+  return inspected.flatMap((doc) => {
     const ours =
-      typeof d.Name === 'string' &&
-      d.State?.Running === false &&
-      d.Config?.Labels?.[SANDBOX_LABEL] === undefined &&
-      d.Config?.Labels?.[BUILD_LABEL] === '1' &&
-      isOwnBuildCommand(d.Config?.Cmd);
-    return ours ? [{ name: (d.Name as string).replace(/^\//, ''), labels: d.Config?.Labels ?? {} }] : [];
+      doc !== undefined &&
+      !doc.State.Running &&
+      doc.Config.Labels[SANDBOX_LABEL] === undefined &&
+      doc.Config.Labels[BUILD_LABEL] === '1' &&
+      isOwnBuildCommand(doc.Config.Cmd);
+    return ours ? [{ name: doc.Name.replace(/^\//, ''), labels: doc.Config.Labels }] : [];
   });
 }
 
@@ -227,14 +202,9 @@ function isOfBuild(labels: Record<string, string>, build: LiveBuild): boolean {
   return labels[BUILD_LABEL_REPO] === build.repo && labels[BUILD_LABEL_DEPHASH] === build.dephash;
 }
 
-function liveFilters(build: LiveBuild): string[] {
-  if ('buildId' in build) return ['--filter', `label=${LABEL_BUILD_ID}=${build.buildId}`];
-  return [
-    '--filter',
-    `label=${BUILD_LABEL_REPO}=${build.repo}`,
-    '--filter',
-    `label=${BUILD_LABEL_DEPHASH}=${build.dephash}`,
-  ];
+function liveLabels(build: LiveBuild): string[] {
+  if ('buildId' in build) return [`${LABEL_BUILD_ID}=${build.buildId}`];
+  return [`${BUILD_LABEL_REPO}=${build.repo}`, `${BUILD_LABEL_DEPHASH}=${build.dephash}`];
 }
 
 /**
@@ -256,8 +226,8 @@ export async function findBuildLeftovers(scope: BuildLeftoverScope = {}): Promis
   // still in this list (a build keeps its step images until it ends), so no race lets one through.
   const busy = new Set<string>();
   for (const running of live) {
-    const argv = ['image', 'ls', '--all', '--no-trunc', ...liveFilters(running), '--format', '{{.ID}}'];
-    for (const id of await lines(argv)) busy.add(id);
+    for (const image of await engine.image.list({ all: true, labels: liveLabels(running) }))
+      busy.add(image.id);
   }
   return {
     images: images.filter((id) => !busy.has(id)),
@@ -280,16 +250,26 @@ export interface BuildLeftoverRemoval {
  */
 export async function removeBuildLeftovers(found: BuildLeftovers): Promise<BuildLeftoverRemoval> {
   const result: BuildLeftoverRemoval = { removed: [], failures: [] };
-  const each = async (kind: 'container' | 'image', names: string[], argv: (name: string) => string[]) => {
+  const each = async (
+    kind: 'container' | 'image',
+    names: string[],
+    remove: (name: string) => Promise<boolean>,
+  ) => {
     for (const name of names) {
-      const done = await docker(argv(name), { allowFailure: true });
-      if (done.exitCode === 0 || /no such (image|container)/i.test(done.stderr))
+      try {
+        // false: already gone, which is what was asked.
+        await remove(name);
         result.removed.push(`${kind}:${name}`);
-      else result.failures.push({ kind, name, exitCode: done.exitCode, message: done.stderr.trim() });
+      } catch (error) {
+        const exitCode = error instanceof DockerCommandError ? error.exitCode : -1;
+        const message = error instanceof DockerCommandError ? error.stderr.trim() : (error as Error).message;
+        result.failures.push({ kind, name, exitCode, message });
+      }
     }
   };
-  await each('container', found.containers, (name) => ['container', 'rm', '--', name]);
-  await each('image', found.images, (id) => ['image', 'rm', '--', id]);
+  await each('container', found.containers, (name) => engine.container.remove(name));
+  // Without force: an image a running build still uses, or with children, stays.
+  await each('image', found.images, (id) => engine.image.remove(id));
   for (const dir of found.directories) {
     try {
       await rm(dir, { recursive: true, force: true });

@@ -7,8 +7,7 @@ import {
   BUILD_LABEL_REPO,
   CACHE_IMAGE_REPOSITORY,
   CACHE_LABEL,
-  docker,
-  imageExists,
+  engine,
 } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 import { readExtraCa, resolveCaCertificates } from './base-image.js';
@@ -97,7 +96,7 @@ export interface ClaudeImageInput {
  */
 export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string> {
   const image = claudeImageTag(input.nodeBaseImageId, input.registries);
-  if (await imageExists(image)) {
+  if (await engine.image.exists(image)) {
     input.log(`Claude Code ${CLAUDE_CODE_VERSION}: cached image ${image}`);
     return image;
   }
@@ -129,16 +128,18 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
     input.log(
       `docker build ${image} (Claude Code ${CLAUDE_CODE_VERSION}, network ${egress?.network ?? 'bridge'})`,
     );
-    const result = await docker(argv, {
-      allowFailure: true,
-      timeoutMs: input.timeoutMs,
-      ...(input.signal ? { signal: input.signal } : {}),
-    }).catch(async (error: unknown) => {
-      // Killed (time limit or abort): nothing of the build may stay.
-      await removeClaudeBuild(buildId, image);
-      if (input.signal?.aborted) throw error;
-      throw new ImageBuildTimeoutError(image, input.timeoutMs, String((error as Error).message));
-    });
+    const result = await engine.image
+      .build(argv, {
+        allowFailure: true,
+        timeoutMs: input.timeoutMs,
+        ...(input.signal ? { signal: input.signal } : {}),
+      })
+      .catch(async (error: unknown) => {
+        // Killed (time limit or abort): nothing of the build may stay.
+        await removeClaudeBuild(buildId, image);
+        if (input.signal?.aborted) throw error;
+        throw new ImageBuildTimeoutError(image, input.timeoutMs, String((error as Error).message));
+      });
     if (result.exitCode === 0) return image;
     await removeClaudeBuild(buildId, image);
     const output = `${result.stdout}\n${result.stderr}`;
@@ -151,11 +152,11 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
 
 /** A failed build's images (intermediate ones carry the build id) and the tag, if it was made. */
 async function removeClaudeBuild(buildId: string, image: string): Promise<void> {
-  await docker(['image', 'rm', '--force', '--', image], { allowFailure: true });
-  const listed = await docker(
-    ['image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `label=${LABEL_BUILD_ID}=${buildId}`],
-    { allowFailure: true },
-  );
-  for (const id of listed.stdout.split('\n').filter((line) => /^sha256:[0-9a-f]{64}$/.test(line)))
-    await docker(['image', 'rm', '--force', '--', id], { allowFailure: true });
+  // Best effort: what cannot be removed now is a build leftover for `prune --images`.
+  const remove = (ref: string) => engine.image.remove(ref, { force: true }).catch(() => false);
+  await remove(image);
+  const listed = await engine.image
+    .list({ all: true, labels: [`${LABEL_BUILD_ID}=${buildId}`] })
+    .catch(() => []);
+  for (const { id } of listed) await remove(id);
 }

@@ -11,7 +11,11 @@ export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
  * One inspect, not a label-filtered `image ls`: the engine walks every local image for a list
  * (1.3 s on a machine with 5,400 images, on every create), and the tag is known exactly.
  */
-export async function cachedImage(image: string, repoPart: string, source: string): Promise<string | undefined> {
+export async function cachedImage(
+  image: string,
+  repoPart: string,
+  source: string,
+): Promise<string | undefined> {
   const found = await engine.image.inspect(image);
   const labels = found?.Config.Labels ?? {};
   if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;

@@ -1,10 +1,10 @@
 import {
   BOX_USER,
   DOCKER_NAME_PATTERN,
-  internalExecArgs,
+  engine,
+  internalExecSpec,
   REPO_DIR,
   SH_BIN,
-  spawnDocker,
 } from '@ca-sandbox/docker';
 import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
@@ -89,25 +89,26 @@ export async function readManifests(
   if (!DOCKER_NAME_PATTERN.test(containerId))
     throw new ManifestReadError(`invalid container reference: ${JSON.stringify(containerId.slice(0, 80))}`);
   // PATH fixed and an empty environment: find, head and tar are the system's, never the repo's.
-  const argv = internalExecArgs(
-    containerId,
-    [SH_BIN, '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)],
-    {
-      user: BOX_USER,
-    },
-  );
-  const child = spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
+  // An Engine API exec (no docker client process: this runs on every create, cache hit included),
+  // its stdout demultiplexed into the tar parser as it comes.
+  const spec = internalExecSpec([SH_BIN, '-c', findScript(), 'sh', opts.root, String(opts.maxFiles + 1)], {
+    user: BOX_USER,
+  });
+  const child = engine.exec.start(containerId, spec, { stdout: 'pipe', stderr: 'pipe' });
   const stderr: Buffer[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {
     if (stderr.length < 64) stderr.push(chunk);
   });
-  const stop = () => child.kill('SIGKILL');
+  // Dropping the connection ends the stream; tar in the container then dies on its closed pipe.
+  const stop = () => child.kill();
   const timer = setTimeout(stop, opts.timeoutMs);
   opts.signal?.addEventListener('abort', stop, { once: true });
+  if (opts.signal?.aborted) stop();
   try {
     const files = await parseManifestTar(child.stdout as NodeJS.ReadableStream, opts);
     const result = await child;
     if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
+    if (result.error) throw result.error;
     if (result.exitCode !== 0) {
       const text = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0] ?? '';
       throw new ManifestReadError(
@@ -117,7 +118,7 @@ export async function readManifests(
     return files;
   } catch (error) {
     stop();
-    await child.catch(() => undefined);
+    await child;
     if (error instanceof ManifestLimitError || error instanceof ManifestReadError) throw error;
     throw new ManifestReadError(`reading manifests from ${containerId} failed: ${(error as Error).message}`);
   } finally {
@@ -128,7 +129,7 @@ export async function readManifests(
 
 /**
  * Parses a tar stream of manifests with the caps and rules of readManifests. Exported for tests
- * and for callers that obtain the stream another way (e.g. `docker cp container:path -`).
+ * and for callers that obtain the stream another way (e.g. an archive of a container's path).
  */
 export async function parseManifestTar(
   stream: NodeJS.ReadableStream | AsyncIterable<Buffer>,
@@ -183,7 +184,7 @@ export async function parseManifestTar(
       files.push({ path, content: Buffer.concat(chunks) });
     }
   } catch (error) {
-    // Stop reading: the source is destroyed (the caller kills the docker exec), the feed winds down.
+    // Stop reading: the source is destroyed (the caller drops the exec's connection), the feed winds down.
     tar.destroy();
     (stream as { destroy?: () => void }).destroy?.();
     if (error instanceof ManifestLimitError) throw error;

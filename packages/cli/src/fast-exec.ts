@@ -14,8 +14,11 @@ interface PlainExec {
   color: boolean;
 }
 
-/** Flags that take a value, by spelling (the commander names of program.ts). */
-const VALUED_FLAGS = new Map<string, 'timeout' | 'maxBytes' | 'env' | 'workdir'>([
+/**
+ * Flags that take a value, by spelling (the commander names of program.ts; a test holds the two
+ * lists together, since importing commander here would cost the start-up this path exists for).
+ */
+export const VALUED_FLAGS = new Map<string, 'timeout' | 'maxBytes' | 'env' | 'workdir'>([
   ['--timeout', 'timeout'],
   ['--max-bytes', 'maxBytes'],
   ['-e', 'env'],

@@ -231,7 +231,7 @@ Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Cre
     .option('--max-bytes <n>', 'with --json: cap on each of stdout and stderr (default 1 MiB)')
     .option(
       '-e, --env <KEY=VALUE>',
-      'set a variable for the command (repeatable; not for secrets: the value is on the docker command line)',
+      "set a variable for the command (repeatable; not for secrets: the box's other processes can read it)",
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option('-w, --workdir <dir>', 'working directory in the box (relative to /work/repo, or absolute)')

@@ -156,6 +156,12 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(stopped.code).toBe(125);
     expect(jsonError(stopped.stderr)).toMatchObject({ code: 'SANDBOX_NOT_RUNNING' });
     expect(jsonError(stopped.stderr).message).toMatch(/exited, not running/);
+    // verify reads the configuration a stopped box keeps, and says it is stopped.
+    const verified = await runBin(['verify', id, '--json']);
+    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, running: false });
+    expect((await runBin(['verify', id])).stderr).toMatch(
+      /the box is stopped: these are the settings it starts with/,
+    );
     const started = await runBin(['start', id, '--json']);
     expect(started.code).toBe(0);
     expect(JSON.parse(started.stdout)).toMatchObject({ id, started: true, verify: { ok: true } });
@@ -231,6 +237,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
       checks: { check: string; expected: string; seen: string; pass: boolean }[];
     };
     expect(report.ok).toBe(true);
+    expect(report).toMatchObject({ running: true });
     expect(report.checks.length).toBeGreaterThan(5);
     for (const row of report.checks) {
       expect(row).toEqual(
@@ -305,7 +312,7 @@ describe.skipIf(!READY)('run: create, shell, destroy', () => {
     const dry = await runBin(['prune', '--dry-run', '--json']);
     expect(dry.code).toBe(0);
     expect(JSON.parse(dry.stdout)).toEqual(
-      expect.objectContaining({ removed: expect.any(Array), leftovers: [] }),
+      expect.objectContaining({ dryRun: true, removed: expect.any(Array), leftovers: [] }),
     );
     const unknown = await runBin(['destroy', `${id}-unknown`, '--json']);
     expect(unknown.code).toBe(2);

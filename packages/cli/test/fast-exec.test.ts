@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parsePlainExec } from '../src/fast-exec.js';
+import { parsePlainExec, VALUED_FLAGS } from '../src/fast-exec.js';
+import { createProgram } from '../src/program.js';
 
 describe('parsePlainExec (the bin fast path for exec)', () => {
   it('takes the plain form with its flags', () => {
@@ -46,5 +47,19 @@ describe('parsePlainExec (the bin fast path for exec)', () => {
     [['--json', 'exec', 'demo', '--', 'true']],
   ])('leaves %j to the full CLI', (argv) => {
     expect(parsePlainExec(argv)).toBeUndefined();
+  });
+});
+
+describe('the fast path and the program agree on exec', () => {
+  it("takes every value flag that the program's exec command declares, by each spelling, and no other", () => {
+    const program = createProgram({ exitCode: 0 });
+    const exec = program.commands.find((command) => command.name() === 'exec');
+    const declared = (exec?.options ?? [])
+      .filter((option) => (option.required || option.optional) && !option.hidden)
+      .flatMap((option) => [option.short, option.long].filter((flag): flag is string => Boolean(flag)));
+    expect(new Set(VALUED_FLAGS.keys())).toEqual(new Set(declared));
+    // The program's own boolean flags that the fast path knows are the global ones.
+    const globals = program.options.map((option) => option.long);
+    expect(globals).toEqual(expect.arrayContaining(['--json', '--quiet', '--no-color']));
   });
 });

@@ -1,5 +1,5 @@
-// The engine reads of the light entry (no zod): labeled listings, a container's labels, the exec
-// lookup and resize. Over the Engine API client (engine-client.ts), whatever the transport.
+// The engine calls of the light entry (no zod): labeled listings, a container's labels, an exec's
+// terminal size. Over the Engine API client (engine-client.ts), whatever the transport.
 import {
   engineCall,
   engineJson,
@@ -61,39 +61,6 @@ export async function listLabeled(
   return list
     .map((raw) => toObject(kind, raw, label))
     .filter((item): item is LabeledObject => item !== undefined);
-}
-
-/**
- * The id of a running exec in `container` whose arguments include `needle` (a nonce the caller
- * put there); undefined when there is no such exec or no answer. The docker CLI does not say which
- * exec it started, and only the engine can resize its terminal.
- */
-export async function findExecByArgument(
-  container: string,
-  needle: string,
-  timeoutMs = 5_000,
-): Promise<string | undefined> {
-  try {
-    const inspect = (await engineJson('GET', `/containers/${segment(container)}/json`, {
-      verb: 'container inspect',
-      timeoutMs,
-    })) as { ExecIDs?: unknown };
-    const ids = Array.isArray(inspect?.ExecIDs) ? inspect.ExecIDs.filter((id) => typeof id === 'string') : [];
-    for (const id of ids as string[]) {
-      const exec = (await engineJson('GET', `/exec/${segment(id)}/json`, {
-        verb: 'exec inspect',
-        timeoutMs,
-      })) as {
-        Running?: unknown;
-        ProcessConfig?: { arguments?: unknown };
-      };
-      const args = exec?.ProcessConfig?.arguments;
-      if (exec?.Running === true && Array.isArray(args) && args.includes(needle)) return id;
-    }
-  } catch {
-    // no answer: no resize
-  }
-  return undefined;
 }
 
 /** Sets the terminal size of an exec started with a TTY (what `docker exec -t` does on SIGWINCH). */

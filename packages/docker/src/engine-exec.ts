@@ -7,7 +7,7 @@ import { DockerEngineError } from './errors.js';
 import type { DockerProcessResult } from './exec-docker.js';
 import { ENV_BIN, type InternalExecOptions, internalExecCommand, SYSTEM_PATH } from './internal-exec.js';
 
-/** What runs: the argv, as whom, where, with which variables. Never privileged, never a TTY. */
+/** What runs: the argv, as whom, where, with which variables. Never privileged. */
 export interface ExecSpec {
   cmd: readonly string[];
   user: string;
@@ -16,6 +16,11 @@ export interface ExecSpec {
   env?: readonly string[];
   /** Attach stdin: what the caller writes to `stdin` reaches the command (a tar stream, a script). */
   stdin?: boolean;
+  /**
+   * A terminal (`docker exec -t`, the interactive shell): the engine allocates a pty, the output is
+   * one raw stream on `stdout` (no frames, stderr merged), and `engine.exec.resize` sizes it.
+   */
+  tty?: boolean;
 }
 
 /** How an exec ended: its exit code, or the error that kept it from running or finishing. */
@@ -43,7 +48,7 @@ function createBody(spec: ExecSpec): object {
     AttachStdin: spec.stdin === true,
     AttachStdout: true,
     AttachStderr: true,
-    Tty: false,
+    Tty: spec.tty === true,
     Privileged: false,
     User: spec.user,
     Cmd: [...spec.cmd],
@@ -126,6 +131,23 @@ export function demultiplex(
   });
 }
 
+/** A TTY exec's output: the raw stream as it comes, with backpressure on the connection. */
+function relay(source: Readable, head: Buffer, sink: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const write = (chunk: Buffer) => {
+      if (chunk.length && !sink.write(chunk)) {
+        source.pause();
+        sink.once('drain', () => source.resume());
+      }
+    };
+    write(head);
+    source.on('data', write);
+    source.once('end', () => resolve());
+    source.once('close', () => resolve());
+    source.once('error', (error) => (isClosedByUs(error) ? resolve() : reject(error)));
+  });
+}
+
 const isClosedByUs = (error: unknown) =>
   ['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'EPIPE'].includes(String((error as { code?: unknown }).code));
 
@@ -176,7 +198,7 @@ export function startExec(
       if (killed) return { exitCode: undefined, signal: 'SIGKILL' };
       const hijacked = await engineHijack(`/exec/${segment(execId)}/start`, {
         verb: 'exec start',
-        body: { Detach: false, Tty: false },
+        body: { Detach: false, Tty: spec.tty === true },
       });
       socket = hijacked.socket;
       if (killed) socket.destroy();
@@ -184,7 +206,8 @@ export function startExec(
         stdin.pipe(socket, { end: false });
         stdin.once('end', () => socket?.end());
       }
-      await demultiplex(socket, hijacked.head, out.sink, err.sink);
+      if (spec.tty) await relay(socket, hijacked.head, out.sink);
+      else await demultiplex(socket, hijacked.head, out.sink, err.sink);
       if (killed) return { exitCode: undefined, signal: 'SIGKILL' };
       return { exitCode: await exitCodeOf(execId) };
     } catch (error) {
@@ -196,19 +219,18 @@ export function startExec(
     }
   };
   const done = run();
-  return Object.assign(done, {
+  const child = Object.assign(done, {
     stdin,
     stdout: out.stream,
     stderr: err.stream,
-    get id() {
-      return execId;
-    },
     kill: () => {
       killed = true;
       socket?.destroy();
       return true;
     },
   });
+  // A live getter: Object.assign would copy the id's value at this moment (undefined).
+  return Object.defineProperty(child, 'id', { get: () => execId, enumerable: true }) as ExecChild;
 }
 
 /** The buffered outcome of an exec (for short commands of ours). */

@@ -79,6 +79,24 @@ describe('engine verbs on the real engine', () => {
     expect(internal.stdout.split('\n').filter(Boolean).sort()).toEqual(
       ['HOME=/tmp', expect.stringMatching(/^PATH=/), 'X=1'].sort(),
     );
+    // A terminal session (the shell's verb): one raw stream (stderr merged, no frames), keystrokes
+    // in, a resize the program sees, the exit code from exec inspect.
+    const tty = engine.exec.start(
+      name,
+      { cmd: ['/bin/sh', '-i'], user: '1000:1000', tty: true, stdin: true },
+      { stdout: 'pipe', stderr: 'ignore' },
+    );
+    let screen = '';
+    tty.stdout?.on('data', (chunk: Buffer) => {
+      screen += chunk.toString('utf8');
+    });
+    while (!screen.includes('$ ')) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(tty.id).toMatch(/^[0-9a-f]{64}$/);
+    expect(await engine.exec.resize(tty.id ?? '', 33, 99)).toBe(true);
+    tty.stdin?.write('stty size; echo to-stderr >&2; exit 6\r');
+    expect(await tty).toEqual({ exitCode: 6 });
+    expect(screen).toMatch(/\r\n33 99\r\nto-stderr\r\n/);
+    expect(await engine.exec.resize(tty.id ?? '', 20, 80)).toBe(false); // ended: refused
     expect(await engine.container.logs(name)).toEqual({ stdout: 'started\n', stderr: 'warn\n' });
     const tar = await engine.container.archive(name, '/etc/hostname');
     const chunks: Buffer[] = [];

@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { z } from 'zod';
-import { findExecByArgument, listLabeled, resizeExec } from './engine-api.js';
+import { listLabeled, resizeExec } from './engine-api.js';
 import {
   engineCall,
   engineJson,
@@ -248,7 +248,10 @@ export interface ImageVerbs {
 export interface ExecVerbs {
   create(container: string, spec: ExecSpec): Promise<string>;
   inspect(id: string): Promise<{ running: boolean; exitCode: number | undefined; pid: number | undefined }>;
-  /** Starts and streams (see startExec). */
+  /**
+   * Starts and streams (see startExec). With `spec.tty`, a terminal session (the shell): one raw
+   * stream on stdout, sized with `resize`, its exit code from exec inspect.
+   */
   start(container: string, spec: ExecSpec, output?: { stdout?: ExecOutput; stderr?: ExecOutput }): ExecChild;
   /** Runs to the end and returns the output (see collectExec). */
   run(
@@ -266,8 +269,8 @@ export interface ExecVerbs {
       signal?: AbortSignal;
     },
   ): Promise<ExecOutcome>;
+  /** Sets the terminal size of a running TTY exec (what `docker exec -t` does on SIGWINCH); false when refused. */
   resize(id: string, rows: number, columns: number): Promise<boolean>;
-  findByArgument(container: string, needle: string): Promise<string | undefined>;
 }
 
 export interface SystemVerbs {
@@ -504,7 +507,6 @@ const exec: ExecVerbs = {
     });
   },
   resize: resizeExec,
-  findByArgument: (ref, needle) => findExecByArgument(ref, needle),
 };
 
 const system: SystemVerbs = {

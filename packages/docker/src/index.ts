@@ -15,7 +15,6 @@ export {
   type VolumeVerbs,
 } from './engine.js';
 export {
-  findExecByArgument,
   type LabeledKind,
   type LabeledObject,
   listLabeled,

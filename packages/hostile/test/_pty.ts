@@ -1,4 +1,5 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { BIN } from './_harness.js';
 
 /** A shell word for `script -c` (single quotes, any quote inside closed and escaped). */
@@ -18,11 +19,18 @@ export class PtySession {
 
   constructor(
     args: string[],
-    options: { env?: Record<string, string>; rows?: number; columns?: number } = {},
+    options: {
+      env?: Record<string, string>;
+      rows?: number;
+      columns?: number;
+      /** A shell line run in the same terminal after the bin (its exit code is then script's). */
+      after?: string;
+    } = {},
   ) {
     const command = [process.execPath, BIN, ...args].map(quote).join(' ');
     const size = `stty rows ${options.rows ?? 30} cols ${options.columns ?? 100}`;
-    this.child = spawn('script', ['-qfec', `${size}; exec ${command}`, '/dev/null'], {
+    const line = options.after ? `${size}; ${command}; ${options.after}` : `${size}; exec ${command}`;
+    this.child = spawn('script', ['-qfec', line, '/dev/null'], {
       env: { ...process.env, TERM: 'xterm-256color', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -65,5 +73,37 @@ export class PtySession {
       clearTimeout(timer);
       this.child.stdin.end();
     }
+  }
+
+  /** The bin's process id: the descendant of `script` that runs BIN. */
+  binPid(): number {
+    const children = (pid: number): number[] => {
+      try {
+        const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+        return text.split(' ').filter(Boolean).map(Number);
+      } catch {
+        return [];
+      }
+    };
+    const queue = children(this.child.pid ?? 0);
+    while (queue.length) {
+      const pid = queue.shift() as number;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (cmdline.includes(BIN)) return pid;
+      queue.push(...children(pid));
+    }
+    throw new Error('the bin is not running');
+  }
+
+  /** Resizes the terminal as a window does: the kernel sends SIGWINCH to the bin. */
+  resize(rows: number, columns: number): void {
+    execFileSync('stty', [
+      '-F',
+      `/proc/${this.binPid()}/fd/0`,
+      'rows',
+      String(rows),
+      'cols',
+      String(columns),
+    ]);
   }
 }

@@ -82,6 +82,34 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
     for (const mode of modes) expect(exec.text).not.toContain(mode);
   });
 
+  it('the shell follows the terminal size; SIGTERM to the CLI ends it with 143 and the terminal is no longer raw', async () => {
+    const prompt = new RegExp(`\\[sandbox ${box.id}\\] /work/repo \\$ `);
+    // `stty -a` in the same terminal once the bin has gone: `-icanon` would mean it was left raw.
+    const shell = new PtySession(['shell', box.id], {
+      rows: 30,
+      columns: 100,
+      after: 'echo "bin-exit=$?"; stty -a',
+    });
+    await shell.waitFor(prompt);
+    shell.type('stty size\n');
+    await shell.waitFor(/^30 100\r?$/m);
+    shell.resize(41, 133);
+    // The resize reaches the box through the engine; ask until the shell sees it.
+    const deadline = Date.now() + 20_000;
+    while (!/^41 133\r?$/m.test(shell.text) && Date.now() < deadline) {
+      shell.type('stty size\n');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(shell.text).toMatch(/^41 133\r?$/m);
+    process.kill(shell.binPid(), 'SIGTERM');
+    await shell.waitFor(/bin-exit=\d+/);
+    await shell.exit();
+    expect(shell.text).toMatch(/bin-exit=143/);
+    expect(shell.text).toContain(`ca-sandbox: left sandbox ${box.id}`);
+    expect(shell.text).toMatch(/(?:^|\s)icanon(?:\s|$)/m);
+    expect(shell.text).toMatch(/(?:^|\s)echo(?:\s|$)/m);
+  });
+
   it('exec on a terminal streams each line as it comes, control strings filtered, colours kept', async () => {
     const exec = new PtySession([
       'exec',

@@ -1,6 +1,7 @@
 // A create that reuses a cached deps image, side by side in one run with
 //   raw:          `docker run -d <image>` of the very image the box gets (goal: create <= 2x), and
 //   devcontainer: `devcontainer up` of the same repo with that image (goal: create < 0.5x),
+//   floor:        the two container starts a create makes (the helper's and the box's), raw,
 // in rotating order, medians. `ca-sandbox create` is timed through the bin (what a user waits for),
 // and createSandbox in-process (what the MCP server waits for), with its phases. Policies: offline
 // (the default) and clone-then-cut (whose cache hit installs nothing either).
@@ -102,6 +103,23 @@ async function rawRun(image) {
   }
 }
 
+/**
+ * The floor under a create: its two container starts, run raw one after the other (the helper
+ * image, where git runs, then the deps image), with nothing of ours in between. A create cannot go
+ * below it while the clone runs in a container other than the box.
+ */
+async function twoRawRuns(image) {
+  const names = [`ca-bench-raw-${randomUUID().slice(0, 8)}`, `ca-bench-raw-${randomUUID().slice(0, 8)}`];
+  try {
+    return await time(async () => {
+      await raw('run', '-d', '--name', names[0], '--network', 'none', 'ca-sbx-base:git', 'sleep', 'infinity');
+      await raw('run', '-d', '--name', names[1], '--network', 'none', image, 'sleep', 'infinity');
+    });
+  } finally {
+    await raw('rm', '-f', ...names).catch(() => undefined);
+  }
+}
+
 async function devcontainerUp(image) {
   const dir = makeRepo();
   mkdirSync(join(dir, '.devcontainer'));
@@ -138,7 +156,7 @@ try {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  const times = { raw: [], devcontainer: [] };
+  const times = { raw: [], floor: [], devcontainer: [] };
   const phases = {};
   for (const policy of policies) {
     times[`bin ${policy}`] = [];
@@ -147,6 +165,7 @@ try {
   }
   const jobs = [
     ['raw', () => rawRun(image)],
+    ['floor', () => twoRawRuns(image)],
     ...(devcontainer ? [['devcontainer', () => devcontainerUp(image)]] : []),
     ...policies.flatMap((policy) => [
       [`bin ${policy}`, () => binCreate(policy)],
@@ -169,6 +188,10 @@ try {
   const dcMedian = devcontainer ? median(times.devcontainer) : undefined;
   console.log(`\ncreate on a cache hit (${rounds} rounds, medians, image ${image}):`);
   console.log(`  raw docker run -d:  ${fmt(rawMedian)}`);
+  const floorMedian = median(times.floor);
+  console.log(
+    `  floor, two raw runs (helper image, then the deps image): ${fmt(floorMedian)} = ${(floorMedian / rawMedian).toFixed(2)}x raw`,
+  );
   if (dcMedian) console.log(`  devcontainer up:    ${fmt(dcMedian)}`);
   else console.log('  devcontainer up:    skipped (no devcontainer CLI; set BENCH_DEVCONTAINER)');
   for (const policy of policies) {
@@ -180,6 +203,7 @@ try {
         const vsDc = ours / dcMedian;
         parts.push(`${vsDc.toFixed(2)}x devcontainer up (goal < 0.50x) ${vsDc < 0.5 ? 'ok' : 'OVER'}`);
       }
+      parts.push(`+${(ours - floorMedian).toFixed(0)} ms over the floor`);
       const what = kind === 'bin' ? 'ca-sandbox create' : 'createSandbox()  ';
       console.log(`  ${what} --network ${policy}: ${fmt(ours)}  ${parts.join(', ')}`);
     }

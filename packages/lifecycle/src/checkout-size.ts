@@ -1,7 +1,7 @@
-import { engine, internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
+import { internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
 import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
-import { firstLine, GIT_ENV, gitCommand } from './clone.js';
-import { CheckoutTooLargeError, CloneFailedError, CreateAbortedError } from './errors.js';
+import { type CloneStep, firstLine, GIT_ENV, gitCommand } from './clone.js';
+import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
 
 /**
@@ -52,6 +52,16 @@ export function measureCommand(revision: string, limits: PackLimits, timeoutSeco
   ];
 }
 
+/** The measure as a clone step: run at /work/repo right after the fetch, in the same exec. */
+export function measureStep(revision: string, limits: PackLimits, timeoutSeconds: number): CloneStep {
+  return {
+    argv: measureCommand(revision, limits, timeoutSeconds),
+    cwd: REPO_DIR,
+    optional: true,
+    result: true,
+  };
+}
+
 /** The same measure as a `docker exec` argv (what the tests read). */
 export function measureArgs(
   helper: string,
@@ -64,29 +74,6 @@ export function measureArgs(
     workdir: REPO_DIR,
     env: GIT_ENV,
   });
-}
-
-/**
- * What checking out `revision` in the helper's /work/repo would write, measured from git's trees
- * before a single file is written; CheckoutTooLargeError (usage) past either cap.
- */
-export async function measureCheckout(
-  helper: string,
-  revision: string,
-  limits: PackLimits,
-  timeoutSeconds: number,
-  signal?: AbortSignal,
-): Promise<CheckoutSize> {
-  const result = await engine.exec.internal(helper, measureCommand(revision, limits, timeoutSeconds), {
-    user: BOX_USER,
-    workdir: REPO_DIR,
-    env: GIT_ENV,
-    timeoutMs: (timeoutSeconds + 30) * 1000,
-    ...(signal ? { signal } : {}),
-  });
-  // A killed measure exits 0 with no verdict: an interrupted create must not read as a git failure.
-  if (signal?.aborted) throw new CreateAbortedError();
-  return checkoutVerdict(result.stdout, result.exitCode, result.stderr, revision, limits);
 }
 
 /** Reads the measure's last line; throws for a cap crossed or a git failure. */

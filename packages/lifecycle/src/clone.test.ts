@@ -1,5 +1,14 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { buildLocalClonePlan, buildUrlClonePlan, forgetCredentials, GIT_ENV, gitHardening } from './clone.js';
+import {
+  buildLocalClonePlan,
+  buildUrlClonePlan,
+  type CloneStep,
+  forgetCredentials,
+  GIT_ENV,
+  gitHardening,
+  stepsScript,
+} from './clone.js';
 
 /** Every step of a plan, in the order they run (the measure sits between fetch and checkout). */
 const buildUrlCloneSteps = (...args: Parameters<typeof buildUrlClonePlan>) => {
@@ -133,5 +142,62 @@ describe('buildLocalClonePlan', () => {
     const plan = buildLocalClonePlan({ ref: sha, commit: true }, 600);
     expect(plan.revision).toBe(sha);
     expect(plan.checkout[0]?.argv.slice(-4)).toEqual(['--quiet', '--detach', sha, '--']);
+  });
+});
+
+describe('stepsScript (the clone steps of one exec)', () => {
+  // The script is plain POSIX sh; run here with /bin/sh as in the helper.
+  const runSteps = (steps: CloneStep[]) => {
+    const result = spawnSync('/bin/sh', ['-c', stepsScript(steps), 'ca-sbx-steps'], { encoding: 'utf8' });
+    const lines = result.stdout.split('\n').filter((line) => line !== '');
+    return { mark: lines.at(-1), out: lines.slice(0, -1), stderr: result.stderr };
+  };
+
+  it('passes every argument literally: quotes, $(…), backticks and newlines are never interpreted', () => {
+    const hostile = ["it's", '$(echo injected)', '`echo injected`', 'a\nb', '"; exit 3; "', '\\'];
+    const { mark, out } = runSteps([{ argv: ['/usr/bin/printf', '%s|', ...hostile], result: true }]);
+    expect(mark).toBe('ca-sbx-steps 0');
+    expect(out.join('\n')).toBe(`${hostile.join('|')}|`);
+  });
+
+  it('stops at the first failed step, names it and keeps its stderr', () => {
+    const { mark, stderr } = runSteps([
+      { argv: ['/bin/true'] },
+      { argv: ['/bin/sh', '-c', 'echo "fatal: no such ref" >&2; exit 128'] },
+      { argv: ['/usr/bin/printf', 'never'], result: true },
+    ]);
+    expect(mark).toBe('ca-sbx-steps failed 1 128');
+    expect(stderr).toContain('fatal: no such ref');
+  });
+
+  it('runs a fallback only after its optional step failed, and reports the last exit code', () => {
+    const fallback = runSteps([
+      { argv: ['/bin/false'], optional: true },
+      { argv: ['/usr/bin/printf', 'fallback\n'], fallback: true, result: true },
+    ]);
+    expect(fallback).toMatchObject({ mark: 'ca-sbx-steps 0', out: ['fallback'] });
+    const skipped = runSteps([
+      { argv: ['/bin/true'], optional: true },
+      { argv: ['/usr/bin/printf', 'fallback\n'], fallback: true, result: true },
+      { argv: ['/bin/sh', '-c', 'exit 3'], optional: true },
+    ]);
+    expect(skipped).toMatchObject({ mark: 'ca-sbx-steps 3', out: [] });
+  });
+
+  it('gives stdin only to the step that reads the input, and runs each step in its directory', () => {
+    const result = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        stepsScript([
+          { argv: ['/bin/cat'], result: true },
+          { argv: ['/bin/cat'], input: true, result: true },
+          { argv: ['/bin/pwd'], cwd: '/usr', result: true },
+        ]),
+        'ca-sbx-steps',
+      ],
+      { encoding: 'utf8', input: 'the tar\n' },
+    );
+    expect(result.stdout.split('\n').filter(Boolean)).toEqual(['the tar', '/usr', 'ca-sbx-steps 0']);
   });
 });

@@ -128,7 +128,13 @@ async function inspectBoxes(names: string[]): Promise<SandboxRecord[]> {
 }
 
 /** Re-runs the isolation gate (run's verifyContainer) on the sandbox's box. */
-export async function verifySandbox(id: string): Promise<IsolationReport> {
+export async function verifySandbox(id: string): Promise<IsolationReport & { running: boolean }> {
+  const { report, running } = await verifyBox(id);
+  return { ...report, running };
+}
+
+/** The checks of verifySandbox, and whether the box runs (a stopped one is checked as it would start). */
+async function verifyBox(id: string): Promise<{ report: IsolationReport; running: boolean }> {
   const name = boxName(id);
   const inspect = await inspectContainer(name).catch((error: unknown) => {
     if (error instanceof DockerCommandError) return undefined;
@@ -136,17 +142,15 @@ export async function verifySandbox(id: string): Promise<IsolationReport> {
   });
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const report = await verifyContainer(name);
-  if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return report;
+  const running = inspect.State.Running === true;
+  if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return { report, running };
   if (inspect.HostConfig.NetworkMode === egressNames(id).internal) {
     const checks = [await gatewayCheck(id), await gatewayRulesCheck(id, inspect.Config.Labels)];
-    return {
-      ...report,
-      ok: report.ok && checks.every((check) => check.pass),
-      checks: [...report.checks, ...checks],
-    };
+    const ok = report.ok && checks.every((check) => check.pass);
+    return { report: { ...report, ok, checks: [...report.checks, ...checks] }, running };
   }
   const check = await allowlistFirewallCheck(id, inspect.Config.Labels);
-  return { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] };
+  return { report: { ...report, ok: report.ok && check.pass, checks: [...report.checks, check] }, running };
 }
 
 /**

@@ -1,35 +1,31 @@
 import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
-import { buildShellArgs, shellEnvironment, shellPath } from './shell.js';
+import { buildShellSpec, shellEnvironment, shellPath } from './shell.js';
 
-describe('buildShellArgs', () => {
+describe('buildShellSpec', () => {
   const env = shellEnvironment('demo', [], 'xterm');
 
   it('a TTY, the box user at /work/repo, PATH fixed, the launcher by path from an empty environment', () => {
-    const args = buildShellArgs('demo', env, { rows: 40, columns: 120 }, 'n0nce');
-    expect(args.slice(0, 10)).toEqual([
-      'exec',
-      '-i',
-      '-t',
-      '-u',
-      '1000:1000',
-      '-w',
-      '/work/repo',
-      '-e',
-      `PATH=${SYSTEM_PATH}`,
-      'ca-sbx-demo',
-    ]);
-    expect(args.slice(10, 12)).toEqual(['/usr/bin/env', '-i']);
-    const launcher = args[args.indexOf('/bin/sh') + 2] ?? '';
+    const spec = buildShellSpec('demo', env, { rows: 40, columns: 120 });
+    expect(spec).toMatchObject({
+      tty: true,
+      stdin: true,
+      user: '1000:1000',
+      workdir: '/work/repo',
+      env: [`PATH=${SYSTEM_PATH}`],
+    });
+    expect(spec.cmd.slice(0, 2)).toEqual(['/usr/bin/env', '-i']);
+    const launcher = spec.cmd[spec.cmd.indexOf('/bin/sh') + 2] ?? '';
     expect(launcher).toContain('exec /bin/bash --norc --noprofile -i');
     expect(launcher).toContain('exec /bin/sh -i');
-    expect(args.slice(-5)).toEqual(['ca-sbx-shell', '40', '120', 'demo', 'n0nce']);
-    expect(args).not.toContain('--privileged');
-    expect(args).not.toContain('root');
+    expect(spec.cmd.slice(-4)).toEqual(['ca-sbx-shell', '40', '120', 'demo']);
+    expect(spec.cmd).toContain('HOME=/tmp');
+    expect(spec.cmd).not.toContain('root');
+    expect(spec.user).not.toBe('root');
   });
 
   it('without a known size the launcher leaves the size alone', () => {
-    expect(buildShellArgs('demo', env, undefined, 'n').slice(-4, -2)).toEqual(['', '']);
+    expect(buildShellSpec('demo', env, undefined).cmd.slice(-3, -1)).toEqual(['', '']);
   });
 });
 

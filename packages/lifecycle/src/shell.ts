@@ -1,15 +1,14 @@
 import { isatty } from 'node:tty';
 import {
   type ContainerInspect,
-  dockerSpawnError,
-  findExecByArgument,
-  internalExecArgs,
+  DockerEngineError,
+  type ExecSpec,
+  engine,
+  internalExecSpec,
   LABEL_POLICY,
   LABEL_RUNTIME,
-  resizeExec,
   SH_BIN,
   SYSTEM_PATH,
-  spawnDocker,
 } from '@ca-sandbox/docker';
 import { BOX_USER, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker/process';
 import { assertBoxRunning, boxName } from './_utils.js';
@@ -20,8 +19,8 @@ import { TerminalFilter } from './terminal-filter.js';
  * Started by path from an empty environment (see shellEnvironment): bash without any rc or
  * profile file, else sh (ENV is unset, so it reads none either). HOME is the box's writable /tmp:
  * a `.bashrc`, `.profile` or `.inputrc` the box planted there is never read. `$1 $2` are the
- * terminal's rows and columns, `$3` the sandbox id for sh's prompt, `$4` the nonce that lets us
- * find this exec to resize it.
+ * terminal's rows and columns (set again from here: a resize may come before the shell runs), `$3`
+ * the sandbox id for sh's prompt.
  */
 const LAUNCHER = [
   'if [ -n "$1" ] && [ -x /usr/bin/stty ]; then /usr/bin/stty rows "$1" cols "$2" 2>/dev/null; fi',
@@ -112,31 +111,20 @@ export function shellEnvironment(
 }
 
 /**
- * The `docker exec` argv of the shell: a TTY, the box user at /work/repo, never privileged, the
- * launcher by absolute path from an empty environment.
+ * The exec of the shell: a TTY, the box user at /work/repo, never privileged, the launcher by
+ * absolute path from an empty environment.
  */
-export function buildShellArgs(
+export function buildShellSpec(
   id: string,
   env: Record<string, string>,
   size: { rows: number; columns: number } | undefined,
-  nonce: string,
-): string[] {
-  const args = internalExecArgs(
-    boxName(id),
-    [
-      SH_BIN,
-      '-c',
-      LAUNCHER,
-      'ca-sbx-shell',
-      String(size?.rows ?? ''),
-      String(size?.columns ?? ''),
-      id,
-      nonce,
-    ],
+): ExecSpec {
+  const spec = internalExecSpec(
+    [SH_BIN, '-c', LAUNCHER, 'ca-sbx-shell', String(size?.rows ?? ''), String(size?.columns ?? ''), id],
     { user: BOX_USER, workdir: REPO_DIR, env, stdin: true },
   );
-  // `-t` right after `-i`: docker allocates the terminal; the output comes back to us to filter.
-  return [...args.slice(0, 2), '-t', ...args.slice(2)];
+  // The engine allocates the terminal; its output comes back to us to filter.
+  return { ...spec, tty: true };
 }
 
 function terminalSize(): { rows: number; columns: number } | undefined {
@@ -167,29 +155,36 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
     network: labels[LABEL_POLICY] ?? 'unknown',
     runtime: labels[LABEL_RUNTIME] ?? 'unknown',
   });
-  const nonce = `ca-sbx-shell-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
   const env = shellEnvironment(id, inspect.Config.Env, process.env.TERM);
-  const argv = buildShellArgs(id, env, terminalSize(), nonce);
-  const child = spawnDocker(argv, { stdin: 'inherit', stdout: 'pipe', stderr: 'pipe' });
+  const child = engine.exec.start(container, buildShellSpec(id, env, terminalSize()), {
+    stdout: 'pipe',
+    stderr: 'ignore',
+  });
+  // Everything the box sends is one stream (a terminal merges stderr): filtered before it is shown.
   const screen = new TerminalFilter('interactive');
-  const messages = new TerminalFilter('output');
   child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(screen.push(chunk)));
-  child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(messages.push(chunk)));
-
-  // The docker client cannot size a terminal whose output is not its own: we do, on SIGWINCH.
-  let execId: Promise<string | undefined> | undefined;
   const resize = () => {
     const size = terminalSize();
-    if (!size) return;
-    execId ??= findExecByArgument(container, nonce);
-    void execId.then((found) => (found ? resizeExec(found, size.rows, size.columns) : false));
+    if (size && child.id) void engine.exec.resize(child.id, size.rows, size.columns);
   };
-  // SIGTERM or SIGHUP to us ends the session (docker restores the terminal); a SIGINT can only come
-  // from `kill` (the terminal is raw, Ctrl-C goes to the box as a key) and is treated alike.
+  // Sized again once it runs (a resize before the start is refused), then on every SIGWINCH.
+  child.stdout?.once('data', resize);
+
+  // Keystrokes go to the box as they are typed, Ctrl-C included: the host terminal is raw for the
+  // session (what `docker exec -it` did) and restored after.
+  const stdin = process.stdin;
+  const raw = stdin.isTTY && !stdin.isRaw;
+  if (raw) stdin.setRawMode(true);
+  const type = (chunk: Buffer) => child.stdin?.write(chunk);
+  stdin.on('data', type);
+  stdin.resume();
+
+  // SIGTERM or SIGHUP to us ends the session (the terminal is restored below); a SIGINT can only
+  // come from `kill` (the terminal is raw, Ctrl-C goes to the box as a key) and is treated alike.
   let stoppedBy: NodeJS.Signals | undefined;
   const stop = (signal: NodeJS.Signals) => {
     stoppedBy ??= signal;
-    child.kill('SIGTERM');
+    child.kill();
   };
   const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
   process.on('SIGWINCH', resize);
@@ -203,9 +198,14 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
     if (tail.length) process.stdout.write(tail);
     if (process.stdout.isTTY) process.stdout.write(screen.restore());
     if (stoppedBy) return 128 + (stoppedBy === 'SIGHUP' ? 1 : stoppedBy === 'SIGINT' ? 2 : 15);
-    if (result.exitCode === undefined) throw dockerSpawnError(argv, undefined, '', result);
+    if (result.error) throw result.error;
+    if (result.exitCode === undefined)
+      throw new DockerEngineError('exec inspect', 0, 'the engine recorded no exit code for the shell');
     return result.exitCode;
   } finally {
+    stdin.off('data', type);
+    stdin.pause();
+    if (raw) stdin.setRawMode(false);
     process.off('SIGWINCH', resize);
     for (const signal of signals) process.off(signal, stop);
     options.signal?.removeEventListener('abort', onAbort);

@@ -20,7 +20,7 @@ export function mergeTeardown(results: TeardownResult[]): TeardownResult {
  */
 export function reportTeardown(
   out: Output,
-  result: TeardownResult & { notFound?: string[] },
+  result: TeardownResult & { notFound?: string[]; dryRun?: boolean },
   { json, verb = 'removed' }: { json: boolean; verb?: string },
 ): number {
   if (json) out.json(result);
@@ -34,6 +34,34 @@ export function reportTeardown(
   for (const name of result.leftovers)
     out.streams.stderr.write(`${out.red('left behind:')} ${sanitizeName(name)}\n`);
   return result.failures.length > 0 || result.leftovers.length > 0 ? 1 : 0;
+}
+
+/**
+ * Destroys `targets` one after another. Like `docker rm a b`, an id that is gone does not keep the
+ * others (`ls -q | xargs destroy` races a box that went away meanwhile): it is reported as not
+ * found (exit 2), unless it was alone (its own plain error). Under --all a listed box that is gone
+ * by its turn was removed by someone else: what the user asked for holds, so it is no error.
+ * A signal lets the sandbox being removed finish (half a teardown helps nobody), then stops.
+ */
+export async function destroyEach(
+  targets: readonly string[],
+  destroy: (id: string) => Promise<TeardownResult>,
+  { all, signal }: { all: boolean; signal?: AbortSignal },
+): Promise<{ results: TeardownResult[]; notFound: { id: string; error: Error }[] }> {
+  const results: TeardownResult[] = [];
+  const notFound: { id: string; error: Error }[] = [];
+  for (const id of targets) {
+    if (signal?.aborted) break;
+    try {
+      results.push(await destroy(id));
+    } catch (error) {
+      const gone = (error as { code?: unknown }).code === 'SANDBOX_NOT_FOUND';
+      if (gone && all) continue;
+      if (!gone || targets.length === 1) throw error;
+      notFound.push({ id, error: error as Error });
+    }
+  }
+  return { results, notFound };
 }
 
 /** `ca-sandbox destroy <id...> [--keep-volume]` / `destroy --all`. */
@@ -51,20 +79,11 @@ export async function destroyCommand(
   const lifecycle = await loadLifecycle();
   const targets = all ? (await lifecycle.listSandboxes()).map((record) => record.id) : [...new Set(ids)];
   const keepVolume = Boolean(options.keepVolume);
-  const results: TeardownResult[] = [];
-  const notFound: { id: string; error: Error }[] = [];
-  // A signal lets the sandbox being removed finish (half a teardown helps nobody), then stops.
-  for (const id of targets) {
-    if (signal.aborted) break;
-    try {
-      results.push(await lifecycle.destroySandbox(id, { keepVolume }));
-    } catch (error) {
-      // Like `docker rm a b`: an id that is gone does not keep the others (`ls -q | xargs rm`
-      // races a box that went away meanwhile). One id alone keeps its plain error and exit 2.
-      if (targets.length === 1 || (error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
-      notFound.push({ id, error: error as Error });
-    }
-  }
+  const { results, notFound } = await destroyEach(
+    targets,
+    (id) => lifecycle.destroySandbox(id, { keepVolume }),
+    { all, signal },
+  );
   const merged = mergeTeardown(results);
   if (notFound.length === 0) return reportTeardown(out, merged, { json: out.options.json });
   const code = reportTeardown(

@@ -11,5 +11,9 @@ export async function pruneCommand(
   const dryRun = Boolean(options.dryRun);
   const lifecycle = await loadLifecycle();
   const result = await lifecycle.prune({ dryRun, images: Boolean(options.images) });
-  return reportTeardown(out, result, { json: out.options.json, verb: dryRun ? 'would remove' : 'removed' });
+  // Under --json a dry run says so: its `removed` is what a prune would remove.
+  return reportTeardown(out, dryRun ? { ...result, dryRun } : result, {
+    json: out.options.json,
+    verb: dryRun ? 'would remove' : 'removed',
+  });
 }

@@ -13,10 +13,16 @@ export interface VerifyRow {
 }
 
 /** The JSON of `verify`: the report with its checks as rows. */
-export function verifyRows(report: IsolationReport): { ok: boolean; container: string; checks: VerifyRow[] } {
+export function verifyRows(report: Omit<IsolationReport, 'running'> & { running?: boolean }): {
+  ok: boolean;
+  container: string;
+  running?: boolean;
+  checks: VerifyRow[];
+} {
   return {
     ok: report.ok,
     container: report.container,
+    ...(report.running !== undefined ? { running: report.running } : {}),
     checks: report.checks.map((c) => ({
       check: c.id,
       title: c.title,
@@ -41,6 +47,11 @@ export async function verifyCommand(out: Output, args: unknown[]): Promise<numbe
       ['CIS', 'CHECK', 'EXPECTED', 'SEEN', 'RESULT'],
       report.checks.map((row) => [row.cis, row.check, row.expected, row.seen, row.pass ? 'pass' : 'FAIL']),
     );
+    // The checks read the box's configuration, which a stopped box keeps: they say how it starts.
+    if (report.running === false)
+      out.info(
+        out.yellow('the box is stopped: these are the settings it starts with (`start` checks them again)'),
+      );
     const failed = report.checks.filter((row) => !row.pass).length;
     out.info(
       failed === 0

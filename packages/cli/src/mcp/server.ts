@@ -341,7 +341,9 @@ export function createMcpServer(version: string): McpServer {
         dryRun: Boolean(args.dryRun),
         images: Boolean(args.images),
       });
-      return jsonResult(result, { isError: result.failures.length > 0 || result.leftovers.length > 0 });
+      return jsonResult(args.dryRun ? { ...result, dryRun: true } : result, {
+        isError: result.failures.length > 0 || result.leftovers.length > 0,
+      });
     }),
   );
 

@@ -42,11 +42,13 @@ export async function cleanupCreate(id: string, instance: string, firewall: bool
 }
 
 /**
- * After a failed or aborted create: the gateway's log reader and heartbeat stop, then everything
+ * After a failed or aborted create: once the work started beside a phase has settled, the
+ * gateway's log reader and heartbeat stop, then everything
  * this call made goes; what is left (by a re-list) is returned as `<kind>:<name>`. Never throws:
  * a failed cleanup must not hide the create's own error.
  */
 export async function cleanupFailedCreate(ctx: CreateContext): Promise<string[]> {
+  await ctx.settled();
   await ctx.egress.settled();
   ctx.egress.stopKeepAlive();
   ctx.stopHeartbeat();

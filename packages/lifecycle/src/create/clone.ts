@@ -1,16 +1,18 @@
 import { readExtraCa, resolveCaCertificates } from '@ca-sandbox/build';
-import { measureCheckout } from '../checkout-size.js';
+import { checkoutVerdict, measureStep } from '../checkout-size.js';
 import {
   buildLocalClonePlan,
   buildUrlClonePlan,
   type ClonePlan,
+  type CloneStep,
   GIT_ENV,
   installCloneCa,
+  localTreeInput,
   runCloneSteps,
-  sendLocalTree,
+  unpackStep,
 } from '../clone.js';
 import { cloneRules, describeFailedDecisions, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
-import { CloneFailedError } from '../errors.js';
+import { CloneFailedError, CreateAbortedError } from '../errors.js';
 import { scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
 import { createOwnVolume, startHelper } from './workspace.js';
@@ -68,8 +70,10 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
     return source.display;
   }
   if (!scan) throw new Error('unreachable: local source without a scan');
-  await sendLocalTree(helper, scan, ctx.hooks.signal);
-  if (scan.gitRepo) await fetchMeasureCheckout(ctx, buildLocalClonePlan(options.ref, limit));
+  // The tar goes in with the fetch and the measure, in one exec.
+  const unpack = { steps: [unpackStep(scan)], input: localTreeInput(scan) };
+  if (scan.gitRepo) await fetchMeasureCheckout(ctx, buildLocalClonePlan(options.ref, limit), {}, unpack);
+  else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
   for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
   return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
@@ -83,26 +87,33 @@ async function withGatewaySide(ctx: CreateContext, error: CloneFailedError): Pro
 }
 
 /**
- * Fetch without a work tree, measure what the checkout would write against the source caps
- * (CheckoutTooLargeError before any file is written), then check out.
+ * Fetch without a work tree and measure what the checkout would write against the source caps (one
+ * exec: CheckoutTooLargeError before any file is written), then check out (a second exec).
+ * `before`: steps that go first in the fetch's exec (the local tree's unpack, with its input).
  */
 async function fetchMeasureCheckout(
   ctx: CreateContext,
   plan: ClonePlan,
   fetchEnv: Record<string, string> = {},
+  before: { steps: CloneStep[]; input: NodeJS.ReadableStream } | undefined = undefined,
 ): Promise<void> {
   const limit = ctx.options.cloneTimeoutSeconds;
   const signal = ctx.hooks.signal;
   const helper = ctx.names.helper;
-  await runCloneSteps(helper, plan.fetch, limit, signal, fetchEnv);
+  const limits = ctx.options.sourceLimits;
+  const steps = [...(before?.steps ?? []), ...plan.fetch, measureStep(plan.revision, limits, limit)];
+  const measured = await runCloneSteps(helper, steps, limit, signal, fetchEnv, before?.input);
+  // A killed measure exits 0 with no verdict: an interrupted create must not read as a git failure.
+  if (signal?.aborted) throw new CreateAbortedError();
   ctx.checkAborted();
-  const size = await measureCheckout(helper, plan.revision, ctx.options.sourceLimits, limit, signal);
-  ctx.checkAborted();
-  const steps = size.empty ? plan.checkout.filter((step) => !step.argv.includes('checkout')) : plan.checkout;
+  const size = checkoutVerdict(measured.stdout, measured.exitCode, measured.stderr, plan.revision, limits);
+  const checkout = size.empty
+    ? plan.checkout.filter((step) => !step.argv.includes('checkout'))
+    : plan.checkout;
   ctx.log(
     size.empty
       ? 'the repository is empty: nothing to check out'
       : `checkout: ${size.entries} entries, ${size.bytes} bytes of files`,
   );
-  await runCloneSteps(helper, steps, limit, signal);
+  if (checkout.length > 0) await runCloneSteps(helper, checkout, limit, signal);
 }

@@ -34,6 +34,8 @@ export class CreateContext {
   firewallTouched = false;
   /** Stops the helper's heartbeat (set once the helper runs). */
   stopHeartbeat: () => void = () => {};
+  /** Work started beside another phase: a cleanup waits for it, so it sees all that it made. */
+  private readonly inFlight: Promise<unknown>[] = [];
 
   constructor(
     readonly id: string,
@@ -64,6 +66,21 @@ export class CreateContext {
   /** An allowlist of domains: the box itself reaches them through the gateway. */
   boxUsesGateway(): boolean {
     return this.options.policy === 'allowlist' && this.options.allowVia === 'gateway';
+  }
+
+  /**
+   * Starts `work` beside what follows. Its failure is thrown where the result is awaited (so a
+   * phase's own error keeps its precedence); a cleanup first waits for it to settle.
+   */
+  beside<T>(work: Promise<T>): Promise<T> {
+    work.catch(() => undefined);
+    this.inFlight.push(work);
+    return work;
+  }
+
+  /** Resolves once everything started `beside` has finished, either way. */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.inFlight);
   }
 
   checkAborted(): void {

@@ -33,16 +33,20 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     await progress.phase('preflight', () => preflight(ctx));
     await progress.phase('clone', () => cloneSource(ctx));
     const prepared = await prepareBoxImage(ctx);
-    // The helper sits on the gateway's internal network: it goes first, then the gateway.
     ctx.stopHeartbeat();
-    await removeHelper(id);
-    ctx.checkAborted();
+    // The helper goes while the box starts (nothing of the box depends on it; a container start
+    // and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
+    // network, so it goes first, then the gateway. A box that uses a gateway gets a new one once
+    // the create's is gone, so it waits for both.
+    const helperGone = ctx.beside(removeHelper(id));
     const egress = await summariseEgress(ctx);
-    // The gateway goes while the box starts: nothing of the box depends on it.
-    const closing = ctx.boxUsesGateway() ? Promise.resolve() : ctx.egress.close();
+    const closing = ctx.boxUsesGateway()
+      ? Promise.resolve()
+      : ctx.beside(helperGone.then(() => ctx.egress.close()));
+    if (ctx.boxUsesGateway()) await helperGone;
     ctx.checkAborted();
     progress.start('run');
-    const [box] = await Promise.all([startBox(ctx, prepared, egress), closing]);
+    const [box] = await Promise.all([startBox(ctx, prepared, egress), helperGone, closing]);
     progress.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
     await linkNodeModules(ctx, box.name, prepared);
     return recordFromInspect(box.inspect);
