@@ -31,7 +31,7 @@ const NETWORK_ALLOWED: Record<string, string> = {
 /**
  * A docker CLI argv handed over by `docker(...)` or `spawnDocker(...)`: outside @ca-sandbox/docker
  * every call goes through a typed verb of `engine` instead (see packages/docker/README.md; the
- * verbs that still run the CLI, `container.run` and `image.build`, own their argv's first word).
+ * verbs that still run the CLI, `image.build` and `image.pull`, own their argv's first word).
  */
 const RAW_ARGV_CALL = /\b(?:docker|spawnDocker)\(/;
 
