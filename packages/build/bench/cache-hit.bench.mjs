@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { docker, sandboxLabels } from '@ca-sandbox/docker';
+import { sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { pack } from 'tar-stream';
 import { prepareImage } from '../dist/index.js';
 

@@ -10,7 +10,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { docker, sandboxLabels } from '@ca-sandbox/docker';
+import { sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { computeDepHash, isManifestName, readManifests } from '../dist/index.js';
 
 const TOTAL = 50_000;

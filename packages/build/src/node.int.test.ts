@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { docker, inspectImage, SANDBOX_LABEL, setDockerTracer } from '@ca-sandbox/docker';
+import { inspectImage, SANDBOX_LABEL, setDockerTracer } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { installCodeRepo } from '../test/install-code.js';

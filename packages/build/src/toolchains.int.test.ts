@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { goModule, localPypiIndex, Mirror, pypiSubset } from '../test/mirrors.js';

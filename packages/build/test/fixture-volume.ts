@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { docker, sandboxLabels } from '@ca-sandbox/docker';
+import { sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { pack } from 'tar-stream';
 
 /** A file's content, or a symlink to `target`. */

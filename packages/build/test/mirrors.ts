@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { CACHE_LABEL, docker, sandboxLabels } from '@ca-sandbox/docker';
+import { CACHE_LABEL, sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 
 /** Files served by a mirror: path (relative, posix) → content. */
 export type MirrorTree = Record<string, string | Buffer>;

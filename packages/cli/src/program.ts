@@ -136,7 +136,7 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
     .description('Explore an untrusted git repository in a throwaway, locked-down Docker box.')
     .version(cliVersion(), '-V, --version', 'print the version')
     .option('--json', 'machine-readable output (errors as {"error":{code,message}} on stderr)')
-    .option('--verbose', 'print every docker command line and stack traces')
+    .option('--verbose', 'print every call to the docker engine (API request or CLI argv) and stack traces')
     .option('-q, --quiet', 'only results and errors')
     .option('--no-color', 'no colors (also NO_COLOR=1)')
     .showSuggestionAfterError(true)

@@ -2,6 +2,7 @@
 // is told (DockerNotFoundError, DockerEngineError with the engine's message).
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isNameConflict, type SandboxContainerConfig } from './container-create.js';
 import { engine, filterRecord } from './engine.js';
 import { DockerCommandError, DockerEngineError, DockerNotFoundError } from './errors.js';
 
@@ -10,8 +11,42 @@ const name = `ca-sbx-${id}`;
 const labels = { 'ca.sandbox': '1', 'ca.sandbox.id': id };
 const mine = [`ca.sandbox.id=${id}`];
 
+/** A hardened body as @ca-sandbox/run makes one (written out here: this package does not import it). */
+function sandboxConfig(
+  cmd: string[],
+  overrides: Partial<SandboxContainerConfig> = {},
+): SandboxContainerConfig {
+  return {
+    Image: 'ca-sbx-base:debian',
+    Cmd: cmd,
+    User: '1000:1000',
+    Hostname: 'sandbox',
+    WorkingDir: '/tmp',
+    Env: ['HOME=/tmp'],
+    Labels: labels,
+    HostConfig: {
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      PidsLimit: 64,
+      Memory: 256 * 1024 ** 2,
+      MemorySwap: 256 * 1024 ** 2,
+      NanoCpus: 1e9,
+      IpcMode: 'private',
+      Ulimits: [{ Name: 'fsize', Soft: 1024 ** 2, Hard: 1024 ** 2 }],
+      Init: true,
+      Runtime: 'runc',
+      NetworkMode: 'none',
+      Mounts: [],
+      Tmpfs: { '/tmp': 'exec,nosuid,nodev,size=16777216' },
+    },
+    ...overrides,
+  };
+}
+
 afterAll(async () => {
   await engine.container.remove(name, { force: true }).catch(() => false);
+  await engine.container.remove(`${name}-b`, { force: true }).catch(() => false);
   await engine.network.remove(name).catch(() => false);
   await engine.volume.remove(name).catch(() => false);
 });
@@ -42,26 +77,36 @@ describe('engine verbs on the real engine', () => {
     expect(duplicate.message).toMatch(/already exists/);
   });
 
-  it('container: run (CLI), inspect, list, exec, logs, archive, stop, start, wait, remove', async () => {
-    const started = await engine.container.run([
-      'run',
-      '-d',
-      '--name',
+  it('container: run (create + start), inspect, list, exec, logs, archive, stop, start, wait, remove', async () => {
+    const started = await engine.container.run(
       name,
-      '--label',
-      'ca.sandbox=1',
-      '--label',
-      `ca.sandbox.id=${id}`,
-      '--network',
-      'none',
-      '--user',
-      '1000:1000',
-      'ca-sbx-base:debian',
-      'sh',
-      '-c',
-      'echo started; echo warn >&2; exec sleep 600',
-    ]);
+      sandboxConfig(['sh', '-c', 'echo started; echo warn >&2; exec sleep 600']),
+    );
     expect(started).toMatch(/^[0-9a-f]{64}$/);
+    const inspect = await engine.container.inspect(name);
+    expect(inspect.Id).toBe(started);
+    expect(inspect.State.Running).toBe(true);
+    // The body arrived as sent: what the isolation gate of @ca-sandbox/run reads back.
+    expect(inspect.HostConfig).toMatchObject({
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      PidsLimit: 64,
+      Memory: 256 * 1024 ** 2,
+      MemorySwap: 256 * 1024 ** 2,
+      NanoCpus: 1e9,
+      IpcMode: 'private',
+      Runtime: 'runc',
+      NetworkMode: 'none',
+      Privileged: false,
+      Binds: [],
+    });
+    expect(inspect.Config).toMatchObject({ User: '1000:1000', Labels: labels });
+    // A taken name: 409, told by isNameConflict, and the container that has it is left alone.
+    const taken = await engine.container.run(name, sandboxConfig(['true'])).catch((error) => error);
+    expect(taken).toBeInstanceOf(DockerEngineError);
+    expect(taken.status).toBe(409);
+    expect(isNameConflict(taken)).toBe(true);
     expect((await engine.container.inspect(name)).Id).toBe(started);
     const listed = await engine.container.list({ filters: filterRecord([`label=ca.sandbox.id=${id}`]) });
     expect(listed.map((c) => [c.name, c.state])).toEqual([[name, 'running']]);
@@ -104,7 +149,9 @@ describe('engine verbs on the real engine', () => {
     expect(Buffer.concat(chunks).subarray(0, 8).toString()).toBe('hostname');
     await expect(engine.container.archive(name, '/no/such/path')).rejects.toBeInstanceOf(DockerNotFoundError);
     await engine.container.stop(name, { timeoutSeconds: 0 });
-    expect(await engine.container.wait(name)).toBe(137);
+    // Under --init the SIGTERM reaches sleep through tini (143) unless the SIGKILL that follows at
+    // once wins (137).
+    expect([137, 143]).toContain(await engine.container.wait(name));
     const stopped = await engine.exec.run(name, { cmd: ['true'], user: '1000:1000' }).catch((error) => error);
     expect(stopped).toBeInstanceOf(DockerEngineError);
     expect(stopped.status).toBe(409);
@@ -119,6 +166,30 @@ describe('engine verbs on the real engine', () => {
     expect(await engine.network.remove(name)).toBe(true);
     expect(await engine.volume.remove(name)).toBe(true);
     expect(await engine.volume.remove(name)).toBe(false);
+  }, 120_000);
+
+  it('container: create leaves it created; a start that fails removes what was created', async () => {
+    const other = `${name}-b`;
+    const made = await engine.container.create(other, sandboxConfig(['true']));
+    expect((await engine.container.inspect(other)).State.Status).toBe('created');
+    expect(await engine.container.remove(made, { force: true })).toBe(true);
+    // A user the image does not have: the create is accepted, the start refused.
+    const failed = await engine.container
+      .run(other, sandboxConfig(['true'], { User: 'ca-sbx-no-such-user' }))
+      .catch((error) => error);
+    expect(failed).toBeInstanceOf(DockerEngineError);
+    expect(failed.message).toMatch(/user/i);
+    expect(await engine.container.find(other)).toBeUndefined();
+    // A body outside the sandbox shape never reaches the engine.
+    const privileged = {
+      ...sandboxConfig(['true']),
+      HostConfig: { ...sandboxConfig(['true']).HostConfig, Privileged: true },
+    } as SandboxContainerConfig;
+    await expect(engine.container.create(other, privileged)).rejects.toThrow(/HostConfig.Privileged/);
+    const bind = sandboxConfig(['true']);
+    bind.HostConfig.Mounts = [{ Type: 'bind', Source: '/etc', Target: '/x', ReadOnly: true } as never];
+    await expect(engine.container.create(other, bind)).rejects.toThrow(/only volume mounts/);
+    expect(await engine.container.find(other)).toBeUndefined();
   }, 120_000);
 
   it('image: inspect, exists, list, history; absent images are undefined/false', async () => {

@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { z } from 'zod';
+import { createContainer, runContainerConfig, type SandboxContainerConfig } from './container-create.js';
 import { listLabeled, resizeExec } from './engine-api.js';
 import {
   engineCall,
@@ -148,10 +149,13 @@ export interface ContainerVerbs {
   /** Waits until it stops; its exit code. */
   wait(ref: string): Promise<number>;
   /**
-   * `docker run` through the CLI with the argv @ca-sandbox/run made (the hardened configuration
-   * and the gate that checks it live there); the new container's id.
+   * Creates a sandbox container from the body @ca-sandbox/run made (the hardened configuration and
+   * the gate that checks it live there), not started; its id. A taken name is a DockerEngineError
+   * with status 409 (`isNameConflict`).
    */
-  run(argv: readonly string[], options?: DockerRunOptions): Promise<string>;
+  create(name: string, config: SandboxContainerConfig): Promise<string>;
+  /** create, then start (`docker run --detach`); a failed start removes what was created. Its id. */
+  run(name: string, config: SandboxContainerConfig): Promise<string>;
   /**
    * `docker logs --follow` as live streams (a gateway's readiness line), from `since` when given:
    * resolves when the container stops or kill() is called; never rejects (`error` says why not).
@@ -372,10 +376,8 @@ const container: ContainerVerbs = {
       throw new DockerResponseError('docker wait gave no status code');
     return answer.StatusCode;
   },
-  async run(argv, options) {
-    if (argv[0] !== 'run') throw new Error('engine.container.run: the argv must start with `run`');
-    return (await docker(argv, options)).stdout.trim();
-  },
+  create: createContainer,
+  run: runContainerConfig,
   follow: followLogs,
 };
 

@@ -1,5 +1,13 @@
 // The full barrel: the light entry (spawning, errors, labels) plus the engine's answers parsed.
 export {
+  assertSandboxConfig,
+  isNameConflict,
+  type SandboxContainerConfig,
+  type SandboxHostConfig,
+  type UlimitConfig,
+  type VolumeMountConfig,
+} from './container-create.js';
+export {
   type ContainerSummary,
   type ContainerVerbs,
   type Engine,

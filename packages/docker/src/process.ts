@@ -38,12 +38,10 @@ export {
   type DockerResult,
   type DockerRunOptions,
   type DockerSpawnOptions,
-  docker,
   dockerEnv,
   dockerSpawnError,
   isDaemonUnreachable,
   setDockerTracer,
-  spawnDocker,
 } from './exec-docker.js';
 export {
   ENV_BIN,

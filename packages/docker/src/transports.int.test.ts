@@ -70,7 +70,7 @@ async function exercise(viaRelay = true): Promise<void> {
 }
 
 beforeAll(async () => {
-  await engine.container.run([
+  await docker([
     'run',
     '-d',
     '--rm',

@@ -31,7 +31,7 @@ const NETWORK_ALLOWED: Record<string, string> = {
 /**
  * A docker CLI argv handed over by `docker(...)` or `spawnDocker(...)`: outside @ca-sandbox/docker
  * every call goes through a typed verb of `engine` instead (see packages/docker/README.md; the
- * verbs that still run the CLI, `container.run` and `image.build`, own their argv's first word).
+ * verbs that still run the CLI, `image.build` and `image.pull`, own their argv's first word).
  */
 const RAW_ARGV_CALL = /\b(?:docker|spawnDocker)\(/;
 
@@ -85,6 +85,16 @@ const inDocker = (path: string) => path.startsWith('packages/docker/');
 const outside = [...all].filter(([path]) => !inDocker(path));
 
 describe('only @ca-sandbox/docker reaches the engine', () => {
+  it('the barrel does not hand out the CLI runner (tests get it from @ca-sandbox/docker/cli)', async () => {
+    const barrel: Record<string, unknown> = await import('@ca-sandbox/docker');
+    const light: Record<string, unknown> = await import('@ca-sandbox/docker/process');
+    for (const entry of [barrel, light]) {
+      expect(entry.docker).toBeUndefined();
+      expect(entry.spawnDocker).toBeUndefined();
+    }
+    expect(typeof (await import('@ca-sandbox/docker/cli')).docker).toBe('function');
+  });
+
   it('reads the other packages and sees the docker package itself reach it (the checks see something)', () => {
     expect(outside.length).toBeGreaterThan(100);
     const docker = [...all].filter(([path]) => inDocker(path)).map(([, text]) => code(text));

@@ -139,7 +139,7 @@ export function escapes(output: string): string[] {
 
 /** Every container, volume and network labeled with sandbox `id`, as `<kind>:<name>`. */
 export async function labeledLeft(id: string): Promise<string[]> {
-  const { docker } = await import('@ca-sandbox/docker');
+  const { docker } = await import('@ca-sandbox/docker/cli');
   const filters = ['--filter', 'label=ca.sandbox=1', '--filter', `label=ca.sandbox.id=${id}`];
   const names = async (argv: string[], kind: string) =>
     (await docker(argv)).stdout

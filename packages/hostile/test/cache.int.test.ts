@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBox, destroyBox, destroyLeftovers, execBox } from './_harness.js';
 

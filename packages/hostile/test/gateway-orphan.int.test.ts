@@ -3,7 +3,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findBuildLeftovers, removeBuildLeftovers, staleBuildDirectories } from '@ca-sandbox/build';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, cli, FIXTURES, labeledLeft } from './_harness.js';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, createBox, destroyBox, destroyLeftovers, execBox, hostAddress, parseJson } from './_harness.js';
 

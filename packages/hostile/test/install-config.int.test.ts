@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBox, destroyBox, destroyLeftovers, execBox, FIXTURES, RUNTIMES } from './_harness.js';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, createBox, destroyBox, destroyLeftovers, FIXTURES, RUNTIMES } from './_harness.js';
 

@@ -43,7 +43,7 @@ describe.each(RUNTIMES)('network under %s', (runtime) => {
 });
 
 it('the peer really answers from an ordinary container (the probe is not vacuous)', async () => {
-  const { docker } = await import('@ca-sandbox/docker');
+  const { docker } = await import('@ca-sandbox/docker/cli');
   const [host, port] = peerTarget.split(':');
   const probe = await docker(
     [

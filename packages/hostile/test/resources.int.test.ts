@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   cli,

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLAUDE_CODE_VERSION } from '@ca-sandbox/build';
-import { docker, dockerInfo, runtimeIsNetworkless } from '@ca-sandbox/docker';
+import { dockerInfo, runtimeIsNetworkless } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type CliResult,

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { docker, sandboxLabels } from '@ca-sandbox/docker';
+import { sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create/index.js';

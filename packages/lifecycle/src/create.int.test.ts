@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { docker, dockerInfo, imageExists, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
+import { dockerInfo, imageExists, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import {
   applyAllowlist,
   createSandboxNetwork,

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker, imageExists, SANDBOX_FILTER, sandboxNames } from '@ca-sandbox/docker';
+import { imageExists, SANDBOX_FILTER, sandboxNames } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import {
   applyAllowlist,
   createSandboxNetwork,

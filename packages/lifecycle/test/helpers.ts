@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { docker, LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { LABEL_ID, SANDBOX_FILTER } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { destroySandbox } from '../src/teardown.js';
 
 /** A unique sandbox id for one test, remembered for cleanup. */

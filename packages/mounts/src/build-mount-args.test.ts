@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildMountArgs, buildVolumeCreateArgs } from './build-mount-args.js';
+import {
+  buildMountArgs,
+  buildMountConfig,
+  buildVolumeCreateArgs,
+  mountConfigArgs,
+} from './build-mount-args.js';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
 
 const FORBIDDEN = [/type=bind/i, /^-v$/, /^--volume/, /^--volumes-from/, /docker\.sock/i];
@@ -122,7 +127,16 @@ describe('buildMountArgs', () => {
       fc.property(fc.array(fc.oneof(spec, fc.anything()), { maxLength: 4 }), (specs) => {
         let argv: string[];
         try {
+          const config = buildMountConfig(specs);
+          // The body form: volume mounts of plain names only, tmpfs keyed by plain targets.
+          for (const mount of config.Mounts) {
+            expect(Object.keys(mount).sort()).toEqual(['ReadOnly', 'Source', 'Target', 'Type']);
+            expect(mount.Type).toBe('volume');
+            expect(mount.Source).toMatch(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/);
+          }
+          for (const target of Object.keys(config.Tmpfs)) expect(target).not.toMatch(/docker\.sock|,|:/);
           argv = buildMountArgs(specs);
+          expect(argv).toEqual(mountConfigArgs(config));
         } catch (error) {
           expect(error).toSatisfy(
             (e) => e instanceof BindMountRejectedError || e instanceof InvalidMountError,
@@ -133,6 +147,33 @@ describe('buildMountArgs', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('buildMountConfig', () => {
+  it('gives the create body form of the same mounts: Mounts (volume only) and Tmpfs', () => {
+    const specs = [
+      { type: 'volume', source: 'v1', target: '/work/repo', readonly: true },
+      { type: 'tmpfs', target: '/tmp', size: '64m', exec: true },
+    ];
+    expect(buildMountConfig(specs)).toEqual({
+      Mounts: [{ Type: 'volume', Source: 'v1', Target: '/work/repo', ReadOnly: true }],
+      Tmpfs: { '/tmp': `exec,nosuid,nodev,size=${64 * 1024 ** 2}` },
+    });
+    expect(mountConfigArgs(buildMountConfig(specs))).toEqual(buildMountArgs(specs));
+  });
+
+  it('refuses a bind in the body form too, and renders no mount type but volume', () => {
+    expect(() => buildMountConfig([{ type: 'bind', source: '/etc', target: '/x' }])).toThrow(
+      BindMountRejectedError,
+    );
+    const bind = { Type: 'bind', Source: '/etc', Target: '/x', ReadOnly: false } as unknown as {
+      Type: 'volume';
+      Source: string;
+      Target: string;
+      ReadOnly: boolean;
+    };
+    expect(() => mountConfigArgs({ Mounts: [bind] })).toThrow(BindMountRejectedError);
   });
 });
 

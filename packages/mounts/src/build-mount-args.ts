@@ -1,15 +1,27 @@
-import { LABEL_KEY_PATTERN, OBJECT_NAME_PATTERN, parseSize } from '@ca-sandbox/docker';
+import {
+  LABEL_KEY_PATTERN,
+  OBJECT_NAME_PATTERN,
+  parseSize,
+  type VolumeMountConfig,
+} from '@ca-sandbox/docker';
 import { BindMountRejectedError, InvalidMountError } from './errors.js';
-import { type MountSpec, parseMountSpec } from './mount-spec.js';
+import { parseMountSpec, type TmpfsMountSpec } from './mount-spec.js';
+
+/** Mounts as the Engine API takes them: named volumes in `Mounts`, tmpfs targets in `Tmpfs`. */
+export interface MountConfig {
+  Mounts: VolumeMountConfig[];
+  /** Target → mount options (`noexec,nosuid,nodev,size=<bytes>`). */
+  Tmpfs: Record<string, string>;
+}
 
 /**
- * The mount chokepoint: turns untrusted mount specs into `docker run` arguments that use only
- * `--mount type=volume,...` and `--tmpfs`. Any bind, in any spelling, throws BindMountRejectedError.
+ * The mount chokepoint: turns untrusted mount specs into the create body's `Mounts` (type volume
+ * only) and `Tmpfs`. Any bind, in any spelling, throws BindMountRejectedError.
  *
- * @example buildMountArgs([{ type: 'volume', source: 'ca-sbx-abc', target: '/work/repo' }])
- *   // ['--mount', 'type=volume,source=ca-sbx-abc,target=/work/repo']
+ * @example buildMountConfig([{ type: 'volume', source: 'ca-sbx-abc', target: '/work/repo' }])
+ *   // { Mounts: [{ Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo', ReadOnly: false }], Tmpfs: {} }
  */
-export function buildMountArgs(specs: unknown): string[] {
+export function buildMountConfig(specs: unknown): MountConfig {
   if (!Array.isArray(specs)) throw new InvalidMountError('mount specs must be an array');
   const mounts = specs.map((spec, index) => parseMountSpec(spec, index));
   const targets = new Set<string>();
@@ -17,22 +29,56 @@ export function buildMountArgs(specs: unknown): string[] {
     if (targets.has(mount.target)) throw new InvalidMountError(`two mounts target ${mount.target}`);
     targets.add(mount.target);
   }
-  return mounts.flatMap(toArgs);
-}
-
-function toArgs(mount: MountSpec): string[] {
-  if (mount.type === 'volume') {
+  const config: MountConfig = { Mounts: [], Tmpfs: {} };
+  for (const mount of mounts) {
     // volume-nocopy is left off on purpose: the image's (empty, 1000-owned) dir gives a new
     // volume its owner, so the box can write /work/repo.
-    const fields = ['type=volume', `source=${mount.source}`, `target=${mount.target}`];
-    if (mount.readonly) fields.push('readonly');
-    return ['--mount', fields.join(',')];
+    if (mount.type === 'volume')
+      config.Mounts.push({
+        Type: 'volume',
+        Source: mount.source,
+        Target: mount.target,
+        ReadOnly: mount.readonly === true,
+      });
+    else config.Tmpfs[mount.target] = tmpfsOptions(mount);
   }
+  return config;
+}
+
+function tmpfsOptions(mount: TmpfsMountSpec): string {
   const options = [mount.exec ? 'exec' : 'noexec', 'nosuid', 'nodev'];
   // In bytes: docker hands tmpfs options to the kernel, which knows neither `2gb` nor `1.5g`.
   if (mount.size) options.push(`size=${parseSize(mount.size)}`);
   if (mount.mode !== undefined) options.push(`mode=${mount.mode.toString(8)}`);
-  return ['--tmpfs', `${mount.target}:${options.join(',')}`];
+  return options.join(',');
+}
+
+/**
+ * The `docker run` arguments that say what a MountConfig says: `--mount type=volume,...` per
+ * volume and `--tmpfs target:options` per tmpfs (for argv renderings of a create body).
+ */
+export function mountConfigArgs(config: Partial<MountConfig>): string[] {
+  const volumes = (config.Mounts ?? []).flatMap((mount) => {
+    if (mount.Type !== 'volume') throw new BindMountRejectedError(`a ${String(mount.Type)} mount`);
+    const fields = ['type=volume', `source=${mount.Source}`, `target=${mount.Target}`];
+    if (mount.ReadOnly) fields.push('readonly');
+    return ['--mount', fields.join(',')];
+  });
+  const tmpfs = Object.entries(config.Tmpfs ?? {}).flatMap(([target, options]) => [
+    '--tmpfs',
+    `${target}:${options}`,
+  ]);
+  return [...volumes, ...tmpfs];
+}
+
+/**
+ * buildMountConfig as `docker run` arguments: only `--mount type=volume,...` and `--tmpfs`.
+ *
+ * @example buildMountArgs([{ type: 'volume', source: 'ca-sbx-abc', target: '/work/repo' }])
+ *   // ['--mount', 'type=volume,source=ca-sbx-abc,target=/work/repo']
+ */
+export function buildMountArgs(specs: unknown): string[] {
+  return mountConfigArgs(buildMountConfig(specs));
 }
 
 /** A volume to create: a plain name, labels, the local driver and never a driver option. */

@@ -1,6 +1,9 @@
 export {
   buildMountArgs,
+  buildMountConfig,
   buildVolumeCreateArgs,
+  type MountConfig,
+  mountConfigArgs,
   type VolumeCreateSpec,
   volumeCreateSpec,
 } from './build-mount-args.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { docker } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
 import { assertInternalNetwork, createEgressNetworks, egressNames } from './egress-network.js';
 

@@ -40,9 +40,11 @@ export {
 } from './options.js';
 export {
   BLACKHOLE_DNS,
+  buildContainerConfig,
   buildRunArgs,
   containerEnv,
   containerLabels,
   PROXY_ENV_NAMES,
+  runArgsOf,
 } from './run-args.js';
 export { type RunHooks, type RunningContainer, runContainer, verifyContainer } from './run-container.js';

@@ -1,7 +1,9 @@
+import { LABEL_EXTRA_NETWORKS, parseSize, type SandboxContainerConfig } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
+import { RUN_COMBOS } from '../test/run-combos.js';
 import { InvalidRunOptionsError } from './errors.js';
 import { resolveRunOptions } from './options.js';
-import { BLACKHOLE_DNS, buildRunArgs, PROXY_ENV_NAMES } from './run-args.js';
+import { BLACKHOLE_DNS, buildContainerConfig, buildRunArgs, PROXY_ENV_NAMES } from './run-args.js';
 
 const base = { sandboxId: 'abc', name: 'ca-sbx-abc', image: 'ca-sbx-base:debian', volume: 'ca-sbx-abc' };
 
@@ -26,8 +28,8 @@ describe('buildRunArgs', () => {
 
   it('uses the documented defaults', () => {
     expect(flagValues(argv, '--pids-limit')).toEqual(['512']);
-    expect(flagValues(argv, '--memory')).toEqual(['2g']);
-    expect(flagValues(argv, '--memory-swap')).toEqual(['2g']);
+    expect(flagValues(argv, '--memory')).toEqual([String(2 * 1024 ** 3)]);
+    expect(flagValues(argv, '--memory-swap')).toEqual([String(2 * 1024 ** 3)]);
     expect(flagValues(argv, '--cpus')).toEqual(['2']);
     expect(flagValues(argv, '--network')).toEqual(['none']);
     expect(flagValues(argv, '--runtime')).toEqual(['runc']);
@@ -70,8 +72,8 @@ describe('buildRunArgs', () => {
         command: ['git', 'version'],
       }),
     );
-    expect(flagValues(custom, '--memory')).toEqual(['512m']);
-    expect(flagValues(custom, '--memory-swap')).toEqual(['512m']);
+    expect(flagValues(custom, '--memory')).toEqual([String(512 * 1024 ** 2)]);
+    expect(flagValues(custom, '--memory-swap')).toEqual([String(512 * 1024 ** 2)]);
     expect(flagValues(custom, '--cpus')).toEqual(['1.5']);
     expect(flagValues(custom, '--pids-limit')).toEqual(['64']);
     expect(flagValues(custom, '--tmpfs')).toEqual([`/tmp:exec,nosuid,nodev,size=${64 * 1024 ** 2}`]);
@@ -149,6 +151,147 @@ describe('buildRunArgs', () => {
   it('ends the options with -- so an image name cannot become a flag', () => {
     const index = argv.indexOf('--');
     expect(argv[index + 1]).toBe('ca-sbx-base:debian');
+  });
+});
+
+/**
+ * The create body a `docker run` argv of ours asks for, read flag by flag as the docker CLI reads
+ * them (independently of runArgsOf): an unknown flag fails the test, so a flag with no field in
+ * the body cannot slip into the argv either.
+ */
+function configOfArgv(argv: string[]): { name: string; config: SandboxContainerConfig } {
+  expect(argv.slice(0, 3)).toEqual(['run', '--detach', '--name']);
+  const name = argv[3] ?? '';
+  const end = argv.indexOf('--');
+  const host: Record<string, unknown> = {
+    CapDrop: [],
+    SecurityOpt: [],
+    Ulimits: [],
+    Mounts: [],
+    Tmpfs: {},
+  };
+  const config: Record<string, unknown> = { Env: [], Labels: {}, HostConfig: host };
+  const push = (record: Record<string, unknown>, key: string, value: unknown) => {
+    record[key] = [...((record[key] as unknown[] | undefined) ?? []), value];
+  };
+  const size = (text: string) => parseSize(text) ?? Number.NaN;
+  for (let at = 4; at < end; at++) {
+    const flag = argv[at] ?? '';
+    const takes = (): string => {
+      at += 1;
+      return argv[at] ?? '';
+    };
+    if (flag === '--read-only') host.ReadonlyRootfs = true;
+    else if (flag === '--init') host.Init = true;
+    else if (flag === '--hostname') config.Hostname = takes();
+    else if (flag === '--user') config.User = takes();
+    else if (flag === '--workdir') config.WorkingDir = takes();
+    else if (flag === '--env') push(config, 'Env', takes());
+    else if (flag === '--label') {
+      const [key = '', ...value] = takes().split('=');
+      (config.Labels as Record<string, string>)[key] = value.join('=');
+    } else if (flag === '--cap-drop') push(host, 'CapDrop', takes());
+    else if (flag === '--security-opt') push(host, 'SecurityOpt', takes());
+    else if (flag === '--pids-limit') host.PidsLimit = Number(takes());
+    else if (flag === '--memory') host.Memory = size(takes());
+    else if (flag === '--memory-swap') host.MemorySwap = size(takes());
+    else if (flag === '--cpus') host.NanoCpus = Math.round(Number(takes()) * 1e9);
+    else if (flag === '--ipc') host.IpcMode = takes();
+    else if (flag === '--runtime') host.Runtime = takes();
+    else if (flag === '--network') host.NetworkMode = takes();
+    else if (flag === '--dns') push(host, 'Dns', takes());
+    else if (flag === '--ulimit') {
+      const [limitName = '', values = ''] = takes().split('=');
+      const [soft = '', hard = soft] = values.split(':');
+      push(host, 'Ulimits', { Name: limitName, Soft: Number(soft), Hard: Number(hard) });
+    } else if (flag === '--tmpfs') {
+      const spec = takes();
+      const colon = spec.indexOf(':');
+      (host.Tmpfs as Record<string, string>)[spec.slice(0, colon)] = spec.slice(colon + 1);
+    } else if (flag === '--mount') {
+      const fields = takes().split(',');
+      const field = (key: string) => fields.find((f) => f.startsWith(`${key}=`))?.slice(key.length + 1);
+      push(host, 'Mounts', {
+        Type: field('type'),
+        Source: field('source'),
+        Target: field('target'),
+        ReadOnly: fields.includes('readonly'),
+      });
+    } else throw new Error(`a flag the body has no field for: ${flag}`);
+  }
+  config.Image = argv[end + 1];
+  config.Cmd = argv.slice(end + 2);
+  return { name, config: config as unknown as SandboxContainerConfig };
+}
+
+describe('buildContainerConfig', () => {
+  const config = buildContainerConfig(resolveRunOptions(base));
+
+  it('always hardens: cap-drop ALL, non-root, read-only, no-new-privileges, init, private IPC', () => {
+    expect(config.User).toBe('1000:1000');
+    expect(config.HostConfig).toMatchObject({
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      Init: true,
+      IpcMode: 'private',
+    });
+    const keys = Object.keys(config.HostConfig);
+    for (const forbidden of ['Privileged', 'Binds', 'Devices', 'PortBindings', 'CapAdd', 'PublishAllPorts'])
+      expect(keys).not.toContain(forbidden);
+    expect(config.HostConfig.Mounts.every((mount) => mount.Type === 'volume')).toBe(true);
+  });
+
+  it('sizes in bytes and CPUs in nano-CPUs, as docker stores them', () => {
+    expect(config.HostConfig).toMatchObject({
+      Memory: 2 * 1024 ** 3,
+      MemorySwap: 2 * 1024 ** 3,
+      NanoCpus: 2e9,
+      PidsLimit: 512,
+      Ulimits: [{ Name: 'fsize', Soft: 4 * 1024 ** 3, Hard: 4 * 1024 ** 3 }],
+      Tmpfs: { '/tmp': `exec,nosuid,nodev,size=${512 * 1024 ** 2}` },
+      Mounts: [{ Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo', ReadOnly: false }],
+      NetworkMode: 'none',
+      Runtime: 'runc',
+    });
+    expect(config.HostConfig.Dns).toBeUndefined();
+    expect(config).toMatchObject({ Image: 'ca-sbx-base:debian', Cmd: ['sleep', 'infinity'] });
+    expect(config).toMatchObject({ WorkingDir: '/work/repo', Hostname: 'sandbox' });
+  });
+
+  it.each(RUN_COMBOS.map((combo) => [combo.label, combo] as const))(
+    'says what its docker run argv says, field by field: %s',
+    (_label, combo) => {
+      const options = resolveRunOptions({
+        ...combo.options({ id: 'abc', volume: 'ca-sbx-abc', network: 'ca-sbx-abc-net' }),
+        name: 'ca-sbx-abc',
+      });
+      const body = buildContainerConfig(options);
+      const read = configOfArgv(buildRunArgs(options));
+      expect(read.name).toBe('ca-sbx-abc');
+      for (const key of Object.keys(body) as (keyof SandboxContainerConfig)[]) {
+        if (key !== 'HostConfig') expect(read.config[key], key).toEqual(body[key]);
+      }
+      for (const key of new Set([...Object.keys(body.HostConfig), ...Object.keys(read.config.HostConfig)]))
+        expect(
+          (read.config.HostConfig as unknown as Record<string, unknown>)[key],
+          `HostConfig.${key}`,
+        ).toEqual((body.HostConfig as unknown as Record<string, unknown>)[key]);
+      expect(Object.keys(read.config).sort()).toEqual(Object.keys(body).sort());
+    },
+  );
+
+  it('puts the gateway on its network only (extra networks are joined after start) and without a volume', () => {
+    const gateway = RUN_COMBOS.find((combo) => combo.label.startsWith('gateway'));
+    const options = resolveRunOptions({
+      ...gateway?.options({ id: 'abc', volume: 'v', network: 'ca-sbx-abc-out' }),
+      name: 'ca-sbx-abc-gw',
+    });
+    const body = buildContainerConfig(options);
+    expect(body.HostConfig.NetworkMode).toBe('ca-sbx-abc-out');
+    expect(body.HostConfig.Mounts).toEqual([]);
+    expect(body.Labels[LABEL_EXTRA_NETWORKS]).toBe('ca-sbx-abc-out-in');
+    expect(body).toMatchObject({ WorkingDir: '/tmp', Hostname: 'gateway' });
   });
 });
 

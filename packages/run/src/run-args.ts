@@ -10,9 +10,12 @@ import {
   labelArgs,
   parseSize,
   REPO_DIR,
+  type SandboxContainerConfig,
+  type SandboxHostConfig,
   sandboxLabels,
 } from '@ca-sandbox/docker';
-import { buildMountArgs } from '@ca-sandbox/mounts';
+import { buildMountConfig, mountConfigArgs } from '@ca-sandbox/mounts';
+import { InvalidRunOptionsError } from './errors.js';
 import type { RunOptions } from './options.js';
 
 export const KEEP_ALIVE = ['sleep', 'infinity'];
@@ -54,55 +57,114 @@ export function containerLabels(options: RunOptions): Record<string, string> {
 }
 
 /**
- * The complete `docker run` argv (without the leading `docker`) for a sandbox container.
- * Every hardening flag is fixed here; the options can only tighten limits or name things.
+ * The create body of a sandbox container (`POST /containers/create`, what runContainer sends).
+ * Every hardening field is fixed here; the options can only tighten limits or name things. The
+ * `docker run` argv (buildRunArgs) is rendered from this same body, so the two cannot disagree.
  */
-export function buildRunArgs(options: RunOptions): string[] {
-  const env = containerEnv(options);
+export function buildContainerConfig(options: RunOptions): SandboxContainerConfig {
+  const mounts = buildMountConfig([
+    ...(options.volume === undefined
+      ? []
+      : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
+    { type: 'tmpfs', target: '/tmp', size: options.tmpfsSize, exec: true },
+  ]);
+  const memory = bytes(options.memory);
+  const maxFileSize = bytes(options.maxFileSize);
+  return {
+    Image: options.image,
+    Cmd: [...(options.command ?? KEEP_ALIVE)],
+    User: BOX_USER,
+    Hostname: options.role === 'gateway' ? 'gateway' : 'sandbox',
+    WorkingDir: options.volume === undefined ? '/tmp' : REPO_DIR,
+    Env: Object.entries(containerEnv(options)).map(([key, value]) => `${key}=${value}`),
+    Labels: containerLabels(options),
+    HostConfig: {
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      PidsLimit: options.pidsLimit,
+      Memory: memory,
+      MemorySwap: memory,
+      // What docker's --cpus parser makes of the number (cpus × 10⁹ nano-CPUs).
+      NanoCpus: Math.round(options.cpus * 1e9),
+      IpcMode: 'private',
+      Ulimits: [{ Name: 'fsize', Soft: maxFileSize, Hard: maxFileSize }],
+      Init: true,
+      Runtime: options.runtime,
+      NetworkMode: options.network,
+      Mounts: mounts.Mounts,
+      Tmpfs: mounts.Tmpfs,
+      ...(options.dns === 'blackhole' ? { Dns: [BLACKHOLE_DNS] } : {}),
+    },
+  };
+}
+
+/** A size the options schema already checked (dockerSize). */
+function bytes(size: string): number {
+  const parsed = parseSize(size);
+  if (parsed === undefined) throw new InvalidRunOptionsError(`'${size}' is not a size`);
+  return parsed;
+}
+
+/** Each HostConfig field as the `docker run` flags that set it (every field has one: the type says so). */
+const HOST_FLAGS: { [K in keyof SandboxHostConfig]-?: (value: SandboxHostConfig[K]) => string[] } = {
+  CapDrop: (caps) => caps.flatMap((cap) => ['--cap-drop', cap]),
+  SecurityOpt: (opts) => opts.flatMap((opt) => ['--security-opt', opt]),
+  ReadonlyRootfs: (on) => (on ? ['--read-only'] : []),
+  PidsLimit: (limit) => ['--pids-limit', String(limit)],
+  Memory: (memory) => ['--memory', String(memory)],
+  MemorySwap: (swap) => ['--memory-swap', String(swap)],
+  NanoCpus: (nano) => ['--cpus', String(nano / 1e9)],
+  IpcMode: (mode) => ['--ipc', mode],
+  Ulimits: (limits) =>
+    limits.flatMap((limit) => [
+      '--ulimit',
+      limit.Soft === limit.Hard ? `${limit.Name}=${limit.Soft}` : `${limit.Name}=${limit.Soft}:${limit.Hard}`,
+    ]),
+  Init: (on) => (on ? ['--init'] : []),
+  Runtime: (runtime) => ['--runtime', runtime],
+  NetworkMode: (network) => ['--network', network],
+  Mounts: (mounts) => mountConfigArgs({ Mounts: mounts }),
+  Tmpfs: (tmpfs) => mountConfigArgs({ Tmpfs: tmpfs }),
+  Dns: (servers = []) => servers.flatMap((server) => ['--dns', server]),
+};
+
+/** Each Config field but the image and its command (the argv's tail) as its flags. */
+const CONFIG_FLAGS: {
+  [K in Exclude<keyof SandboxContainerConfig, 'Image' | 'Cmd' | 'HostConfig'>]-?: (
+    value: SandboxContainerConfig[K],
+  ) => string[];
+} = {
+  Hostname: (hostname) => ['--hostname', hostname],
+  User: (user) => ['--user', user],
+  WorkingDir: (dir) => ['--workdir', dir],
+  Env: (env) => env.flatMap((entry) => ['--env', entry]),
+  Labels: (labels) => labelArgs(labels),
+};
+
+function flagsOf<T, K extends keyof T>(value: T, flags: { [P in K]-?: (field: T[P]) => string[] }): string[] {
+  return (Object.keys(flags) as K[]).flatMap((key) => flags[key](value[key]));
+}
+
+/**
+ * The `docker run --detach` argv (without the leading `docker`) that says what a create body
+ * says, for a raw comparison (the bench) and a check of the body against docker's own parser.
+ */
+export function runArgsOf(name: string, config: SandboxContainerConfig): string[] {
   return [
     'run',
     '--detach',
     '--name',
-    options.name,
-    '--hostname',
-    options.role === 'gateway' ? 'gateway' : 'sandbox',
-    '--user',
-    BOX_USER,
-    '--cap-drop',
-    'ALL',
-    '--security-opt',
-    'no-new-privileges',
-    '--read-only',
-    '--pids-limit',
-    String(options.pidsLimit),
-    '--memory',
-    options.memory,
-    '--memory-swap',
-    options.memory,
-    '--cpus',
-    String(options.cpus),
-    '--ipc',
-    'private',
-    '--ulimit',
-    `fsize=${parseSize(options.maxFileSize)}`,
-    '--init',
-    '--runtime',
-    options.runtime,
-    '--network',
-    options.network,
-    ...(options.dns === 'blackhole' ? ['--dns', BLACKHOLE_DNS] : []),
-    ...buildMountArgs([
-      ...(options.volume === undefined
-        ? []
-        : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
-      { type: 'tmpfs', target: '/tmp', size: options.tmpfsSize, exec: true },
-    ]),
-    '--workdir',
-    options.volume === undefined ? '/tmp' : REPO_DIR,
-    ...Object.entries(env).flatMap(([key, value]) => ['--env', `${key}=${value}`]),
-    ...labelArgs(containerLabels(options)),
+    name,
+    ...flagsOf(config, CONFIG_FLAGS),
+    ...flagsOf(config.HostConfig, HOST_FLAGS),
     '--',
-    options.image,
-    ...(options.command ?? KEEP_ALIVE),
+    config.Image,
+    ...config.Cmd,
   ];
+}
+
+/** The `docker run` argv of these options: buildContainerConfig rendered by runArgsOf. */
+export function buildRunArgs(options: RunOptions): string[] {
+  return runArgsOf(options.name, buildContainerConfig(options));
 }

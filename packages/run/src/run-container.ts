@@ -1,9 +1,9 @@
 import {
   type ContainerInspect,
-  DockerCommandError,
   dockerInfo,
   engine,
   inspectContainer,
+  isNameConflict,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
@@ -20,7 +20,7 @@ import {
 } from './errors.js';
 import { type IsolationReport, verifyDaemon, verifyIsolation } from './isolation.js';
 import { type RunOptions, resolveRunOptions } from './options.js';
-import { buildRunArgs } from './run-args.js';
+import { buildContainerConfig } from './run-args.js';
 
 export interface RunningContainer {
   id: string;
@@ -57,13 +57,14 @@ async function removeQuietly(ref: string): Promise<void> {
 }
 
 export interface RunHooks {
-  /** `docker run` returned: the gate (inspect, then every isolation check) starts now. */
+  /** The container started: the gate (inspect, then every isolation check) starts now. */
   onStarted?(containerId: string): void;
 }
 
 /**
- * Starts a sandbox container (box or helper) with the hardened argv, then reads it back with
- * `docker inspect` and removes it unless every isolation check passes.
+ * Starts a sandbox container (box, helper or gateway) from the hardened create body over the
+ * Engine API (create, then start), then reads it back with inspect and removes it unless every
+ * isolation check passes.
  *
  * @throws InvalidRunOptionsError, RuntimeUnavailableError, ContainerNameInUseError,
  *   IsolationViolationError (the container is already removed), DockerCommandError
@@ -72,15 +73,15 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   const options = resolveRunOptions(input);
   await assertRuntime(options);
   const daemonSecurityOptions = await assertDaemonConfines(options);
-  const argv = buildRunArgs(options);
+  const config = buildContainerConfig(options);
   let id: string;
   try {
-    id = await engine.container.run(argv);
+    id = await engine.container.run(options.name, config);
   } catch (error) {
-    if (error instanceof DockerCommandError && /already in use/i.test(error.stderr)) {
-      throw new ContainerNameInUseError(options.name);
-    }
-    // `docker run` can fail after creating the container (e.g. a start error): never leave it.
+    // The name is someone else's container: never remove it.
+    if (isNameConflict(error)) throw new ContainerNameInUseError(options.name);
+    // The verb removes what it created when the start fails; a create whose answer was lost
+    // (a timeout) may still have made it: never leave it.
     await removeQuietly(options.name);
     throw error;
   }

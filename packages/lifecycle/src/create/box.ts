@@ -56,7 +56,7 @@ async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
 }
 
 /**
- * Phases 'run' (until `docker run` returns) and 'verify' (runContainer's isolation gate: inspect
+ * Phases 'run' (until the container has started) and 'verify' (runContainer's isolation gate: inspect
  * and checks, plus the firewall rules of an allowlist): a box failing any check is removed before
  * it is handed out.
  */
@@ -106,7 +106,7 @@ export async function startBox(ctx: CreateContext, prepared: PreparedImage, egre
     },
   );
   if (options.policy === 'allowlist' && !ctx.boxUsesGateway()) {
-    // The rules went in before `docker run`, but a prune running beside this create (or anyone
+    // The rules went in before the start, but a prune running beside this create (or anyone
     // with iptables) may have removed some since: the box is handed out only with the exact set.
     const rules = await allowlistFirewallCheck(ctx.id, box.inspect.Config.Labels);
     if (!rules.pass) {

@@ -1,0 +1,142 @@
+// `POST /containers/create` + `POST /containers/{id}/start`: how a sandbox container starts. The
+// body type names only what a sandbox container may set, with the hardening as literal types
+// (CapDrop ['ALL'], ReadonlyRootfs true, volume mounts only): Privileged, Binds, Devices,
+// PortBindings, CapAdd and the rest have no field here, and a body carrying any key outside this
+// shape is refused before it reaches the engine. @ca-sandbox/run builds the body; its gate reads
+// the started container back.
+import { engineCall, engineJson, query, segment } from './engine-client.js';
+import { DockerEngineError, DockerResponseError } from './errors.js';
+
+/** A named volume at a target (the only mount a sandbox container has; @ca-sandbox/mounts makes it). */
+export interface VolumeMountConfig {
+  Type: 'volume';
+  Source: string;
+  Target: string;
+  ReadOnly: boolean;
+}
+
+export interface UlimitConfig {
+  Name: string;
+  Soft: number;
+  Hard: number;
+}
+
+/** The HostConfig of a sandbox container. */
+export interface SandboxHostConfig {
+  CapDrop: ['ALL'];
+  SecurityOpt: string[];
+  ReadonlyRootfs: true;
+  PidsLimit: number;
+  /** Bytes. */
+  Memory: number;
+  /** Bytes; equal to Memory (no swap on top). */
+  MemorySwap: number;
+  NanoCpus: number;
+  IpcMode: 'private';
+  Ulimits: UlimitConfig[];
+  Init: true;
+  Runtime: string;
+  NetworkMode: string;
+  Mounts: VolumeMountConfig[];
+  /** Target → mount options (`exec,nosuid,nodev,size=…`). */
+  Tmpfs: Record<string, string>;
+  /** Resolver addresses, only when the policy sets them. */
+  Dns?: string[];
+}
+
+/** The create body of a sandbox container (the container name goes in the query). */
+export interface SandboxContainerConfig {
+  Image: string;
+  Cmd: string[];
+  User: string;
+  Hostname: string;
+  WorkingDir: string;
+  /** `NAME=value` entries. */
+  Env: string[];
+  Labels: Record<string, string>;
+  HostConfig: SandboxHostConfig;
+}
+
+const CONFIG_KEYS = new Set([
+  'Image',
+  'Cmd',
+  'User',
+  'Hostname',
+  'WorkingDir',
+  'Env',
+  'Labels',
+  'HostConfig',
+]);
+const HOST_CONFIG_KEYS = new Set([
+  'CapDrop',
+  'SecurityOpt',
+  'ReadonlyRootfs',
+  'PidsLimit',
+  'Memory',
+  'MemorySwap',
+  'NanoCpus',
+  'IpcMode',
+  'Ulimits',
+  'Init',
+  'Runtime',
+  'NetworkMode',
+  'Mounts',
+  'Tmpfs',
+  'Dns',
+]);
+
+/**
+ * The body as typed, checked again at run time (a cast or a plain object could carry more): only
+ * the keys above, cap-drop ALL, a read-only root and volume mounts. Throws a plain Error: a body
+ * that fails here is a bug of ours, not the engine's refusal.
+ */
+export function assertSandboxConfig(config: SandboxContainerConfig): void {
+  const extra = [
+    ...Object.keys(config).filter((key) => !CONFIG_KEYS.has(key)),
+    ...Object.keys(config.HostConfig ?? {})
+      .filter((key) => !HOST_CONFIG_KEYS.has(key))
+      .map((key) => `HostConfig.${key}`),
+  ];
+  if (extra.length) throw new Error(`container create: keys outside the sandbox shape: ${extra.join(', ')}`);
+  const host = config.HostConfig;
+  if (host.CapDrop?.length !== 1 || host.CapDrop[0] !== 'ALL' || host.ReadonlyRootfs !== true)
+    throw new Error('container create: CapDrop must be [ALL] and the root read-only');
+  if (!host.Mounts.every((mount) => mount.Type === 'volume' && Object.keys(mount).length === 4))
+    throw new Error('container create: only volume mounts are allowed');
+}
+
+/** Creates the container (not started); its id. A name in use is a DockerEngineError with status 409. */
+export async function createContainer(name: string, config: SandboxContainerConfig): Promise<string> {
+  assertSandboxConfig(config);
+  const answer = (await engineJson('POST', `/containers/create${query({ name })}`, {
+    verb: 'container create',
+    body: config,
+  })) as { Id?: unknown } | undefined;
+  if (typeof answer?.Id !== 'string') throw new DockerResponseError('docker container create gave no id');
+  return answer.Id;
+}
+
+/** A start of a gVisor container on a loaded host can take a while: more than the default minute. */
+const START_TIMEOUT_MS = 180_000;
+
+/**
+ * Creates and starts (what `docker run --detach` does); the new container's id. When the start
+ * fails the created container is removed before the error is thrown: nothing is left behind.
+ */
+export async function runContainerConfig(name: string, config: SandboxContainerConfig): Promise<string> {
+  const id = await createContainer(name, config);
+  try {
+    await engineCall('POST', `/containers/${segment(id)}/start`, {
+      verb: 'start',
+      timeoutMs: START_TIMEOUT_MS,
+    });
+  } catch (error) {
+    await engineCall('DELETE', `/containers/${segment(id)}?force=1`, { verb: 'rm' }).catch(() => undefined);
+    throw error;
+  }
+  return id;
+}
+
+/** The engine refused a create because the name is taken (409 Conflict). */
+export const isNameConflict = (error: unknown): boolean =>
+  error instanceof DockerEngineError && error.status === 409;
