@@ -23,7 +23,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: ['**/*.int.test.ts', '**/node_modules/**', '**/dist/**'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**', '**/dist/**', '**/fixtures/**'],
           // They run beside the integration project on two cores: a unit test that starts the bin
           // or imports the lifecycle can take seconds of wall time when the engine is busy.
           testTimeout: 30_000,
@@ -33,7 +33,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['packages/*/src/**/*.int.test.ts', 'packages/*/test/**/*.int.test.ts'],
-          exclude: ['**/node_modules/**', '**/dist/**'],
+          exclude: ['**/node_modules/**', '**/dist/**', '**/fixtures/**'],
           testTimeout: 240_000,
           hookTimeout: 240_000,
           // Two cores: more files at once only makes the engine the bottleneck.
