@@ -138,6 +138,30 @@ describe('hostile git repos from a local directory', () => {
     await canary.assertUntouched();
   });
 
+  it("the box's origin is the repo's own network remote without its token; a hostile one is dropped", async () => {
+    const { dir, git } = await makeRepo({ 'README.md': 'x' });
+    await git('commit', '-q', '-m', 'init');
+    await git('remote', 'add', 'origin', 'https://someone:ghp_tokenThatMustStay@github.com/org/repo.git');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, [
+      'sh',
+      '-c',
+      // The box image may have no git: the config file itself, and every file under .git.
+      `grep -F -A1 '[remote "origin"]' .git/config; grep -rlF ghp_tokenThatMustStay .git || echo no-token`,
+    ]);
+    expect(inside.stdout).toBe('[remote "origin"]\n\turl = https://github.com/org/repo.git\nno-token\n');
+    await destroyBox(box.id);
+    // An origin git would read as a command (ext::) or a host path: the box gets none.
+    const hostile = await makeRepo({ 'README.md': 'y' });
+    await hostile.git('commit', '-q', '-m', 'init');
+    await hostile.git('remote', 'add', 'origin', `ext::sh -c touch% ${canary.dir}/origin-pwned`);
+    const second = await createBox(hostile.dir);
+    const none = await execBox(second.id, ['sh', '-c', "grep -cF '[remote' .git/config || true"]);
+    expect(none.stdout.trim()).toBe('0');
+    await destroyBox(second.id);
+    await canary.assertUntouched();
+  });
+
   it('a symlink to a host secret arrives as a dangling link, never the secret', async () => {
     const { dir, git } = await makeRepo({ 'README.md': 'x' });
     await symlink(canary.file, join(dir, 'secret-link'));

@@ -135,6 +135,13 @@ describe('buildLocalClonePlan', () => {
     expect(plan.revision).toBe('HEAD');
     expect(plan.checkout[0]?.argv).toContain('checkout');
     expect(plan.checkout.at(-1)?.argv.slice(-3)).toEqual(['remote', 'remove', 'origin']);
+    const named = buildLocalClonePlan(undefined, 600, 'https://github.com/org/repo.git');
+    expect(named.checkout.at(-1)?.argv.slice(-4)).toEqual([
+      'remote',
+      'set-url',
+      'origin',
+      'https://github.com/org/repo.git',
+    ]);
   });
 
   it('a commit is measured and checked out detached', () => {

@@ -175,11 +175,12 @@ function fetchSteps(
 
 /**
  * `git clone --no-local --no-checkout` of the unpacked local repo, then (after the measure) the
- * checkout, and the (meaningless in the box) origin dropped.
+ * checkout, and origin set to the repo's own `origin` (when it is a network remote) or dropped.
  */
 export function buildLocalClonePlan(
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
+  origin?: string,
 ): ClonePlan {
   const git = gitCommand('file', timeoutSeconds);
   const inRepo = [...git, '-C', REPO_DIR];
@@ -202,7 +203,16 @@ export function buildLocalClonePlan(
       },
     ],
     revision: ref?.commit ? ref.ref : 'HEAD',
-    checkout: [checkoutStep(inRepo, ref), { argv: [...inRepo, 'remote', 'remove', 'origin'] }],
+    // The staging copy's path means nothing in the box: origin becomes the repo's own (a network
+    // remote without credentials, see local-origin.ts), or goes.
+    checkout: [
+      checkoutStep(inRepo, ref),
+      {
+        argv: origin
+          ? [...inRepo, 'remote', 'set-url', 'origin', origin]
+          : [...inRepo, 'remote', 'remove', 'origin'],
+      },
+    ],
   };
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../clone.js';
 import { cloneRules, describeFailedDecisions, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
 import { CloneFailedError, CreateAbortedError } from '../errors.js';
+import { localOrigin } from '../local-origin.js';
 import { scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
 import { createOwnVolume, startHelper } from './workspace.js';
@@ -72,8 +73,10 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
   if (!scan) throw new Error('unreachable: local source without a scan');
   // The tar goes in with the fetch and the measure, in one exec.
   const unpack = { steps: [unpackStep(scan)], input: localTreeInput(scan) };
-  if (scan.gitRepo) await fetchMeasureCheckout(ctx, buildLocalClonePlan(options.ref, limit), {}, unpack);
-  else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
+  if (scan.gitRepo) {
+    const plan = buildLocalClonePlan(options.ref, limit, await localOrigin(scan));
+    await fetchMeasureCheckout(ctx, plan, {}, unpack);
+  } else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
   for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
   return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
