@@ -1,7 +1,11 @@
-// A URL clone that the gateway cannot carry says why: git only sees "CONNECT tunnel failed,
+// Clones that fail say why. A URL clone that the gateway cannot carry: git only sees "CONNECT tunnel failed,
 // response 503"; the gateway's log knows it could not connect (or resolve, or was told to refuse).
 // The URL is the gateway's own loopback on a closed port: no traffic leaves the containers we start.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
 
@@ -21,6 +25,43 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(/CONNECT tunnel failed/);
     expect(error.message).toMatch(/\(egress gateway: 127\.0\.0\.1:9: the gateway could not connect to it\)$/);
+    expect(remainingObjects(id)).toEqual([]);
+  }, 180_000);
+});
+
+describe.skipIf(!READY)('a local partial clone (git clone --filter), through the bin (real engine)', () => {
+  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  const dirs: string[] = [];
+  afterAll(() => {
+    forceRemoveSandbox(id);
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exits 1 saying it is a partial clone (not only git\'s "pack-objects died"), and leaves nothing', async () => {
+    // A history whose first blob the partial clone leaves out (blob:none keeps only HEAD's).
+    const source = mkdtempSync(join(tmpdir(), 'ca-partial-src-'));
+    const partial = join(mkdtempSync(join(tmpdir(), 'ca-partial-')), 'repo');
+    dirs.push(source, join(partial, '..'));
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd });
+    git(source, 'init', '-q', '-b', 'main');
+    writeFileSync(join(source, 'f'), 'v1\n');
+    git(source, 'add', 'f');
+    git(source, 'commit', '-qm', '1');
+    writeFileSync(join(source, 'f'), 'v2\n');
+    git(source, 'commit', '-qam', '2');
+    git(source, 'config', 'uploadpack.allowFilter', 'true');
+    git(tmpdir(), 'clone', '-q', '--filter=blob:none', `file://${source}`, partial);
+    const result = await runBin(['create', partial, '--name', id, '--json']);
+    expect(result.code).toBe(1);
+    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
+      code: string;
+      message: string;
+      hint?: string;
+    };
+    expect(error.code).toBe('CLONE_FAILED');
+    expect(error.message).toMatch(/the repository is a partial clone, made with --filter/);
+    expect(error.hint).toMatch(/create from its URL instead/);
     expect(remainingObjects(id)).toEqual([]);
   }, 180_000);
 });

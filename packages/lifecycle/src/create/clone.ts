@@ -14,7 +14,7 @@ import {
 import { cloneRules, describeFailedDecisions, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
 import { CloneFailedError, CreateAbortedError } from '../errors.js';
 import { localOrigin } from '../local-origin.js';
-import { scanDirectory } from '../pack-local.js';
+import { type DirectoryScan, scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
 import { createOwnVolume, startHelper } from './workspace.js';
 
@@ -75,11 +75,33 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
   const unpack = { steps: [unpackStep(scan)], input: localTreeInput(scan) };
   if (scan.gitRepo) {
     const plan = buildLocalClonePlan(options.ref, limit, await localOrigin(scan));
-    await fetchMeasureCheckout(ctx, plan, {}, unpack);
+    try {
+      await fetchMeasureCheckout(ctx, plan, {}, unpack);
+    } catch (error) {
+      throw error instanceof CloneFailedError && isPartialClone(scan) ? partialCloneError(error) : error;
+    }
   } else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
   for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
   return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
+}
+
+/** `git clone --filter=…` leaves promisor packs: the objects it skipped are fetched on demand. */
+function isPartialClone(scan: DirectoryScan): boolean {
+  return scan.entries.some((entry) => /^\.git\/objects\/pack\/[^/]+\.promisor$/.test(entry.path));
+}
+
+/**
+ * A partial clone lacks objects that git fetches from its remote when needed; the helper is
+ * offline, so a clone that needs one fails with git's bare "pack-objects died". Say why.
+ */
+function partialCloneError(error: CloneFailedError): CloneFailedError {
+  return new CloneFailedError(
+    `${error.message} (the repository is a partial clone, made with --filter: the objects it left out cannot be fetched in the offline helper)`,
+    {
+      hint: 'create from its URL instead, or from a full clone of it (git clone without --filter)',
+    },
+  );
 }
 
 /** The clone's error with what the gateway decided about its requests, when it logged a failure. */
