@@ -1,5 +1,4 @@
 import {
-  DockerCommandError,
   engine,
   inspectContainer,
   LABEL_CREATED,
@@ -136,12 +135,9 @@ export async function verifySandbox(id: string): Promise<IsolationReport & { run
 /** The checks of verifySandbox, and whether the box runs (a stopped one is checked as it would start). */
 async function verifyBox(id: string): Promise<{ report: IsolationReport; running: boolean }> {
   const name = boxName(id);
-  const inspect = await inspectContainer(name).catch((error: unknown) => {
-    if (error instanceof DockerCommandError) return undefined;
-    throw error;
-  });
+  const inspect = await engine.container.find(name);
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
-  const report = await verifyContainer(name);
+  const report = await verifyContainer(name, inspect);
   const running = inspect.State.Running === true;
   if (inspect.Config.Labels[LABEL_POLICY] !== 'allowlist') return { report, running };
   if (inspect.HostConfig.NetworkMode === egressNames(id).internal) {
@@ -192,10 +188,7 @@ export async function allowlistFirewallCheck(
  */
 export async function egressLog(id: string): Promise<EgressSummaryRow[]> {
   const name = boxName(id);
-  const inspect = await inspectContainer(name).catch((error: unknown) => {
-    if (error instanceof DockerCommandError) return undefined;
-    throw error;
-  });
+  const inspect = await engine.container.find(name);
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   // A live gateway (an allowlist box's) also served the clone and install: their lines are older
   // than the box and already in its labels.
@@ -214,8 +207,9 @@ export async function egressLog(id: string): Promise<EgressSummaryRow[]> {
  */
 async function gatewayCheck(id: string): Promise<IsolationCheck> {
   const { gateway, internal } = egressNames(id);
-  const report = await verifyContainer(gateway).catch(() => undefined);
-  const running = report ? (await inspectContainer(gateway)).State.Running : false;
+  const inspect = await engine.container.find(gateway).catch(() => undefined);
+  const report = inspect ? await verifyContainer(gateway, inspect).catch(() => undefined) : undefined;
+  const running = inspect?.State.Running === true;
   const failed = report?.checks.filter((check) => !check.pass).map((check) => check.id) ?? [];
   const networkOk = await assertInternalNetwork(internal).then(
     () => true,

@@ -117,8 +117,9 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
  * env names come from the labels runContainer set (a box cannot change its own labels), the daemon
  * rows from `docker info` (cached for the process).
  */
-export async function verifyContainer(ref: string): Promise<IsolationReport> {
-  const inspect = await inspectContainer(ref);
+export async function verifyContainer(ref: string, inspected?: ContainerInspect): Promise<IsolationReport> {
+  // A caller that already read the container passes its inspect: one engine call, not two.
+  const inspect = inspected ?? (await inspectContainer(ref));
   const labels = inspect.Config.Labels;
   const { securityOptions } = await dockerInfo();
   return verifyIsolation(inspect, {
