@@ -10,7 +10,7 @@ import {
 import { NotABoxError, SandboxNotFoundError, SandboxNotRunningError } from './errors.js';
 import { boxName } from './names.js';
 
-export { boxName, looksLikeMissingContainer, resolveBox } from './names.js';
+export { boxName, resolveBox } from './names.js';
 
 /**
  * The box of sandbox `id` (any state): SandboxNotFoundError when nothing has its name,

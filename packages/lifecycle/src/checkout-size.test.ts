@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CHECKOUT_ATTRIBUTES, checkoutVerdict, measureArgs } from './checkout-size.js';
+import { CHECKOUT_ATTRIBUTES, checkoutVerdict, measureStep } from './checkout-size.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 
 const limits = { maxBytes: 512 * 1024 * 1024, maxEntries: 200_000 };
@@ -53,10 +53,12 @@ describe('checkoutVerdict', () => {
   });
 });
 
-describe('measureArgs', () => {
-  it('runs as 1000 in /work/repo with the hardened git, caps and revision as arguments', () => {
-    const argv = measureArgs('ca-sbx-x', 'HEAD', limits, 600);
-    expect(argv.slice(0, 5)).toEqual(['exec', '-u', '1000:1000', '-w', '/work/repo']);
+describe('measureStep', () => {
+  it('runs in /work/repo with the hardened git, caps and revision as arguments, its verdict kept', () => {
+    // The step runs in the clone's exec, as the box user (runCloneSteps: BOX_USER, from /tmp).
+    const step = measureStep('HEAD', limits, 600);
+    expect(step).toMatchObject({ cwd: '/work/repo', optional: true, result: true });
+    const argv = step.argv;
     const script = argv[argv.indexOf('-c') + 1] ?? '';
     expect(argv[argv.indexOf('-c') - 1]).toBe('/bin/sh');
     expect(script).toContain(CHECKOUT_ATTRIBUTES);

@@ -1,6 +1,6 @@
-import { internalExecArgs, SH_BIN } from '@ca-sandbox/docker';
-import { BOX_USER, REPO_DIR } from '@ca-sandbox/docker/process';
-import { type CloneStep, firstLine, GIT_ENV, gitCommand } from './clone.js';
+import { SH_BIN } from '@ca-sandbox/docker';
+import { REPO_DIR } from '@ca-sandbox/docker/process';
+import { type CloneStep, firstLine, gitCommand } from './clone.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
 
@@ -38,7 +38,7 @@ export interface CheckoutSize {
   empty: boolean;
 }
 
-/** The argv of the measure (`docker exec ... /bin/sh -c`, fixed PATH), for tests and --verbose. */
+/** The argv of the measure (`/bin/sh -c` with its caps, revision and hardened git). */
 export function measureCommand(revision: string, limits: PackLimits, timeoutSeconds: number): string[] {
   return [
     SH_BIN,
@@ -60,20 +60,6 @@ export function measureStep(revision: string, limits: PackLimits, timeoutSeconds
     optional: true,
     result: true,
   };
-}
-
-/** The same measure as a `docker exec` argv (what the tests read). */
-export function measureArgs(
-  helper: string,
-  revision: string,
-  limits: PackLimits,
-  timeoutSeconds: number,
-): string[] {
-  return internalExecArgs(helper, measureCommand(revision, limits, timeoutSeconds), {
-    user: BOX_USER,
-    workdir: REPO_DIR,
-    env: GIT_ENV,
-  });
 }
 
 /** Reads the measure's last line; throws for a cap crossed or a git failure. */

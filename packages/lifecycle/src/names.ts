@@ -15,13 +15,6 @@ export function boxName(id: unknown): string {
   return sandboxNames(validateSandboxName(id)).box;
 }
 
-/** Docker's "that container is missing or stopped" wording, as printed by the CLI. */
-export function looksLikeMissingContainer(stderr: string): boolean {
-  return /^Error(?: response from daemon)?: (?:No such container|Container [0-9a-f]+ is not running)/m.test(
-    stderr,
-  );
-}
-
 /**
  * The box container of sandbox `id`, after checking that it is one: ours (`ca.sandbox=1`), of this
  * id, with role `box`. exec, cp and shell go through here, so a helper (or any other container
