@@ -162,6 +162,68 @@ describe('hostile git repos from a local directory', () => {
     await canary.assertUntouched();
   });
 
+  it("a token in the origin's query or password never reaches the box, in any URL form", async () => {
+    const secrets = ['glpat-queryTokenMustStay', 'sshPasswordMustStay', 'httpPasswordMustStay'];
+    const origins = [
+      // A query: git appends its own path to a remote URL, only a token rides there.
+      `https://gitlab.example/org/repo.git?private_token=${secrets[0]}`,
+      `ssh://git:${secrets[1]}@host.example/org/repo.git`,
+      `http://oauth2:${secrets[2]}@host.example:8080/org/repo.git?x=1`,
+    ];
+    const expected = [
+      'https://gitlab.example/org/repo.git',
+      'ssh://git@host.example/org/repo.git',
+      'http://host.example:8080/org/repo.git',
+    ];
+    for (const [index, origin] of origins.entries()) {
+      const { dir, git } = await makeRepo({ 'README.md': 'x' });
+      await git('commit', '-q', '-m', 'init');
+      await git('remote', 'add', 'origin', origin);
+      const box = await createBox(dir);
+      const inside = await execBox(box.id, [
+        'sh',
+        '-c',
+        `grep -F -A1 '[remote "origin"]' .git/config; grep -rlE '${secrets.join('|')}' .git || echo no-token`,
+      ]);
+      expect(inside.stdout).toBe(`[remote "origin"]\n\turl = ${expected[index]}\nno-token\n`);
+      await destroyBox(box.id);
+    }
+  });
+
+  it('a .git/config that is a FIFO, a link to a host file or oversized gives no origin and never blocks', async () => {
+    const hostConfig = join(canary.dir, 'host.gitconfig');
+    const shapes: [string, (config: string) => Promise<void>][] = [
+      ['fifo', async (config) => void (await execa('mkfifo', [config]))],
+      [
+        'link',
+        async (config) => {
+          await writeFile(hostConfig, '[remote "origin"]\n\turl = https://leak.example/hostSecretMustStay.git\n');
+          await symlink(hostConfig, config);
+        },
+      ],
+      [
+        'huge',
+        async (config) =>
+          writeFile(
+            config,
+            `${'#'.repeat(300 * 1024)}\n[remote "origin"]\n\turl = https://leak.example/hugeMustNotBeRead.git\n`,
+          ),
+      ],
+    ];
+    for (const [shape, make] of shapes) {
+      const { dir, git } = await makeRepo({ 'README.md': shape });
+      await git('commit', '-q', '-m', 'init');
+      await rm(join(dir, '.git', 'config'));
+      await make(join(dir, '.git', 'config'));
+      const box = await createBox(dir);
+      const inside = await execBox(box.id, ['sh', '-c', "cat README.md; grep -c 'leak.example' .git/config || true"]);
+      expect(inside.stdout, shape).toBe(`${shape}0\n`);
+      await destroyBox(box.id);
+      await rm(hostConfig, { force: true });
+    }
+    await canary.assertUntouched();
+  });
+
   it('a symlink to a host secret arrives as a dangling link, never the secret', async () => {
     const { dir, git } = await makeRepo({ 'README.md': 'x' });
     await symlink(canary.file, join(dir, 'secret-link'));
