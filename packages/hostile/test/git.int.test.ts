@@ -162,6 +162,37 @@ describe('hostile git repos from a local directory', () => {
     await canary.assertUntouched();
   });
 
+  it('a branch and file names made of shell syntax stay names in the clone script (one exec, sh -c)', async () => {
+    // Every step of the clone is single-quoted into one generated sh script in the helper: HEAD's
+    // branch, file names with quotes, $(), backticks, newlines and option-looking names must be
+    // data there. Each payload would leave <tag>-RAN in /work/repo (a file name holds no slash:
+    // the path is spelled in octal for printf).
+    const at = (tag: string) => `$(printf '\\057work\\057repo\\057${tag}-RAN')`;
+    const names = [
+      `'$(touch ${at('quote')})'`,
+      `\`touch ${at('backtick')}\``,
+      `new\nline $(touch ${at('newline')})`,
+      `--upload-pack=touch ${at('upload')}`,
+      '-c',
+      `"; touch ${at('semicolon')}; "`,
+    ];
+    const { dir, git } = await makeRepo(Object.fromEntries(names.map((name) => [name, 'data\n'])));
+    // A ref name holds no space: the shell's own $IFS stands in for one.
+    const ifs = '$' + '{IFS}';
+    const branch = `main'$(touch${ifs}/work/repo/branch-RAN)'\`touch${ifs}/work/repo/branch2-RAN\``;
+    await git('checkout', '-q', '-b', branch);
+    await git('commit', '-q', '-m', 'names');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, [
+      'sh',
+      '-c',
+      'cat .git/HEAD; for f in ./* ./.??*; do [ -f "$f" ] && cat -- "$f"; done; ls -d /work/repo/*-RAN 2>/dev/null | wc -l',
+    ]);
+    expect(inside.stdout).toBe(`ref: refs/heads/${branch}\n${'data\n'.repeat(names.length)}0\n`);
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
   it("a token in the origin's query or password never reaches the box, in any URL form", async () => {
     const secrets = ['glpat-queryTokenMustStay', 'sshPasswordMustStay', 'httpPasswordMustStay'];
     const origins = [
@@ -197,7 +228,10 @@ describe('hostile git repos from a local directory', () => {
       [
         'link',
         async (config) => {
-          await writeFile(hostConfig, '[remote "origin"]\n\turl = https://leak.example/hostSecretMustStay.git\n');
+          await writeFile(
+            hostConfig,
+            '[remote "origin"]\n\turl = https://leak.example/hostSecretMustStay.git\n',
+          );
           await symlink(hostConfig, config);
         },
       ],
@@ -216,7 +250,11 @@ describe('hostile git repos from a local directory', () => {
       await rm(join(dir, '.git', 'config'));
       await make(join(dir, '.git', 'config'));
       const box = await createBox(dir);
-      const inside = await execBox(box.id, ['sh', '-c', "cat README.md; grep -c 'leak.example' .git/config || true"]);
+      const inside = await execBox(box.id, [
+        'sh',
+        '-c',
+        "cat README.md; grep -c 'leak.example' .git/config || true",
+      ]);
       expect(inside.stdout, shape).toBe(`${shape}0\n`);
       await destroyBox(box.id);
       await rm(hostConfig, { force: true });

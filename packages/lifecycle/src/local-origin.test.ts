@@ -16,9 +16,9 @@ describe('originUrlFromConfig', () => {
     expect(originUrlFromConfig(config('https://user:ghp_secret@github.com/org/repo.git'))).toBe(
       'https://github.com/org/repo.git',
     );
-    expect(originUrlFromConfig(config('https://gitlab.example/org/repo.git?private_token=glpat-secret'))).toBe(
-      'https://gitlab.example/org/repo.git',
-    );
+    expect(
+      originUrlFromConfig(config('https://gitlab.example/org/repo.git?private_token=glpat-secret')),
+    ).toBe('https://gitlab.example/org/repo.git');
     expect(originUrlFromConfig(config('https://:tok@host.example/r.git?access_token=t&x=1'))).toBe(
       'https://host.example/r.git',
     );
