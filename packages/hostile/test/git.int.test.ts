@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, execBox, HostCanary } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  HostCanary,
+  labeledLeft,
+  uniqueName,
+} from './_harness.js';
 
 let canary: HostCanary;
 const repos: string[] = [];
@@ -190,6 +199,32 @@ describe('hostile git repos from a local directory', () => {
     ]);
     expect(inside.stdout).toBe(`ref: refs/heads/${branch}\n${'data\n'.repeat(names.length)}0\n`);
     await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it("a clone that fails after a flood of git errors costs the CLI the flood's tail, not the flood", async () => {
+    // git reports every line of objects/info/alternates it cannot use, twice: 64 MiB of lines
+    // (within the source caps) are ~128 MiB of stderr, then the missing tree fails the clone.
+    const { dir, git } = await makeRepo({ 'README.md': 'x' });
+    await git('commit', '-q', '-m', 'init');
+    const line = `/nonexistent/${'a'.repeat(4000)}\n`;
+    await writeFile(join(dir, '.git', 'objects', 'info', 'alternates'), line.repeat(16_000));
+    const tree = (await git('rev-parse', 'HEAD^{tree}')).stdout.trim();
+    await rm(join(dir, '.git', 'objects', tree.slice(0, 2), tree.slice(2)));
+    // The CLI's own peak memory, written by a module node loads before the bin.
+    const rssFile = join(canary.dir, 'max-rss');
+    const hook = `import{appendFileSync}from'node:fs';process.on('exit',()=>appendFileSync('${rssFile}',process.resourceUsage().maxRSS+'\\n'))`;
+    const name = uniqueName();
+    const result = await cli(['create', dir, '--json', '--name', name, '--network', 'offline'], {
+      NODE_OPTIONS: `--import=data:text/javascript,${hook}`,
+    });
+    expect(result.exitCode, result.stderr.slice(0, 400)).toBe(1);
+    expect(JSON.parse(result.stderr).error.code).toBe('CLONE_FAILED');
+    const peakKiB = Math.max(...(await readFile(rssFile, 'utf8')).trim().split('\n').map(Number));
+    // It was ~490 MiB when the whole stderr came back (buffers, concat, string); ~115 MiB now.
+    expect(peakKiB).toBeLessThan(256 * 1024);
+    expect(await labeledLeft(name)).toEqual([]);
+    await rm(rssFile);
     await canary.assertUntouched();
   });
 
