@@ -205,6 +205,12 @@ class BoxExec {
   timedOut = false;
   interrupted: string | undefined;
   private stopping: Promise<void> | undefined;
+  /**
+   * Whether the box check passed. A timeout or an abort may come before its answer: the in-box
+   * kill waits for it (it must never run in a container that is not the id's box), and a failed
+   * check is the outcome, never a timed-out command.
+   */
+  private readonly isBox: Promise<boolean>;
   private readonly marker = newKillMarker();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly onAbort = () => {
@@ -221,6 +227,10 @@ class BoxExec {
     gate: Promise<unknown>,
   ) {
     this.container = boxName(id);
+    this.isBox = gate.then(
+      () => true,
+      () => false,
+    );
     // Over the Engine API: no docker client process, so a terminal's Ctrl-C reaches only us, and
     // we stop the command in the box.
     this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output, gate);
@@ -242,6 +252,9 @@ class BoxExec {
    */
   private stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // Not a box: nothing was started there, and nothing of ours may run there (the exec ends
+      // with the check's error on its own).
+      if (!(await this.isBox)) return;
       await killInBox(this.container, this.marker);
       const exited = await Promise.race([
         this.child.then(() => true),
@@ -278,7 +291,7 @@ class BoxExec {
    * becomes the box's own error (asked of the engine), a daemon down DockerUnavailableError.
    */
   async checkRun(id: string, result: ExecEnd): Promise<void> {
-    if (!result.error || this.timedOut) return;
+    if (!result.error || (this.timedOut && (await this.isBox))) return;
     const error = result.error;
     if (
       error instanceof DockerNotFoundError ||
