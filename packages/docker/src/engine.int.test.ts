@@ -47,6 +47,7 @@ function sandboxConfig(
 afterAll(async () => {
   await engine.container.remove(name, { force: true }).catch(() => false);
   await engine.container.remove(`${name}-b`, { force: true }).catch(() => false);
+  await engine.container.remove(`${name}-log`, { force: true }).catch(() => false);
   await engine.network.remove(name).catch(() => false);
   await engine.volume.remove(name).catch(() => false);
 });
@@ -142,7 +143,11 @@ describe('engine verbs on the real engine', () => {
     expect(await tty).toEqual({ exitCode: 6 });
     expect(screen).toMatch(/\r\n33 99\r\nto-stderr\r\n/);
     expect(await engine.exec.resize(tty.id ?? '', 20, 80)).toBe(false); // ended: refused
-    expect(await engine.container.logs(name)).toEqual({ stdout: 'started\n', stderr: 'warn\n' });
+    expect(await engine.container.logs(name)).toEqual({
+      stdout: 'started\n',
+      stderr: 'warn\n',
+      truncated: false,
+    });
     const tar = await engine.container.archive(name, '/etc/hostname');
     const chunks: Buffer[] = [];
     for await (const chunk of tar) chunks.push(chunk as Buffer);
@@ -166,6 +171,28 @@ describe('engine verbs on the real engine', () => {
     expect(await engine.network.remove(name)).toBe(true);
     expect(await engine.volume.remove(name)).toBe(true);
     expect(await engine.volume.remove(name)).toBe(false);
+  }, 120_000);
+
+  it('container: logs keeps at most maxBytes and says the log went on (a flood never fills our memory)', async () => {
+    const flooder = `${name}-log`;
+    // 4 MiB of 'a' lines on stdout, then a marker line that a capped read never reaches.
+    await engine.container.run(
+      flooder,
+      sandboxConfig(['sh', '-c', 'yes aaaaaaa | head -c 4194304; echo END-OF-LOG; exec sleep 600']),
+    );
+    let whole = await engine.container.logs(flooder);
+    for (let tries = 0; !whole.stdout.includes('END-OF-LOG') && tries < 100; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      whole = await engine.container.logs(flooder);
+    }
+    expect(whole.truncated).toBe(false);
+    expect(whole.stdout.endsWith('END-OF-LOG\n')).toBe(true);
+    const capped = await engine.container.logs(flooder, { maxBytes: 1024 * 1024 });
+    expect(capped.truncated).toBe(true);
+    expect(capped.stdout.length).toBe(1024 * 1024);
+    expect(capped.stdout).not.toContain('END-OF-LOG');
+    expect(await engine.container.remove(flooder, { force: true })).toBe(true);
+    await expect(engine.container.logs(flooder)).rejects.toBeInstanceOf(DockerNotFoundError);
   }, 120_000);
 
   it('container: create leaves it created; a start that fails removes what was created', async () => {

@@ -140,7 +140,15 @@ export interface ContainerVerbs {
   stop(ref: string, options?: { timeoutSeconds?: number }): Promise<void>;
   /** True when removed, false when it was not there. */
   remove(ref: string, options?: { force?: boolean; volumes?: boolean }): Promise<boolean>;
-  logs(ref: string): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * The log so far (`docker logs`), read as it comes and at most `maxBytes` of each stream kept
+   * (default 16 MiB): a container's output can be far larger than a process may hold. `truncated`
+   * says the log went on past the cap.
+   */
+  logs(
+    ref: string,
+    options?: { maxBytes?: number },
+  ): Promise<{ stdout: string; stderr: string; truncated: boolean }>;
   /**
    * A tar stream of `path` in the container (what `docker cp ref:path -` writes), read as it
    * comes; DockerNotFoundError when the container or the path does not exist.
@@ -160,13 +168,13 @@ export interface ContainerVerbs {
    * `docker logs --follow` as live streams (a gateway's readiness line), from `since` when given:
    * resolves when the container stops or kill() is called; never rejects (`error` says why not).
    */
-  follow(ref: string, options?: { since?: Date }): LogFollow;
+  follow(ref: string, options?: { since?: Date; follow?: boolean }): LogFollow;
 }
 
 /** A followed log: its two streams, and a stop. */
 export type LogFollow = Promise<{ error?: Error }> & { stdout: Readable; stderr: Readable; kill(): void };
 
-function followLogs(ref: string, options: { since?: Date } = {}): LogFollow {
+function followLogs(ref: string, options: { since?: Date; follow?: boolean } = {}): LogFollow {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let response: IncomingMessage | undefined;
@@ -175,7 +183,8 @@ function followLogs(ref: string, options: { since?: Date } = {}): LogFollow {
   const ms = options.since?.getTime();
   const since =
     ms === undefined ? undefined : `${Math.floor(ms / 1000)}.${String(ms % 1000).padStart(3, '0')}000000`;
-  const path = `/containers/${segment(ref)}/logs${query({ follow: 1, stdout: 1, stderr: 1, since })}`;
+  const follow = options.follow === false ? undefined : 1;
+  const path = `/containers/${segment(ref)}/logs${query({ follow, stdout: 1, stderr: 1, since })}`;
   const done = (async () => {
     try {
       response = await engineStream('GET', path, { verb: 'logs' });
@@ -296,20 +305,43 @@ export interface Engine {
 
 const labelsOf = (labels: Record<string, string> | null | undefined) => labels ?? {};
 
-/** Splits a non-TTY logs answer (multiplexed frames) into stdout and stderr text. */
-function splitFrames(body: Buffer): { stdout: string; stderr: string } {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  let at = 0;
-  const framed = body.length >= 8 && body[0] !== undefined && body[0] <= 2 && body.readUIntBE(1, 3) === 0;
-  if (!framed) return { stdout: body.toString('utf8'), stderr: '' };
-  while (at + 8 <= body.length) {
-    const size = body.readUInt32BE(at + 4);
-    const payload = body.subarray(at + 8, at + 8 + size);
-    (body[at] === 2 ? err : out).push(payload);
-    at += 8 + size;
-  }
-  return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+const DEFAULT_LOG_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * `docker logs` without follow, streamed: each stream keeps its first `maxBytes`, and once either
+ * passes its cap the connection is dropped (the rest is never read). A missing container throws
+ * DockerNotFoundError, as the buffered call did.
+ */
+async function readLogs(
+  ref: string,
+  options: { maxBytes?: number } = {},
+): Promise<{ stdout: string; stderr: string; truncated: boolean }> {
+  const max = options.maxBytes ?? DEFAULT_LOG_MAX_BYTES;
+  const read = followLogs(ref, { follow: false });
+  let truncated = false;
+  const keep = (stream: Readable) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      if (truncated) return;
+      const room = max - size;
+      if (chunk.length > room) {
+        chunks.push(chunk.subarray(0, room));
+        size = max;
+        truncated = true;
+        read.kill();
+        return;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    });
+    return () => Buffer.concat(chunks).toString('utf8');
+  };
+  const stdout = keep(read.stdout);
+  const stderr = keep(read.stderr);
+  const { error } = await read;
+  if (error) throw error;
+  return { stdout: stdout(), stderr: stderr(), truncated };
 }
 
 /** The answer, or undefined when the engine says the object does not exist (404); other failures throw. */
@@ -358,11 +390,7 @@ const container: ContainerVerbs = {
       `/containers/${segment(ref)}${query({ force: options.force ? 1 : undefined, v: options.volumes ? 1 : undefined })}`,
       'rm',
     ),
-  async logs(ref) {
-    return splitFrames(
-      await engineCall('GET', `/containers/${segment(ref)}/logs?stdout=1&stderr=1`, { verb: 'logs' }),
-    );
-  },
+  logs: readLogs,
   archive: (ref, path) =>
     engineStream('GET', `/containers/${segment(ref)}/archive${query({ path })}`, {
       verb: 'cp',

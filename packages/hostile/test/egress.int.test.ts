@@ -371,4 +371,33 @@ describe('an allowlist box behind the egress gateway', () => {
     const rules = await execa('iptables', ['-w', '10', '-S'], { reject: false });
     expect(rules.stdout).not.toContain(`ca-sandbox:${box.id}`);
   });
+
+  it('a box that floods its gateway log gets a record that says where it was cut, and the read stays bounded', async () => {
+    const box = await createBox(boxRepo, { network: 'allowlist', extra: ['--allow', 'registry.npmjs.org'] });
+    // 3,200 refused plain-HTTP requests with 6,000-character URLs on one kept-alive connection:
+    // about 19 MiB of access log, past the 16 MiB the CLI reads.
+    const flood = [
+      "const net = require('net');",
+      'const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);',
+      'const s = net.connect({ host: proxy.hostname, port: Number(proxy.port) });',
+      "const path = 'x'.repeat(6000); let sent = 0, answered = 0, buffered = '';",
+      "const send = () => { sent++; s.write('GET http://flood.invalid/' + path + sent + ' HTTP/1.1\\r\\nHost: flood.invalid\\r\\n\\r\\n'); };",
+      "s.on('connect', send);",
+      "s.on('data', (d) => { buffered += d; let at; while ((at = buffered.indexOf('HTTP/1.1 403')) >= 0) { buffered = buffered.slice(at + 12); answered++; if (answered < 3200) send(); else { console.log('answered ' + answered); s.destroy(); } } });",
+      "s.on('close', () => { if (answered < 3200) console.log('closed after ' + answered); });",
+    ].join('\n');
+    const run = await execBox(box.id, ['node', '-e', flood], ['--timeout', '300']);
+    expect(run.stdout).toContain('answered 3200');
+    const record = await cli(['egress', box.id, '--json']);
+    expect(record.exitCode, record.stderr).toBe(0);
+    const rows = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(record);
+    expect(rows).toContainEqual(
+      expect.objectContaining({
+        phase: 'box',
+        allowed: false,
+        destination: '(gateway-log-cut-at-16MiB:later-requests-not-recorded)',
+      }),
+    );
+    await expectGone(box.id);
+  }, 600_000);
 });

@@ -236,11 +236,39 @@ export async function gatewayConfigMatches(
   return { ok: false, seen: `other rules: ${missing} line(s) missing, ${extra} line(s) not of the box` };
 }
 
-/** What the gateway decided so far (its access log), oldest first. */
+/**
+ * How much of a gateway's log is read: about 100,000 requests. A box (or an install) that floods
+ * the gateway with requests makes its log grow without bound; reading all of it could exhaust the
+ * CLI's memory, and past node's longest string the read failed and the record came back empty.
+ */
+export const GATEWAY_LOG_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The destination of the entry that says the record stops short (see gatewayLogEntries). No
+ * space: a summary shows destinations as printable text without blanks (box text cannot fake a
+ * column), so this one is written that way.
+ */
+export const GATEWAY_LOG_CUT = `(gateway-log-cut-at-${GATEWAY_LOG_MAX_BYTES / 1024 / 1024}MiB:later-requests-not-recorded)`;
+
+/**
+ * The entries of a log read; a log cut at the cap loses its last, partial line and ends with an
+ * entry that says so: a refusal, so it sorts first in a summary and is never read as a place the
+ * box reached, timed now, so that no filter by time (egressLog's, since the box started) drops it.
+ */
+export function gatewayLogEntries(text: string, truncated: boolean): GatewayLogEntry[] {
+  if (!truncated) return parseGatewayLog(text);
+  const entries = parseGatewayLog(text.slice(0, text.lastIndexOf('\n') + 1));
+  const cut = { time: new Date().toISOString(), allowed: false, result: 'LOG_CUT', method: '-' };
+  return [...entries, { ...cut, destination: GATEWAY_LOG_CUT }];
+}
+
+/** What the gateway decided so far (its access log, at most GATEWAY_LOG_MAX_BYTES), oldest first. */
 export async function readGatewayLog(sandboxId: string): Promise<GatewayLogEntry[]> {
   const { gateway } = egressNames(sandboxId);
-  const logs = await engine.container.logs(gateway).catch(() => undefined);
-  return logs ? parseGatewayLog(logs.stdout) : [];
+  const logs = await engine.container
+    .logs(gateway, { maxBytes: GATEWAY_LOG_MAX_BYTES })
+    .catch(() => undefined);
+  return logs ? gatewayLogEntries(logs.stdout, logs.truncated) : [];
 }
 
 /** Removes a sandbox's gateway container and both its networks; absent objects are fine. */

@@ -10,9 +10,12 @@ export {
 export {
   DEFAULT_GATEWAY_IMAGE,
   type EgressGateway,
+  GATEWAY_LOG_CUT,
+  GATEWAY_LOG_MAX_BYTES,
   type GatewayOptions,
   gatewayConfigMatches,
   gatewayImage,
+  gatewayLogEntries,
   readGatewayLog,
   reconfigureGateway,
   startGateway,
