@@ -177,6 +177,26 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(render([f('go.mod'), f('go.work')])).not.toContain('GOFLAGS');
   });
 
+  it('go: a module with vendor/modules.txt downloads nothing and the box builds from vendor/', () => {
+    const vendored = [
+      f('go.mod', 'module x\n'),
+      f('go.sum'),
+      f('vendor/modules.txt', '# example.com/y v1.0.0\n'),
+    ];
+    const text = render(vendored);
+    expect(envEntries(text)).toContain('GOFLAGS="-mod=vendor"');
+    expect(envEntries(text)).toContain('GOPROXY="off"');
+    expect(text).not.toContain('go mod download');
+    expect(builtinRecipe(vendored, detectProvider(vendored)).notes).toContain(
+      'go: vendored modules are not downloaded (.): vendor/ is used',
+    );
+    // Per module: a nested module without vendor/ still downloads, and the root's flag follows the root.
+    const mixed = render([f('go.mod'), f('tools/go.mod'), f('tools/vendor/modules.txt')]);
+    expect(mixed).toContain('go mod download');
+    expect(mixed).not.toContain("(cd 'tools' && go mod download)");
+    expect(envEntries(mixed)).toContain('GOFLAGS="-mod=mod"');
+  });
+
   it('rust: CARGO_HOME under /deps, stub targets, cargo fetch', () => {
     const text = render([f('Cargo.toml', '[package]\nname="x"\n'), f('Cargo.lock')]);
     expect(envEntries(text)).toContain('CARGO_HOME="/deps/cargo"');

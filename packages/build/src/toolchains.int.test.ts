@@ -155,6 +155,23 @@ describe('fixtures run their own tests in the box (real engine)', () => {
     expect(box.stdout).toMatch(/hello, box\n$/);
     expect(box.exitCode).toBe(0);
   }, 900_000);
+
+  it('go: a module that vendors its dependencies installs nothing and go test ./... builds from vendor/', async () => {
+    const fixture = await repo(readFixture(join(fixtures, 'go-vendor')));
+    // GOPROXY off at install too: a download attempt would fail the build, as a proxy out of reach does.
+    const result = await prepare(fixture, 'go-vendor', { registries: { go: 'off' } });
+    expect(result).toMatchObject({ provider: 'go' });
+    expect(result.notes).toContain('go: vendored modules are not downloaded (.): vendor/ is used');
+    const box = await fixture.runBox(
+      result.image,
+      'go env GOFLAGS GOPROXY && go test ./... 2>&1 && go run .',
+      600_000,
+    );
+    expect(box.stdout).toMatch(/^-mod=vendor\noff\n/);
+    expect(box.stdout).toMatch(/^ok\s+example\.com\/vendored/m);
+    expect(box.stdout).toMatch(/hello, vendor\n$/);
+    expect(box.exitCode).toBe(0);
+  }, 900_000);
 });
 
 describe('a failing install (real engine)', () => {
