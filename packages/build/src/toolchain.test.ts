@@ -64,6 +64,11 @@ describe('the toolchain probe (sh, tools asked in parallel)', () => {
         env: { PATH: bin },
       });
     expect(run(TOOLCHAIN_PROBE)).toBe(`${TOOLCHAIN_MARKER}node=22.23.5,npm=10.9.9,yarn=1.22.22,\n`);
+    // It waits for its own jobs only, never for another child of the shell.
+    const started = Date.now();
+    const other = `sleep 20 >/dev/null 2>&1 &\nother=$!\n${TOOLCHAIN_PROBE}\nkill $other`;
+    expect(run(other)).toContain('npm=10.9.9');
+    expect(Date.now() - started).toBeLessThan(10_000);
     const withClaude = run(toolchainProbe(['printf "%s=%s," claude "$ca_sbx_claude"']));
     expect(toolchainFromOutput(withClaude.split('\n'))).toEqual({
       node: '22.23.5',

@@ -70,11 +70,11 @@ describe('hostile install output', () => {
   // its line. The build runs whatever the box's runtime: one run covers both.
   it("a process the install leaves writing fake toolchain lines is ended before the probe: neither the record nor the image's labels change", async () => {
     const name = `hostile-late-${randomUUID().slice(0, 8)}`;
+    // Text mode: --verbose shows the install's output there (not with --json).
     const result = await cli(
       [
         'create',
         join(fixtures, 'fake-toolchain-late'),
-        '--json',
         '--verbose',
         '--name',
         name,
@@ -84,10 +84,11 @@ describe('hostile install output', () => {
       env,
     );
     expect(result.exitCode, result.stderr).toBe(0);
-    const record = parseJson<SandboxRecord>(result) as SandboxRecord & {
-      toolchain: Record<string, string>;
-      image: string;
-    };
+    const listed = parseJson<(SandboxRecord & { toolchain: Record<string, string>; image: string })[]>(
+      await cli(['list', '--json']),
+    );
+    const record = listed.find((entry) => entry.id === name);
+    if (!record) throw new Error(`${name} is not listed`);
     try {
       // It ran (its lines are in the install's output, neutralised)...
       expect(result.stderr).toContain('ca-sbx-toolchain:node=6.6.6');
