@@ -42,6 +42,12 @@ export interface SandboxHostConfig {
   Tmpfs: Record<string, string>;
   /** Resolver addresses, only when the policy sets them. */
   Dns?: string[];
+  /**
+   * `none` for a box and a helper: what their processes write to the container's stdout (any
+   * process may write to /proc/1/fd/1) is kept nowhere, not in a log file on the host's disk that
+   * no limit bounds. Absent for the gateway, whose log is its egress record.
+   */
+  LogConfig?: { Type: 'none'; Config: Record<string, never> };
 }
 
 /** The create body of a sandbox container (the container name goes in the query). */
@@ -83,6 +89,7 @@ const HOST_CONFIG_KEYS = new Set([
   'Mounts',
   'Tmpfs',
   'Dns',
+  'LogConfig',
 ]);
 
 /**

@@ -73,6 +73,11 @@ export const ContainerInspectSchema = z.object({
     Mounts: nullableArray(
       z.object({ Type: z.string(), Source: z.string().optional(), Target: z.string() }).loose(),
     ),
+    LogConfig: z
+      .object({ Type: z.string().optional().default('') })
+      .loose()
+      .nullish()
+      .transform((value) => ({ Type: value?.Type ?? '' })),
   }),
   Mounts: nullableArray(MountSchema),
   /** With `size`: bytes written in the container's layer, and the whole of its filesystem. */

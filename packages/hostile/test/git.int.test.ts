@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, execBox, HostCanary } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  HostCanary,
+  labeledLeft,
+  uniqueName,
+} from './_harness.js';
 
 let canary: HostCanary;
 const repos: string[] = [];
@@ -159,6 +168,132 @@ describe('hostile git repos from a local directory', () => {
     const none = await execBox(second.id, ['sh', '-c', "grep -cF '[remote' .git/config || true"]);
     expect(none.stdout.trim()).toBe('0');
     await destroyBox(second.id);
+    await canary.assertUntouched();
+  });
+
+  it('a branch and file names made of shell syntax stay names in the clone script (one exec, sh -c)', async () => {
+    // Every step of the clone is single-quoted into one generated sh script in the helper: HEAD's
+    // branch, file names with quotes, $(), backticks, newlines and option-looking names must be
+    // data there. Each payload would leave <tag>-RAN in /work/repo (a file name holds no slash:
+    // the path is spelled in octal for printf).
+    const at = (tag: string) => `$(printf '\\057work\\057repo\\057${tag}-RAN')`;
+    const names = [
+      `'$(touch ${at('quote')})'`,
+      `\`touch ${at('backtick')}\``,
+      `new\nline $(touch ${at('newline')})`,
+      `--upload-pack=touch ${at('upload')}`,
+      '-c',
+      `"; touch ${at('semicolon')}; "`,
+    ];
+    const { dir, git } = await makeRepo(Object.fromEntries(names.map((name) => [name, 'data\n'])));
+    // A ref name holds no space: the shell's own $IFS stands in for one.
+    const ifs = '$' + '{IFS}';
+    const branch = `main'$(touch${ifs}/work/repo/branch-RAN)'\`touch${ifs}/work/repo/branch2-RAN\``;
+    await git('checkout', '-q', '-b', branch);
+    await git('commit', '-q', '-m', 'names');
+    const box = await createBox(dir);
+    const inside = await execBox(box.id, [
+      'sh',
+      '-c',
+      'cat .git/HEAD; for f in ./* ./.??*; do [ -f "$f" ] && cat -- "$f"; done; ls -d /work/repo/*-RAN 2>/dev/null | wc -l',
+    ]);
+    expect(inside.stdout).toBe(`ref: refs/heads/${branch}\n${'data\n'.repeat(names.length)}0\n`);
+    await destroyBox(box.id);
+    await canary.assertUntouched();
+  });
+
+  it("a clone that fails after a flood of git errors costs the CLI the flood's tail, not the flood", async () => {
+    // git reports every line of objects/info/alternates it cannot use, twice: 64 MiB of lines
+    // (within the source caps) are ~128 MiB of stderr, then the missing tree fails the clone.
+    const { dir, git } = await makeRepo({ 'README.md': 'x' });
+    await git('commit', '-q', '-m', 'init');
+    const line = `/nonexistent/${'a'.repeat(4000)}\n`;
+    await writeFile(join(dir, '.git', 'objects', 'info', 'alternates'), line.repeat(16_000));
+    const tree = (await git('rev-parse', 'HEAD^{tree}')).stdout.trim();
+    await rm(join(dir, '.git', 'objects', tree.slice(0, 2), tree.slice(2)));
+    // The CLI's own peak memory, written by a module node loads before the bin.
+    const rssFile = join(canary.dir, 'max-rss');
+    const hook = `import{appendFileSync}from'node:fs';process.on('exit',()=>appendFileSync('${rssFile}',process.resourceUsage().maxRSS+'\\n'))`;
+    const name = uniqueName();
+    const result = await cli(['create', dir, '--json', '--name', name, '--network', 'offline'], {
+      NODE_OPTIONS: `--import=data:text/javascript,${hook}`,
+    });
+    expect(result.exitCode, result.stderr.slice(0, 400)).toBe(1);
+    expect(JSON.parse(result.stderr).error.code).toBe('CLONE_FAILED');
+    const peakKiB = Math.max(...(await readFile(rssFile, 'utf8')).trim().split('\n').map(Number));
+    // It was ~490 MiB when the whole stderr came back (buffers, concat, string); ~115 MiB now.
+    expect(peakKiB).toBeLessThan(256 * 1024);
+    expect(await labeledLeft(name)).toEqual([]);
+    await rm(rssFile);
+    await canary.assertUntouched();
+  });
+
+  it("a token in the origin's query or password never reaches the box, in any URL form", async () => {
+    const secrets = ['glpat-queryTokenMustStay', 'sshPasswordMustStay', 'httpPasswordMustStay'];
+    const origins = [
+      // A query: git appends its own path to a remote URL, only a token rides there.
+      `https://gitlab.example/org/repo.git?private_token=${secrets[0]}`,
+      `ssh://git:${secrets[1]}@host.example/org/repo.git`,
+      `http://oauth2:${secrets[2]}@host.example:8080/org/repo.git?x=1`,
+    ];
+    const expected = [
+      'https://gitlab.example/org/repo.git',
+      'ssh://git@host.example/org/repo.git',
+      'http://host.example:8080/org/repo.git',
+    ];
+    for (const [index, origin] of origins.entries()) {
+      const { dir, git } = await makeRepo({ 'README.md': 'x' });
+      await git('commit', '-q', '-m', 'init');
+      await git('remote', 'add', 'origin', origin);
+      const box = await createBox(dir);
+      const inside = await execBox(box.id, [
+        'sh',
+        '-c',
+        `grep -F -A1 '[remote "origin"]' .git/config; grep -rlE '${secrets.join('|')}' .git || echo no-token`,
+      ]);
+      expect(inside.stdout).toBe(`[remote "origin"]\n\turl = ${expected[index]}\nno-token\n`);
+      await destroyBox(box.id);
+    }
+  });
+
+  it('a .git/config that is a FIFO, a link to a host file or oversized gives no origin and never blocks', async () => {
+    const hostConfig = join(canary.dir, 'host.gitconfig');
+    const shapes: [string, (config: string) => Promise<void>][] = [
+      ['fifo', async (config) => void (await execa('mkfifo', [config]))],
+      [
+        'link',
+        async (config) => {
+          await writeFile(
+            hostConfig,
+            '[remote "origin"]\n\turl = https://leak.example/hostSecretMustStay.git\n',
+          );
+          await symlink(hostConfig, config);
+        },
+      ],
+      [
+        'huge',
+        async (config) =>
+          writeFile(
+            config,
+            `${'#'.repeat(300 * 1024)}\n[remote "origin"]\n\turl = https://leak.example/hugeMustNotBeRead.git\n`,
+          ),
+      ],
+    ];
+    for (const [shape, make] of shapes) {
+      const { dir, git } = await makeRepo({ 'README.md': shape });
+      await git('commit', '-q', '-m', 'init');
+      await rm(join(dir, '.git', 'config'));
+      await make(join(dir, '.git', 'config'));
+      const box = await createBox(dir);
+      const inside = await execBox(box.id, [
+        'sh',
+        '-c',
+        "cat README.md; grep -c 'leak.example' .git/config || true",
+      ]);
+      expect(inside.stdout, shape).toBe(`${shape}0\n`);
+      await destroyBox(box.id);
+      await rm(hostConfig, { force: true });
+    }
     await canary.assertUntouched();
   });
 

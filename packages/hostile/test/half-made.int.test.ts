@@ -190,4 +190,38 @@ describe('names and roles', () => {
     expect((await execBox(box.id, ['cat', 'README.md'])).stdout).toBe('plain\n');
     await destroyBox(box.id);
   });
+
+  it('a timeout that fires before the box check answers runs nothing in a stranger and reports the refusal', async () => {
+    // A container named like a box, not ours. The exec's create goes out beside the box check; a
+    // timeout of 1 ms fires before the check answers, and the kill it triggers must wait for it.
+    const x = uniqueName('stranger');
+    const name = `ca-sbx-${x}`;
+    strangers.add(name);
+    await docker(['run', '-d', '--name', name, '--network', 'none', 'ca-sbx-base:git', 'sleep', '600']);
+    const since = Math.floor(Date.now() / 1000) - 1;
+    for (const flags of [['--timeout', '0.001'], []]) {
+      const exec = await cli(['exec', x, '--json', ...flags, '--', 'touch', '/tmp/reached']);
+      expect(exec.exitCode, exec.stdout + exec.stderr).toBe(125);
+      expect(JSON.parse(exec.stderr).error.code).toBe('NOT_A_BOX');
+    }
+    const until = Math.floor(Date.now() / 1000) + 1;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const events = await docker([
+      'events',
+      '--since',
+      String(since),
+      '--until',
+      String(until),
+      '--filter',
+      `container=${name}`,
+      '--filter',
+      'event=exec_start',
+      '--format',
+      '{{.Action}}',
+    ]);
+    // Our execs may be created there (beside the check), never started.
+    expect(events.stdout.trim()).toBe('');
+    const reached = await docker(['exec', name, 'test', '-e', '/tmp/reached'], { allowFailure: true });
+    expect(reached.exitCode).toBe(1);
+  });
 });

@@ -75,4 +75,26 @@ describe.each(RUNTIMES)('resource abuse under %s', (runtime) => {
     expect(some.stdout).toMatch(/64 MiB|67108864 bytes/);
     await destroyBox(box.id);
   });
+
+  it("output written to the box's own stdout (/proc/1/fd/1) is stored nowhere on the host", async () => {
+    const box = await createBox(join(FIXTURES, 'resources'), { runtime });
+    // Any process of the box may write to PID 1's stdout: with a log driver that lands in a file
+    // on the host's disk, owned by root and bounded by no limit of the box.
+    const flood = await execBox(box.id, [
+      'sh',
+      '-c',
+      'head -c 8388608 /dev/zero | tr "\\0" x > /proc/1/fd/1 && echo wrote',
+    ]);
+    expect(flood.stdout).toBe('wrote\n');
+    const inspect = JSON.parse((await docker(['inspect', box.container])).stdout)[0];
+    expect(inspect.HostConfig.LogConfig.Type).toBe('none');
+    expect(inspect.LogPath).toBe('');
+    const logs = await docker(['logs', box.container], { allowFailure: true });
+    expect(logs.exitCode).not.toBe(0);
+    expect(logs.stdout).not.toContain('xxxx');
+    const verify = await cli(['verify', box.id, '--json']);
+    const report = JSON.parse(verify.stdout) as { checks: { check: string; pass: boolean }[] };
+    expect(report.checks.find((check) => check.check === 'no-host-log')?.pass).toBe(true);
+    await destroyBox(box.id);
+  });
 });

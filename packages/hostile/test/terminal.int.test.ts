@@ -82,7 +82,7 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
     for (const mode of modes) expect(exec.text).not.toContain(mode);
   });
 
-  it('the shell follows the terminal size; SIGTERM to the CLI ends it with 143 and the terminal is no longer raw', async () => {
+  it('the shell follows the terminal size; SIGTERM to the CLI ends it with 143, kills what it started in the box, and the terminal is no longer raw', async () => {
     const prompt = new RegExp(`\\[sandbox ${box.id}\\] /work/repo \\$ `);
     // `stty -a` in the same terminal once the bin has gone: `-icanon` would mean it was left raw.
     const shell = new PtySession(['shell', box.id], {
@@ -101,10 +101,16 @@ describe.each(RUNTIMES)('the host terminal under %s', (runtime) => {
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
     expect(shell.text).toMatch(/^41 133\r?$/m);
+    // A background job, a detached session and a foreground command: the engine would keep all
+    // three running after the client is gone.
+    shell.type('sleep 341 & setsid sleep 342 & echo jobs-started; sleep 343\n');
+    await shell.waitFor(/^jobs-started\r?$/m);
     process.kill(shell.binPid(), 'SIGTERM');
     await shell.waitFor(/bin-exit=\d+/);
     await shell.exit();
     expect(shell.text).toMatch(/bin-exit=143/);
+    const ps = await execBox(box.id, ['/bin/ps', '-eo', 'args']);
+    expect(ps.stdout).not.toMatch(/sleep 34[1-3]|bash --norc/);
     expect(shell.text).toContain(`ca-sandbox: left sandbox ${box.id}`);
     expect(shell.text).toMatch(/(?:^|\s)icanon(?:\s|$)/m);
     expect(shell.text).toMatch(/(?:^|\s)echo(?:\s|$)/m);

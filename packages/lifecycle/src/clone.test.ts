@@ -7,6 +7,7 @@ import {
   forgetCredentials,
   GIT_ENV,
   gitHardening,
+  STEP_STDERR_TAIL_BYTES,
   stepsScript,
 } from './clone.js';
 
@@ -175,6 +176,14 @@ describe('stepsScript (the clone steps of one exec)', () => {
     ]);
     expect(mark).toBe('ca-sbx-steps failed 1 128');
     expect(stderr).toContain('fatal: no such ref');
+  });
+
+  it("hands back only the end of a failed step's stderr: git's fatal line, not a flood before it", () => {
+    const flood = `head -c ${4 * STEP_STDERR_TAIL_BYTES} /dev/zero | tr '\\0' r >&2; echo "fatal: the end" >&2; exit 128`;
+    const { mark, stderr } = runSteps([{ argv: ['/bin/sh', '-c', flood] }]);
+    expect(mark).toBe('ca-sbx-steps failed 0 128');
+    expect(stderr.length).toBeLessThanOrEqual(STEP_STDERR_TAIL_BYTES);
+    expect(stderr.trimEnd().endsWith('fatal: the end')).toBe(true);
   });
 
   it('runs a fallback only after its optional step failed, and reports the last exit code', () => {

@@ -226,12 +226,19 @@ export interface StepsOutcome {
 const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
 /** The batch's last stdout line: `ca-sbx-steps <code of the last step run>` or `… failed <i> <code>`. */
 const STEPS_MARK = 'ca-sbx-steps';
+/**
+ * The end of a failed step's stderr that comes back to the host (git's fatal line is its last). A
+ * hostile server sends `remote:` lines without end, a hostile local repo an error per alternates
+ * line: the whole stderr (up to the helper's 1 GiB tmpfs) would be held in the CLI's memory.
+ */
+export const STEP_STDERR_TAIL_BYTES = 64 * 1024;
 
 /**
  * The shell script that runs `steps` one after another in one exec, with the loop of the old
  * one-exec-per-step runner: a fallback runs only after its optional step failed, a failed step
- * that is not optional ends the batch. Each argv is single-quoted, never interpolated; stderr of
- * the last failed step is what the batch prints on stderr (git's own error line).
+ * that is not optional ends the batch. Each argv is single-quoted, never interpolated; the end of
+ * the last failed step's stderr (STEP_STDERR_TAIL_BYTES) is what the batch prints on stderr (git's
+ * own error line).
  */
 export function stepsScript(steps: readonly CloneStep[]): string {
   const lines = ['pf=0 c=0', ': > /tmp/.ca-sbx-step.fail'];
@@ -243,7 +250,7 @@ export function stepsScript(steps: readonly CloneStep[]): string {
     const body = [
       run,
       'c=$?; pf=0',
-      'if [ "$c" != 0 ]; then pf=1; cp /tmp/.ca-sbx-step.err /tmp/.ca-sbx-step.fail; fi',
+      `if [ "$c" != 0 ]; then pf=1; tail -c ${STEP_STDERR_TAIL_BYTES} /tmp/.ca-sbx-step.err > /tmp/.ca-sbx-step.fail; fi`,
       ...(step.optional
         ? []
         : [

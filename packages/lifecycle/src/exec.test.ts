@@ -2,14 +2,8 @@ import { Readable } from 'node:stream';
 import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  buildExecSpec,
-  buildKillSpec,
-  captureCapped,
-  decodeUtf8,
-  resolveExecOptions,
-  trimPartialUtf8,
-} from './exec.js';
+import { buildExecSpec, captureCapped, decodeUtf8, resolveExecOptions, trimPartialUtf8 } from './exec.js';
+import { buildKillSpec } from './in-box-kill.js';
 
 describe('buildExecSpec', () => {
   it('runs as 1000:1000 at /work/repo, the command as given', () => {

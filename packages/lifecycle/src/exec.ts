@@ -4,19 +4,17 @@ import { ENV_NAME_PATTERN, hasControlCharacter } from '@ca-sandbox/docker/contra
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
   BOX_USER,
-  collectExec,
   DOCKER_CLI_PROXY_VARIABLES,
   DockerEngineError,
   DockerNotFoundError,
   type ExecChild,
   type ExecEnd,
   type ExecSpec,
-  internalExecSpec,
   REPO_DIR,
-  SH_BIN,
   startExec,
 } from '@ca-sandbox/docker/process';
 import { ExecInterruptedError, InvalidOptionsError } from './errors.js';
+import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
 import { boxName, resolveBox } from './names.js';
 
 /** The exec contract of DESIGN.md. */
@@ -193,42 +191,8 @@ export function buildExecSpec(
   options: { env?: Record<string, string>; workdir?: string } = {},
 ): ExecSpec {
   const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
-  if (marker) env.push(`CA_SBX_EXEC=${marker}`);
+  if (marker) env.push(`${KILL_MARKER_ENV}=${marker}`);
   return { cmd: [...argv], user: BOX_USER, workdir: options.workdir ?? REPO_DIR, env };
-}
-
-/**
- * The in-box kill: every process whose environment holds our marker, and its process group
- * (docker exec makes the command a session and group leader), killed with SIGKILL, a few rounds
- * so that children forked meanwhile go too. Nothing here is looked up on the box's PATH (a
- * dependency may ship `sh` or `grep`): /bin/sh and /bin/grep by path, from an empty environment.
- */
-export function buildKillSpec(marker: string): ExecSpec {
-  const script = [
-    'for round in 1 2 3; do',
-    '  for p in /proc/[0-9]*; do',
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
-    '    pid=${p#/proc/}',
-    '    if /bin/grep -qsxzF "CA_SBX_EXEC=$1" "$p/environ"; then',
-    // dash's kill takes no `--`: the group and the process in two calls, so one miss skips nothing.
-    '      kill -s KILL "-$pid" 2>/dev/null; kill -s KILL "$pid" 2>/dev/null',
-    '    fi',
-    '  done',
-    'done',
-  ].join('\n');
-  return internalExecSpec([SH_BIN, '-c', script, 'ca-sbx-kill', marker], { user: BOX_USER });
-}
-
-/**
- * A marker unique among concurrent execs. Not a secret (a process that copies it only gets itself
- * killed); node:crypto is not loaded for it, to keep exec start-up short.
- */
-function newMarker(): string {
-  const random = () =>
-    Math.floor(Math.random() * 0x100000000)
-      .toString(16)
-      .padStart(8, '0');
-  return `${process.pid.toString(16)}${Date.now().toString(16)}${random()}${random()}`;
 }
 
 /** One exec with its kill switch: the timeout and the caller's abort both kill in the box. */
@@ -241,7 +205,13 @@ class BoxExec {
   timedOut = false;
   interrupted: string | undefined;
   private stopping: Promise<void> | undefined;
-  private readonly marker = newMarker();
+  /**
+   * Whether the box check passed. A timeout or an abort may come before its answer: the in-box
+   * kill waits for it (it must never run in a container that is not the id's box), and a failed
+   * check is the outcome, never a timed-out command.
+   */
+  private readonly isBox: Promise<boolean>;
+  private readonly marker = newKillMarker();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly onAbort = () => {
     const reason = this.options.signal?.reason;
@@ -257,6 +227,10 @@ class BoxExec {
     gate: Promise<unknown>,
   ) {
     this.container = boxName(id);
+    this.isBox = gate.then(
+      () => true,
+      () => false,
+    );
     // Over the Engine API: no docker client process, so a terminal's Ctrl-C reaches only us, and
     // we stop the command in the box.
     this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output, gate);
@@ -278,6 +252,9 @@ class BoxExec {
    */
   private stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // Not a box: nothing was started there, and nothing of ours may run there (the exec ends
+      // with the check's error on its own).
+      if (!(await this.isBox)) return;
       await killInBox(this.container, this.marker);
       const exited = await Promise.race([
         this.child.then(() => true),
@@ -314,7 +291,7 @@ class BoxExec {
    * becomes the box's own error (asked of the engine), a daemon down DockerUnavailableError.
    */
   async checkRun(id: string, result: ExecEnd): Promise<void> {
-    if (!result.error || this.timedOut) return;
+    if (!result.error || (this.timedOut && (await this.isBox))) return;
     const error = result.error;
     if (
       error instanceof DockerNotFoundError ||
@@ -396,15 +373,6 @@ export async function streamExecInSandbox(
   const result = await run.finish();
   await run.checkRun(id, result);
   return { exitCode: run.exitCode(result), timedOut: run.timedOut, durationMs: run.durationMs };
-}
-
-/** The in-box kill (see buildKillSpec), over the API like the exec itself. Never throws. */
-async function killInBox(container: string, marker: string): Promise<void> {
-  try {
-    await collectExec(container, buildKillSpec(marker), { timeoutMs: 10_000 });
-  } catch {
-    // the box is gone or the engine does not answer: the exec's own end reports that
-  }
 }
 
 /**

@@ -16,6 +16,15 @@ describe('originUrlFromConfig', () => {
     expect(originUrlFromConfig(config('https://user:ghp_secret@github.com/org/repo.git'))).toBe(
       'https://github.com/org/repo.git',
     );
+    expect(
+      originUrlFromConfig(config('https://gitlab.example/org/repo.git?private_token=glpat-secret')),
+    ).toBe('https://gitlab.example/org/repo.git');
+    expect(originUrlFromConfig(config('https://:tok@host.example/r.git?access_token=t&x=1'))).toBe(
+      'https://host.example/r.git',
+    );
+    expect(originUrlFromConfig(config('ssh://git:pw@host.example/r.git?t=1'))).toBe(
+      'ssh://git@host.example/r.git',
+    );
     expect(originUrlFromConfig(config('ssh://git@host.example:2222/org/repo.git'))).toBe(
       'ssh://git@host.example:2222/org/repo.git',
     );

@@ -42,14 +42,17 @@ export function originUrlFromConfig(text: string): string | undefined {
 }
 
 /**
- * A URL without `user:token@` (a token in a local remote never reaches the box). An ssh user
- * (`git@`) names the account, not a secret, and stays, as in a URL clone.
+ * A URL without `user:token@` and without a query (`?private_token=…`, `?access_token=…`): a token
+ * in a local remote never reaches the box. git appends its own path to a remote URL, so a query
+ * never worked as part of one; only a token rides there. An ssh user (`git@`) names the account,
+ * not a secret, and stays, as in a URL clone.
  */
 function withoutCredentials(value: string): string | undefined {
   try {
     const url = new URL(value);
     if (url.protocol !== 'ssh:') url.username = '';
     url.password = '';
+    url.search = '';
     return url.toString();
   } catch {
     return undefined;

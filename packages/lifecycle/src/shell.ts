@@ -13,6 +13,7 @@ import {
 import { BOX_USER, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker/process';
 import { assertBoxRunning, boxName } from './_utils.js';
 import { ShellNeedsTerminalError } from './errors.js';
+import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
 import { TerminalFilter } from './terminal-filter.js';
 
 /**
@@ -155,7 +156,10 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
     network: labels[LABEL_POLICY] ?? 'unknown',
     runtime: labels[LABEL_RUNTIME] ?? 'unknown',
   });
-  const env = shellEnvironment(id, inspect.Config.Env, process.env.TERM);
+  // The session's mark on the shell and everything started from it (background jobs, setsid and
+  // nohup included: they keep the environment), so that ending the session by a signal ends them.
+  const marker = newKillMarker();
+  const env = { ...shellEnvironment(id, inspect.Config.Env, process.env.TERM), [KILL_MARKER_ENV]: marker };
   const child = engine.exec.start(container, buildShellSpec(id, env, terminalSize()), {
     stdout: 'pipe',
     stderr: 'ignore',
@@ -181,10 +185,17 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
 
   // SIGTERM or SIGHUP to us ends the session (the terminal is restored below); a SIGINT can only
   // come from `kill` (the terminal is raw, Ctrl-C goes to the box as a key) and is treated alike.
+  // The engine keeps an exec's processes running when its client leaves (as `docker exec -it`
+  // does): the shell and what it started are killed in the box first, then the stream dropped. A
+  // second signal does not wait for that.
   let stoppedBy: NodeJS.Signals | undefined;
   const stop = (signal: NodeJS.Signals) => {
-    stoppedBy ??= signal;
-    child.kill();
+    if (stoppedBy) {
+      child.kill();
+      return;
+    }
+    stoppedBy = signal;
+    void killInBox(container, marker).finally(() => child.kill());
   };
   const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
   process.on('SIGWINCH', resize);

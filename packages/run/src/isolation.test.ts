@@ -38,6 +38,7 @@ function goodInspect(): Record<string, any> {
       Runtime: 'runc',
       Mounts: [{ Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo' }],
       Tmpfs: { '/tmp': 'nosuid,nodev,size=512m' },
+      LogConfig: { Type: 'none', Config: {} },
     },
     Mounts: [
       {
@@ -70,6 +71,12 @@ describe('verifyIsolation', () => {
     expect(report.container).toBe('ca-sbx-abc');
   });
 
+  it('lets only the gateway keep a log (its egress record)', () => {
+    const logging = (d: Record<string, any>) => (d.HostConfig.LogConfig = { Type: 'json-file', Config: {} });
+    expect(failedIds(logging, { ...expected, keepsLog: true } as typeof expected)).toEqual([]);
+    expect(failedIds(logging)).toEqual(['no-host-log']);
+  });
+
   it('numbers every row after a CIS Docker Benchmark check', () => {
     const report = verifyIsolation(parseContainerInspect(goodInspect()), expected);
     for (const check of report.checks) expect(check.cis).toMatch(/^(\d+\.\d+|-)$/);
@@ -92,6 +99,12 @@ describe('verifyIsolation', () => {
     ['a volume over another dir', 'volume-only-at-repo', (d) => (d.Mounts[0].Destination = '/deps')],
     ['no source volume', 'volume-only-at-repo', (d) => (d.Mounts = [])],
     ['privileged', 'not-privileged', (d) => (d.HostConfig.Privileged = true)],
+    [
+      'a json-file log on the host',
+      'no-host-log',
+      (d) => (d.HostConfig.LogConfig = { Type: 'json-file', Config: {} }),
+    ],
+    ['no LogConfig (the daemon default)', 'no-host-log', (d) => delete d.HostConfig.LogConfig],
     ['CapDrop empty', 'cap-drop-all', (d) => (d.HostConfig.CapDrop = [])],
     ['a CapAdd', 'cap-drop-all', (d) => (d.HostConfig.CapAdd = ['SYS_ADMIN'])],
     ['a writable root', 'read-only-rootfs', (d) => (d.HostConfig.ReadonlyRootfs = false)],

@@ -46,6 +46,8 @@ export interface IsolationExpectations {
   daemonSecurityOptions?: string[];
   /** `blackhole`: the resolver must be exactly BLACKHOLE_DNS (allowlist boxes resolve no name). */
   dns?: 'default' | 'blackhole';
+  /** The gateway: its log is its egress record. Any other container must log nothing (keepsLog). */
+  keepsLog?: boolean;
 }
 
 type Rule = (
@@ -341,6 +343,14 @@ const RULES: Rule[] = [
       pass: !blackhole || (servers.length === 1 && servers[0] === BLACKHOLE_DNS),
     };
   },
+  (i, e) => ({
+    id: 'no-host-log',
+    cis: '-',
+    title: "what the container writes to its stdout is not stored on the host's disk",
+    expected: e.keepsLog ? 'any (the gateway: its log is the egress record)' : 'log driver none',
+    seen: i.HostConfig.LogConfig.Type || 'daemon default',
+    pass: e.keepsLog === true || i.HostConfig.LogConfig.Type === 'none',
+  }),
   (i, e) => ({
     id: 'network-policy',
     cis: '5.29',

@@ -200,6 +200,7 @@ function configOfArgv(argv: string[]): { name: string; config: SandboxContainerC
     else if (flag === '--runtime') host.Runtime = takes();
     else if (flag === '--network') host.NetworkMode = takes();
     else if (flag === '--dns') push(host, 'Dns', takes());
+    else if (flag === '--log-driver') host.LogConfig = { Type: takes(), Config: {} };
     else if (flag === '--ulimit') {
       const [limitName = '', values = ''] = takes().split('=');
       const [soft = '', hard = soft] = values.split(':');
@@ -235,6 +236,8 @@ describe('buildContainerConfig', () => {
       ReadonlyRootfs: true,
       Init: true,
       IpcMode: 'private',
+      // What the box writes to its stdout is kept nowhere (not in a log file on the host).
+      LogConfig: { Type: 'none', Config: {} },
     });
     const keys = Object.keys(config.HostConfig);
     for (const forbidden of ['Privileged', 'Binds', 'Devices', 'PortBindings', 'CapAdd', 'PublishAllPorts'])
@@ -292,6 +295,8 @@ describe('buildContainerConfig', () => {
     expect(body.HostConfig.Mounts).toEqual([]);
     expect(body.Labels[LABEL_EXTRA_NETWORKS]).toBe('ca-sbx-abc-out-in');
     expect(body).toMatchObject({ WorkingDir: '/tmp', Hostname: 'gateway' });
+    // Its log is the egress record: the daemon's driver.
+    expect(body.HostConfig.LogConfig).toBeUndefined();
   });
 });
 

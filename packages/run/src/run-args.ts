@@ -95,8 +95,18 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
       Mounts: mounts.Mounts,
       Tmpfs: mounts.Tmpfs,
       ...(options.dns === 'blackhole' ? { Dns: [BLACKHOLE_DNS] } : {}),
+      ...(keepsLog(options.role) ? {} : { LogConfig: { Type: 'none', Config: {} } }),
     },
   };
+}
+
+/**
+ * Only the gateway keeps a log: it is its egress record. A box's or a helper's output to its
+ * container stdout would otherwise land in a log file on the host's disk, unbounded (the box's
+ * file-size limit does not apply to it): the log driver is `none`.
+ */
+export function keepsLog(role: RunOptions['role']): boolean {
+  return role === 'gateway';
 }
 
 /** A size the options schema already checked (dockerSize). */
@@ -127,6 +137,7 @@ const HOST_FLAGS: { [K in keyof SandboxHostConfig]-?: (value: SandboxHostConfig[
   Mounts: (mounts) => mountConfigArgs({ Mounts: mounts }),
   Tmpfs: (tmpfs) => mountConfigArgs({ Tmpfs: tmpfs }),
   Dns: (servers = []) => servers.flatMap((server) => ['--dns', server]),
+  LogConfig: (log) => (log ? ['--log-driver', log.Type] : []),
 };
 
 /** Each Config field but the image and its command (the argv's tail) as its flags. */

@@ -20,7 +20,7 @@ import {
 } from './errors.js';
 import { type IsolationReport, verifyDaemon, verifyIsolation } from './isolation.js';
 import { type RunOptions, resolveRunOptions } from './options.js';
-import { buildContainerConfig } from './run-args.js';
+import { buildContainerConfig, keepsLog } from './run-args.js';
 
 export interface RunningContainer {
   id: string;
@@ -98,6 +98,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       requireRepoVolume: options.role !== 'gateway',
       forbidVolumes: options.role === 'gateway',
       extraNetworks: options.extraNetworks,
+      keepsLog: keepsLog(options.role),
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -127,6 +128,7 @@ export async function verifyContainer(ref: string, inspected?: ContainerInspect)
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
     requireRepoVolume: labels[LABEL_ROLE] !== 'helper' && labels[LABEL_ROLE] !== 'gateway',
     forbidVolumes: labels[LABEL_ROLE] === 'gateway',
+    keepsLog: labels[LABEL_ROLE] === 'gateway',
     extraNetworks: (labels[LABEL_EXTRA_NETWORKS] ?? '').split(',').filter(Boolean),
     allowedEnv: (labels[LABEL_ALLOWED_ENV] ?? '').split(',').filter(Boolean),
     daemonSecurityOptions: securityOptions,
