@@ -8,7 +8,13 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { goModule, localPypiIndex, Mirror, pypiSubset } from '../test/mirrors.js';
 import { LABEL_BUILD_ID } from './dockerfile.js';
-import { ImageBuildError, type PrepareImageOptions, parseToolchain, prepareImage } from './index.js';
+import {
+  ImageBuildError,
+  type PrepareImageOptions,
+  parseToolchain,
+  prepareImage,
+  prepImageTag,
+} from './index.js';
 
 // Fixtures of our own, each running its own test command in the box, with its dependencies
 // installed through a mirror served from a container of the test (python, go) or the npm registry.
@@ -214,5 +220,10 @@ describe('a failing install (real engine)', () => {
     expect(contexts().filter((name) => !before.has(name))).toEqual([]);
     const tag = await docker(['image', 'ls', '--quiet', `ca-sbx:toolchains-fails-${run}-*`]);
     expect(tag.stdout.trim()).toBe('');
+    // The base's prep image (the root step, shared by every deps build on it) stays, tagged.
+    const nodeBase = (
+      await docker(['image', 'inspect', '--format', '{{.Id}}', baseImages.node])
+    ).stdout.trim();
+    expect((await docker(['image', 'inspect', prepImageTag(nodeBase)])).exitCode).toBe(0);
   });
 });
