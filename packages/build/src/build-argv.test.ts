@@ -63,6 +63,20 @@ describe('buildArgv', () => {
     expect(values(args, '--network')).toEqual(['bridge']);
     expect(args).toEqual(expect.arrayContaining(['--rm', '--force-rm']));
   });
+
+  it('a deps build: no tag and no --label (each would be a step), the image id written to a file', () => {
+    const args = buildArgv({
+      network: 'bridge',
+      iidFile: '/tmp/ctx/image.id',
+      dockerfile: '/tmp/ctx/Dockerfile',
+      context: '/tmp/ctx',
+      limits,
+    });
+    expect(values(args, '--iidfile')).toEqual(['/tmp/ctx/image.id']);
+    expect(args).not.toContain('--tag');
+    expect(args).not.toContain('--label');
+    expect(values(argv(), '--tag')).toEqual(['ca-sbx:octo-hello-abc']);
+  });
 });
 
 describe('resolvePrepareOptions: build limits', () => {

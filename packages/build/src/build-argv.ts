@@ -17,12 +17,22 @@ export interface BuildLimits {
 }
 
 export interface BuildArgvInput {
-  image: string;
+  /** The tag; none for a deps build (its labelled child gets it: labelImage). */
+  image?: string;
+  /**
+   * Where the docker client writes the built image's id: a build without a tag is named by it,
+   * never by its output (which the repo's install writes into).
+   */
+  iidFile?: string;
   /** `none`, `bridge`, or the sandbox's internal egress network. */
   network: string;
   /** The egress gateway: set as the install's proxy (the predefined proxy build args). */
   proxyUrl?: string;
-  labels: Record<string, string>;
+  /**
+   * `--label`s: the legacy builder commits one LABEL step per flag (a container and a commit
+   * each), so a build that can write its labels into its Dockerfile does.
+   */
+  labels?: Record<string, string>;
   dockerfile: string;
   context: string;
   limits: BuildLimits;
@@ -55,9 +65,9 @@ export function buildArgv(input: BuildArgvInput): string[] {
     '--ulimit',
     `fsize=${limits.fileSize}:${limits.fileSize}`,
     ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=${proxyValue(name, input.proxyUrl)}`]),
-    '--tag',
-    input.image,
-    ...Object.entries(input.labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
+    ...(input.image ? ['--tag', input.image] : []),
+    ...(input.iidFile ? ['--iidfile', input.iidFile] : []),
+    ...Object.entries(input.labels ?? {}).flatMap(([key, value]) => ['--label', `${key}=${value}`]),
     '--file',
     input.dockerfile,
     input.context,

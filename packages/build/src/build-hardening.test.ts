@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
-import { NO_NEW_PRIVS, renderDockerfile } from './dockerfile.js';
+import { NO_NEW_PRIVS, renderDockerfile, renderPrepDockerfile } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe } from './recipe.js';
+import { TOOLCHAIN_MARKER } from './toolchain.js';
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
 const node = [f('package.json', '{}'), f('package-lock.json', '{}')];
@@ -40,25 +41,36 @@ describe('deps Dockerfile hardening', () => {
     expect(() => render(node, { ...labels, 'ca.sandbox.build.repo': 'a b' })).toThrow(/invalid build label/);
   });
 
-  it('runs the install under setpriv --no-new-privs, after a root step that strips setuid/setgid bits', () => {
-    const [setup, install, probe] = runCommands(render(node));
+  it('runs the install, and the probe after it, under setpriv --no-new-privs, FROM a prep image whose root step strips setuid/setgid bits', () => {
+    const prep = renderPrepDockerfile('ca-sbx-base:node', { 'ca.sandbox.build': '1' });
+    const [setup, ...more] = runCommands(prep);
+    expect(more).toEqual([]);
     expect(setup?.slice(0, 2)).toEqual(['/bin/sh', '-c']);
     expect(setup?.[2]).toContain('-perm -4000 -o -perm -2000');
     expect(setup?.[2]).toContain('chmod ug-s');
     expect(setup?.[2]).toContain('[ -x /usr/bin/setpriv ]');
+    // As root, and labelled first: a failed prep build's steps are found by their labels.
+    expect(prep.split('\n').slice(1, 3)).toEqual(['LABEL ca.sandbox.build=1', 'USER 0:0']);
+    const deps = render(node);
+    expect(deps.split('\n')[0]).toBe('FROM ca-sbx-base:node');
+    const runs = runCommands(deps);
+    expect(runs).toHaveLength(1);
+    const [install] = runs;
     expect(install?.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
     expect(install?.[5]).toContain('npm ci');
+    expect(install?.[5]).toContain(TOOLCHAIN_MARKER);
+    // The install user is set in the deps Dockerfile itself, before the install.
+    expect(deps.indexOf('\nUSER 1000:1000\n')).toBeLessThan(deps.indexOf('RUN '));
     // Both are recognisable as ours when a killed build leaves them behind.
     expect(isOwnBuildCommand(setup)).toBe(true);
     expect(isOwnBuildCommand(install)).toBe(true);
-    expect(probe?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
   });
 
-  it('without an install step the bits are still stripped: the toolchain probe runs under setpriv too', () => {
+  it('without an install step the toolchain probe is the step, under setpriv too', () => {
     const runs = runCommands(render([f('README.md')]));
-    expect(runs).toHaveLength(2);
-    expect(runs[0]?.[2]).toContain('chmod ug-s');
-    expect(runs[1]?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
+    expect(runs[0]?.[5]).toContain(TOOLCHAIN_MARKER);
   });
 
   it('isOwnBuildCommand: only our two RUN shapes', () => {

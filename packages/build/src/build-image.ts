@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   BUILD_LABEL,
   BUILD_LABEL_DEPHASH,
@@ -21,16 +22,17 @@ import { depsImageBytes } from './deps-size.js';
 import { renderDockerfile } from './dockerfile.js';
 import { DepsImageTooLargeError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
-import { labelToolchain } from './image-toolchain.js';
+import { labelImage } from './image-toolchain.js';
 import { InstallLog } from './install-log.js';
 import type { ManifestFile } from './manifests.js';
+import { ensurePrepImage } from './prep-image.js';
 import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
 import type { Detection } from './provider.js';
 import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
 import { runBuild } from './run-build.js';
 import { sourceKey } from './tag.js';
-import { type Toolchain, toolchainFromOutput } from './toolchain.js';
+import { formatToolchain, LABEL_TOOLCHAIN, type Toolchain, toolchainFromOutput } from './toolchain.js';
 
 export interface BuildImageInput {
   opts: ResolvedPrepareOptions;
@@ -38,6 +40,8 @@ export interface BuildImageInput {
   detection: Detection;
   builder: Builder;
   baseImage: string;
+  /** Its id: the key of its prep image. */
+  baseImageId: string;
   image: string;
   dephash: string;
   emit: (event: PrepareEvent) => void;
@@ -74,7 +78,16 @@ export async function buildImage(
       [BUILD_LABEL_DEPHASH]: input.dephash,
     };
     const claudeImage = opts.withClaude ? await claudeImageFor(opts, log) : undefined;
-    const dockerfile = renderDockerfile(input.baseImage, recipe, {
+    // The root step (folders, setuid strip) is the base's prep image, built once per base.
+    const prepImage = await ensurePrepImage({
+      baseImage: input.baseImage,
+      baseImageId: input.baseImageId,
+      limits: opts.limits,
+      timeoutMs: opts.buildTimeoutMs,
+      log,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const dockerfile = renderDockerfile(prepImage, recipe, {
       ...(claudeImage ? { claudeImage } : {}),
       extraCa: Boolean(opts.caFile),
       buildId,
@@ -86,17 +99,12 @@ export async function buildImage(
     const installs = recipe.install.length > 0;
     const egress = installs && opts.egress ? await opts.egress(input.detection.provider) : undefined;
     const network = installs ? (egress?.network ?? 'bridge') : 'none';
+    // No tag and no `--label` here: the labelled child gets the tag (labelImage), so the tag
+    // appears only on the complete image, and all labels are one step instead of one per flag.
+    const iidFile = join(context, 'image.id');
     const argv = buildArgv({
-      image,
       network,
-      labels: {
-        [CACHE_LABEL]: '1',
-        [CACHE_LABEL_DEPHASH]: input.dephash,
-        [CACHE_LABEL_REPO]: opts.repoPart,
-        [CACHE_LABEL_SOURCE]: opts.imageSource,
-        [LABEL_CACHE_PROVIDER]: input.detection.provider,
-        [LABEL_CACHE_BUILDER]: builder.name,
-      },
+      iidFile,
       dockerfile: dockerfilePath,
       context,
       ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
@@ -121,15 +129,27 @@ export async function buildImage(
       buildLabels,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
-    // A write between two looks of the watch: the image itself is held to the cap too.
-    const added = await depsImageBytes(image, input.baseImage);
-    if (added > opts.maxDepsSize) {
+    const toolchain = toolchainFromOutput(lines);
+    try {
+      const built = (await readFile(iidFile, 'utf8')).trim();
+      // A write between two looks of the watch: the image itself is held to the cap too.
+      const added = await depsImageBytes(built, input.baseImage);
+      if (added > opts.maxDepsSize) throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+      await labelImage(built, image, {
+        [CACHE_LABEL]: '1',
+        [CACHE_LABEL_DEPHASH]: input.dephash,
+        [CACHE_LABEL_REPO]: opts.repoPart,
+        [CACHE_LABEL_SOURCE]: opts.imageSource,
+        [LABEL_CACHE_PROVIDER]: input.detection.provider,
+        [LABEL_CACHE_BUILDER]: builder.name,
+        [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
+      });
+    } catch (error) {
+      // Every image of this build carries its id (the labelled one too, by inheritance).
       await removeImage(image);
       await removeBuildImages(buildId);
-      throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+      throw error;
     }
-    const toolchain = toolchainFromOutput(lines);
-    await labelToolchain(image, toolchain);
     emit({ type: 'built', image });
     await installLog.discard();
     return { recipe, toolchain };

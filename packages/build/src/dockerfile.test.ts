@@ -1,11 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { renderClaudeDockerfile } from './claude-code.js';
 import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
-import { claudeProbe, envLines, envValue, installScript, renderDockerfile, runLine } from './dockerfile.js';
+import {
+  END_INSTALL_PROCESSES,
+  envLines,
+  envValue,
+  installScript,
+  PREP_SCRIPT,
+  renderDockerfile,
+  renderPrepDockerfile,
+  runLine,
+} from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe, contextFiles } from './recipe.js';
-import { TOOLCHAIN_PROBE } from './toolchain.js';
+import { TOOLCHAIN_MARKER, TOOLCHAIN_PROBE } from './toolchain.js';
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
 /** Every `NAME="value"` of the Dockerfile's ENV instructions (one instruction may hold several). */
@@ -36,11 +45,11 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).not.toContain('mv node_modules');
     expect(text).toContain('ln -sfn src/node_modules /deps/node_modules');
     expect(text).toContain('workspace link(s) now point into');
-    // /work/repo exists and belongs to 1000; the image ends as non-root at /work/repo.
-    expect(text).toContain('chown 1000:1000 /deps /deps/src /work/repo');
+    // /work/repo exists and belongs to 1000 (the prep image's root step); the image ends as non-root.
+    expect(PREP_SCRIPT).toContain('chown 1000:1000 /deps /deps/src /work/repo');
+    expect(renderPrepDockerfile('node:22', {})).toContain('\nWORKDIR /work/repo\n');
     const users = lines.filter((l) => l.startsWith('USER '));
-    expect(users.at(-1)).toBe('USER 1000:1000');
-    expect(lines.filter(Boolean).at(-1)).toBe('WORKDIR /work/repo');
+    expect(users).toEqual(['USER 1000:1000']);
     // The install runs after the switch to 1000:1000.
     expect(lines.indexOf('USER 1000:1000')).toBeLessThan(lines.findIndex((l) => l.includes('npm ci')));
   });
@@ -177,6 +186,26 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(render([f('go.mod'), f('go.work')])).not.toContain('GOFLAGS');
   });
 
+  it('go: a module with vendor/modules.txt downloads nothing and the box builds from vendor/', () => {
+    const vendored = [
+      f('go.mod', 'module x\n'),
+      f('go.sum'),
+      f('vendor/modules.txt', '# example.com/y v1.0.0\n'),
+    ];
+    const text = render(vendored);
+    expect(envEntries(text)).toContain('GOFLAGS="-mod=vendor"');
+    expect(envEntries(text)).toContain('GOPROXY="off"');
+    expect(text).not.toContain('go mod download');
+    expect(builtinRecipe(vendored, detectProvider(vendored)).notes).toContain(
+      'go: vendored modules are not downloaded (.): vendor/ is used',
+    );
+    // Per module: a nested module without vendor/ still downloads, and the root's flag follows the root.
+    const mixed = render([f('go.mod'), f('tools/go.mod'), f('tools/vendor/modules.txt')]);
+    expect(mixed).toContain('go mod download');
+    expect(mixed).not.toContain("(cd 'tools' && go mod download)");
+    expect(envEntries(mixed)).toContain('GOFLAGS="-mod=mod"');
+  });
+
   it('rust: CARGO_HOME under /deps, stub targets, cargo fetch', () => {
     const text = render([f('Cargo.toml', '[package]\nname="x"\n'), f('Cargo.lock')]);
     expect(envEntries(text)).toContain('CARGO_HOME="/deps/cargo"');
@@ -227,39 +256,63 @@ describe('renderDockerfile (built-in builder)', () => {
   });
 
   it('--with-claude: the binary is copied as root before the install, and the probe must run it', () => {
-    const files = [f('requirements.txt', 'six\n')];
     const claudeImage = 'ca-sbx:_claude-code-2.1.332-0123456789ab';
-    const text = renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), {
-      claudeImage,
-    });
+    const python = (files: ManifestFile[], options = { claudeImage }) =>
+      renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), options);
+    const lastRun = (text: string) =>
+      JSON.parse(
+        text
+          .split('\n')
+          .filter((line) => line.startsWith('RUN '))
+          .at(-1)
+          ?.slice(4) ?? '[]',
+      ).at(-1) as string;
+    const text = python([f('requirements.txt', 'six\n')]);
     const lines = text.split('\n');
     const copy = lines.findIndex((line) => line.startsWith(`COPY --from=${claudeImage} --chown=0:0 `));
     expect(lines[copy]).toMatch(/ \/usr\/local\/bin\/claude$/);
     // Before the switch to the install user: the repo's install runs after it, as 1000, and cannot replace it.
     expect(copy).toBeLessThan(lines.indexOf('USER 1000:1000'));
     expect(envEntries(text)).toContain('DISABLE_AUTOUPDATER="1"');
-    const probe = JSON.parse(
-      lines
-        .filter((line) => line.startsWith('RUN '))
-        .at(-1)
-        ?.slice(4) ?? '[]',
-    ).at(-1);
-    expect(probe).toContain('/usr/local/bin/claude --version');
-    expect(probe).toContain('does not run on this base image');
-    expect(renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)))).not.toContain(
-      'claude',
+    // Checked before any code of the repo runs (a failure is the step's only line), and its
+    // version joins the probe's marked line before the line ends.
+    const script = lastRun(text);
+    const check = script.indexOf('/usr/local/bin/claude --version');
+    expect(check).toBeGreaterThan(-1);
+    expect(check).toBeLessThan(script.indexOf('pip install'));
+    expect(script).toContain('does not run on this base image');
+    const pair = script.indexOf('printf "%s=%s," claude "$ca_sbx_claude"');
+    expect(pair).toBeGreaterThan(script.indexOf(TOOLCHAIN_MARKER));
+    expect(pair).toBeLessThan(script.indexOf('\necho\n'));
+    // Without an install step the probe is the step, with the same check first.
+    const bare = lastRun(python([f('README.md')]));
+    expect(bare.indexOf('/usr/local/bin/claude --version')).toBeLessThan(bare.indexOf(TOOLCHAIN_MARKER));
+    expect(bare).toContain('printf "%s=%s," claude "$ca_sbx_claude"');
+    expect(python([f('requirements.txt', 'six\n')], {} as { claudeImage: string })).not.toContain('claude');
+    expect(() => python([f('requirements.txt')], { claudeImage: 'x\nRUN evil' })).toThrow(
+      /invalid Claude Code image/,
     );
-    expect(() =>
-      renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), {
-        claudeImage: 'x\nRUN evil',
-      }),
-    ).toThrow(/invalid Claude Code image/);
   });
 
-  it('claudeProbe adds claude=<version> to the marked line, before its end', () => {
-    const probe = claudeProbe(TOOLCHAIN_PROBE).split('\n');
-    expect(probe.at(-1)).toBe('echo');
-    expect(probe.at(-2)).toBe('printf "%s=%s," claude "$v"');
+  it('the toolchain probe runs in the install step, after every process of the install is killed', () => {
+    const files = [f('package.json', '{}'), f('package-lock.json', '{}')];
+    const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), {
+      sourceKey: 'aaaa000011112222',
+    });
+    const runs = text.split('\n').filter((line) => line.startsWith('RUN '));
+    // The install alone (the root set-up is the prep image's): no step of its own for the probe.
+    expect(runs).toHaveLength(1);
+    const script = JSON.parse(runs[0]?.slice(4) ?? '[]').at(-1) as string;
+    const at = (needle: string) => script.indexOf(needle);
+    // The install's lines in a subshell (their exports stay there), then the kill, then the probe.
+    expect(at('\n(\nif [ -n "${HTTPS_PROXY')).toBeGreaterThan(-1);
+    expect(at('npm ci')).toBeLessThan(at('\n)\n'));
+    expect(at('\n)\n')).toBeLessThan(at(END_INSTALL_PROCESSES));
+    expect(at(END_INSTALL_PROCESSES)).toBeLessThan(at(TOOLCHAIN_MARKER));
+    expect(script).toContain(TOOLCHAIN_PROBE);
+    // The install runs in /deps/src without a WORKDIR step (the prep image's WORKDIR is /work/repo).
+    expect(script).toContain('\ncd /deps/src\n');
+    expect(text).not.toMatch(/^WORKDIR /m);
   });
 
   it('the Claude Code image installs the pinned package as 1000 without new privileges and checks the binary', () => {

@@ -3,7 +3,7 @@ import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { ImageRefSchema } from './base-image.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
 import type { EnvEntry, InstallRecipe } from './recipe.js';
-import { TOOLCHAIN_PROBE } from './toolchain.js';
+import { toolchainProbe } from './toolchain.js';
 
 /** The build context folder that holds the manifests (nothing else is copied). */
 export const CONTEXT_MANIFESTS = 'manifests';
@@ -101,6 +101,28 @@ const STRIP_SETUID =
   'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -exec chmod ug-s {} + && ' +
   `{ [ -x ${NO_NEW_PRIVS[0]} ] || { echo 'ca-sandbox: the base image has no ${NO_NEW_PRIVS[0]} (util-linux): the install step cannot be run without new privileges' >&2; exit 1; }; }`;
 
+/** The prep image's root step: the deps and repo folders (1000's), then the setuid strip. */
+export const PREP_SCRIPT = `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER} ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`;
+
+/**
+ * The prep image of a base (see prep-image.ts): the root step every deps image needs, built once
+ * per base image and shared by every deps build FROM it. Its own build id labels its steps (a
+ * failed prep build is removed by it); the deps build's LABEL overrides the build labels.
+ */
+export function renderPrepDockerfile(baseImage: string, buildLabels: Record<string, string>): string {
+  if (!ImageRefSchema.safeParse(baseImage).success)
+    throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+  return [
+    `FROM ${baseImage}`,
+    ...labelLine(buildLabels),
+    'USER 0:0',
+    runLine(PREP_SCRIPT),
+    // The box starts here; the install step `cd`s into /deps/src itself (a WORKDIR is a step).
+    `WORKDIR ${REPO_DIR}`,
+    '',
+  ].join('\n');
+}
+
 const LABEL_PART = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 
 /**
@@ -130,7 +152,6 @@ export function shellEnv(entries: readonly EnvEntry[]): string[] {
 /** The image keeps nothing a step left in /tmp (the box mounts a tmpfs there anyway). */
 const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true';
 
-/** The install step's script: strict shell, the builder's lines, then the scratch space emptied. */
 /**
  * yarn 2+ reads no proxy variable: it gets the egress gateway the build was given (the predefined
  * HTTP(S)_PROXY build args, empty when the install runs without a gateway).
@@ -138,6 +159,44 @@ const CLEAN_TMP = 'find /tmp -mindepth 1 -maxdepth 1 -user "$(id -u)" -exec rm -
 const YARN_PROXY =
   'if [ -n "${HTTPS_PROXY:-}" ]; then export YARN_HTTPS_PROXY="$HTTPS_PROXY" YARN_HTTP_PROXY="${HTTP_PROXY:-$HTTPS_PROXY}"; fi';
 
+/**
+ * Every process the install left running (a daemon an install script started) is killed before
+ * the toolchain probe: the step's shell is PID 1 of the build container, which `kill -1` spares,
+ * and the install runs as the same unprivileged user in that PID namespace, so it reaches them
+ * all. Nothing of the install can then print after the probe's marked line.
+ */
+export const END_INSTALL_PROCESSES = 'kill -KILL -1 2>/dev/null || :';
+
+/**
+ * Claude Code's version, asked before any code of the repo runs (by absolute path: a `claude` of
+ * the repo's deps earlier on PATH is not it): the build fails at once, with this line as its
+ * cause, when the binary does not run on the base (a musl base, say).
+ */
+const CLAUDE_VERSION = [
+  `ca_sbx_claude=$(${CLAUDE_CODE_BIN} --version 2>/dev/null | head -n 1 | sed -e "s/^[^0-9]*//" -e "s/ .*//")`,
+  `[ -n "$ca_sbx_claude" ] || { echo 'ca-sandbox: Claude Code (${CLAUDE_CODE_BIN}) does not run on this base image' >&2; exit 1; }`,
+];
+/** The probe's extra pair for it (see toolchainProbe). */
+const CLAUDE_PAIR = 'printf "%s=%s," claude "$ca_sbx_claude"';
+
+/** The build's toolchain probe: with Claude Code, its version (checked earlier) joins the line. */
+function probe(options: RenderOptions): string {
+  return toolchainProbe(options.claudeImage ? [CLAUDE_PAIR] : []);
+}
+
+/**
+ * The install step's script: strict shell in /deps/src, the builder's lines in a subshell (their
+ * exports stay there), every process they left killed, the toolchain probe, the scratch space
+ * emptied.
+ *
+ * The probe shares the install's step (a step of its own cost ~4 s: a container, a commit and a
+ * second node start of every tool) and stays as trustworthy: no process of the install outlives
+ * END_INSTALL_PROCESSES, so no install output follows the probe's line, which is the last marked
+ * one (toolchainFromOutput). What the repo could do before (a tool of its deps first on PATH
+ * answering any version) it still can, and the label holds validated `name=version` pairs only
+ * (parseToolchain). A failed install never reaches the probe: the error's details are the
+ * install's lines, as before.
+ */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
   if (options.sourceKey !== undefined && !/^[0-9a-f]{1,64}$/.test(options.sourceKey))
     throw new Error('invalid source key');
@@ -147,40 +206,43 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
     ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
+    ...(options.claudeImage ? CLAUDE_VERSION : []),
+    `cd ${DEPS_SRC}`,
+    '(',
     YARN_PROXY,
     ...(options.extraCa ? EXTRA_CA_SETUP : []),
     ...shellEnv(recipe.installEnv),
     ...recipe.install,
+    ')',
+    END_INSTALL_PROCESSES,
+    probe(options),
     CLEAN_TMP,
   ].join('\n');
 }
 
 /**
- * The deps-only Dockerfile: the context is the manifests alone, copied to /deps/src; the install
- * runs as 1000:1000 and writes only under /deps; /work/repo exists (owned 1000:1000) for the
- * volume, and the image runs as 1000:1000 with HOME on the tmpfs. No ARG, no host value.
+ * The deps-only Dockerfile, FROM the base's prep image (renderPrepDockerfile: /deps/src and
+ * /work/repo made, setuid bits stripped, WORKDIR /work/repo): the context is the manifests alone,
+ * copied to /deps/src; the install runs as 1000:1000 and writes only under /deps, and the image runs
+ * as 1000:1000 with HOME on the tmpfs. No ARG, no host value.
  */
 export function renderDockerfile(
-  baseImage: string,
+  prepImage: string,
   recipe: InstallRecipe,
   options: RenderOptions = {},
 ): string {
-  if (!ImageRefSchema.safeParse(baseImage).success)
-    throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+  if (!ImageRefSchema.safeParse(prepImage).success)
+    throw new Error(`invalid base image ${JSON.stringify(prepImage.slice(0, 100))}`);
   if (options.buildId !== undefined && !/^[0-9a-f]{8,64}$/.test(options.buildId))
     throw new Error('invalid build id');
   if (options.claudeImage !== undefined && !ImageRefSchema.safeParse(options.claudeImage).success)
     throw new Error(`invalid Claude Code image ${JSON.stringify(options.claudeImage.slice(0, 100))}`);
   const lines = [
-    `FROM ${baseImage}`,
+    `FROM ${prepImage}`,
     ...labelLine({
       ...(options.buildId ? { [LABEL_BUILD_ID]: options.buildId } : {}),
       ...(options.buildLabels ?? {}),
     }),
-    'USER 0:0',
-    runLine(
-      `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER} ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`,
-    ),
     `COPY --chown=${BOX_USER} ${CONTEXT_MANIFESTS}/ ${DEPS_SRC}/`,
     // Root's, explicitly (COPY --from keeps the source's owner, 1000 there): the install step and
     // the box run as 1000 and must not be able to replace the binary that will read the API key.
@@ -191,26 +253,15 @@ export function renderDockerfile(
     `USER ${BOX_USER}`,
     // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
     ...envLines([...recipe.env, ...(options.claudeImage ? CLAUDE_CODE_ENV : [])]),
-    `WORKDIR ${DEPS_SRC}`,
   ];
   // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
-  // on the image's PATH, /deps bins first) gains no privilege.
+  // on the image's PATH, /deps bins first) gains no privilege. The probe is part of the install
+  // step (see installScript); without an install it is the step.
   if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
-  // Its own step after the install: no install script's output can follow its line.
-  const probe = options.claudeImage ? claudeProbe(TOOLCHAIN_PROBE) : TOOLCHAIN_PROBE;
-  lines.push(runLine(`${probe}\n${CLEAN_TMP}`, NO_NEW_PRIVS), `WORKDIR ${REPO_DIR}`, '');
+  else {
+    const check = options.claudeImage ? CLAUDE_VERSION : [];
+    lines.push(runLine([...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS));
+  }
+  lines.push('');
   return lines.join('\n');
-}
-
-/**
- * The toolchain probe of an image with Claude Code: the binary (by absolute path: a `claude` of the
- * repo's deps earlier on PATH is not it) must run on this base, and its version joins the label.
- */
-export function claudeProbe(probe: string): string {
-  const version = `v=$(${CLAUDE_CODE_BIN} --version 2>/dev/null | head -n 1 | sed -e "s/^[^0-9]*//" -e "s/ .*//")`;
-  const check = `[ -n "$v" ] || { echo 'ca-sandbox: Claude Code (${CLAUDE_CODE_BIN}) does not run on this base image' >&2; exit 1; }`;
-  // The probe's last line ends its marked line: the claude entry goes just before it.
-  const lines = probe.split('\n');
-  const last = lines.pop();
-  return [...lines, version, check, 'printf "%s=%s," claude "$v"', last].join('\n');
 }

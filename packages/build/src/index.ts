@@ -53,6 +53,7 @@ export {
   type SkippedManifest,
 } from './manifests.js';
 export { nixpacksVersion } from './nixpacks.js';
+export { ensurePrepImage, prepImageTag } from './prep-image.js';
 export { OFFLINE_NOTICE, type PreparedImage, prepareImage } from './prepare.js';
 export type {
   NetworkPolicy,

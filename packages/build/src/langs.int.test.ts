@@ -122,12 +122,23 @@ describe('readManifests on a hostile repo (real engine)', () => {
       '-rf/pyproject.toml': '[project]\n',
       'node_modules/dep/package.json': '{}',
       'vendor/x/go.mod': 'module v\n',
+      // A vendor directory is entered for Go's vendor list alone, never followed through a link.
+      'vendor/modules.txt': '# example.com/x v1.0.0\n',
+      'vendor/package.json': '{}',
+      'vendor/x/vendor/modules.txt': 'nested\n',
+      'node_modules/vendor/modules.txt': 'pruned\n',
+      'lib/vendor/modules.txt': { symlink: '/etc/passwd' },
       '.git/config/package.json': '{}',
       'src/index.js': 'nope',
     });
     const skipped: SkippedManifest[] = [];
     const files = await readManifests(fixture.container, { onSkip: (s) => skipped.push(s) });
-    expect(files.map((f) => f.path)).toEqual(['-rf/pyproject.toml', 'package.json', 'sp ace/ünï/Cargo.toml']);
+    expect(files.map((f) => f.path)).toEqual([
+      '-rf/pyproject.toml',
+      'package.json',
+      'sp ace/ünï/Cargo.toml',
+      'vendor/modules.txt',
+    ]);
     expect(files.some((f) => f.content.toString().includes('root:'))).toBe(false);
     expect(skipped).toEqual(
       expect.arrayContaining([

@@ -61,6 +61,16 @@ const MANIFEST_PATHS =
 
 /** Directories never descended into: not part of the repo's declared dependencies. */
 export const PRUNED_DIRS: readonly string[] = ['.git', 'node_modules', 'vendor'];
+/** The one of them a Go module's vendored dependencies live in. */
+export const VENDOR_DIR = 'vendor';
+
+/**
+ * The one file read inside a `vendor` directory: Go's list of the modules a repo vendors. Beside a
+ * go.mod it says the repo carries its dependencies (nothing to download; the box builds with
+ * -mod=vendor); the rest of the vendor tree is the repo's source, never a manifest.
+ */
+export const GO_VENDOR_LIST = `${VENDOR_DIR}/modules.txt`;
+const GO_VENDOR_LIST_PATH = /(^|\/)vendor\/modules\.txt$/s;
 
 const NAME_SET = new Set(MANIFEST_NAMES);
 
@@ -72,13 +82,15 @@ export function isManifestName(base: string): boolean {
 /** True when a repo-relative path belongs to the set: a manifest name, or an install input by path. */
 export function isManifestPath(path: string): boolean {
   const base = path.slice(path.lastIndexOf('/') + 1);
-  return isManifestName(base) || MANIFEST_PATHS.test(path);
+  return isManifestName(base) || MANIFEST_PATHS.test(path) || GO_VENDOR_LIST_PATH.test(path);
 }
 
 /** True when a path (relative, posix) lies under a pruned directory. */
 export function isUnderPrunedDir(path: string): boolean {
   const parts = path.split('/');
-  return parts.slice(0, -1).some((part) => PRUNED_DIRS.includes(part));
+  // A Go vendor list sits in its `vendor` directory: only the directories above it count.
+  const dirs = parts.slice(0, GO_VENDOR_LIST_PATH.test(path) ? -2 : -1);
+  return dirs.some((part) => PRUNED_DIRS.includes(part));
 }
 
 const MAX_PATH_CHARS = 1024;

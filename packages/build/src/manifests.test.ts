@@ -103,6 +103,25 @@ describe('parseManifestTar (hostile streams)', () => {
     expect(skipped).toHaveLength(10);
   });
 
+  it("reads a Go module's vendor/modules.txt and nothing else under a vendor directory", async () => {
+    const { files, skipped } = await parse([
+      { name: './vendor/modules.txt', body: '# example.com/y v1.0.0\n' },
+      { name: './tools/vendor/modules.txt', body: '# example.com/z v1.0.0\n' },
+      { name: './vendor/example.com/y/go.mod', body: 'module example.com/y\n' },
+      { name: './vendor/package.json', body: '{}' },
+      { name: './vendor/x/vendor/modules.txt', body: 'nested' },
+      { name: './node_modules/vendor/modules.txt', body: 'pruned' },
+      { name: './src/modules.txt', body: 'not a manifest' },
+    ]);
+    expect(files.map((f) => f.path)).toEqual(['tools/vendor/modules.txt', 'vendor/modules.txt']);
+    const reasons = Object.fromEntries(skipped.map((s) => [s.path, s.reason]));
+    expect(reasons['vendor/example.com/y/go.mod']).toMatch(/pruned/);
+    expect(reasons['vendor/package.json']).toMatch(/pruned/);
+    expect(reasons['vendor/x/vendor/modules.txt']).toMatch(/pruned/);
+    expect(reasons['node_modules/vendor/modules.txt']).toMatch(/pruned/);
+    expect(reasons['src/modules.txt']).toMatch(/not a manifest/);
+  });
+
   it('reports a duplicate entry instead of overwriting the first', async () => {
     const { files, skipped } = await parse([
       { name: './package.json', body: 'first' },

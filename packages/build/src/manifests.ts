@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { parseOptions } from './_utils.js';
 import { ManifestLimitError, ManifestReadError } from './errors.js';
 import {
+  GO_VENDOR_LIST,
   isManifestPath,
   isUnderPrunedDir,
   MANIFEST_GLOBS,
@@ -18,6 +19,7 @@ import {
   MANIFEST_PATH_GLOBS,
   PRUNED_DIRS,
   unsafePathReason,
+  VENDOR_DIR,
 } from './manifest-names.js';
 
 /** One manifest or lockfile read out of the sandbox volume. */
@@ -62,14 +64,18 @@ export function resolveReadManifestsOptions(input: unknown = {}): ResolvedReadOp
 // container: one more than the cap tells us the cap was hit without streaming a huge tree.
 function findScript(): string {
   const quote = (s: string) => `'${s}'`;
-  const prune = PRUNED_DIRS.map((d) => `-name ${quote(d)}`).join(' -o ');
+  const prune = PRUNED_DIRS.filter((d) => d !== VENDOR_DIR)
+    .map((d) => `-name ${quote(d)}`)
+    .join(' -o ');
   const names = [
     ...[...MANIFEST_NAMES, ...MANIFEST_GLOBS].map((n) => `-name ${quote(n)}`),
     ...MANIFEST_PATH_GLOBS.map((p) => `-path ${quote(p)}`),
   ].join(' -o ');
   return [
     'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
-    `find . \\( ${prune} \\) -prune -o \\( -type f -o -type l \\) \\( ${names} \\) -print0 2>/dev/null` +
+    // A vendor directory is entered for its Go vendor list alone: every other entry in it is
+    // pruned (its subdirectories are never walked, its files never listed).
+    `find . \\( ${prune} \\) -prune -o -type f -path ${quote(`*/${GO_VENDOR_LIST}`)} -print0 -o -path ${quote(`*/${VENDOR_DIR}/*`)} -prune -o \\( -type f -o -type l \\) \\( ${names} \\) -print0 2>/dev/null` +
       ' | head -z -n "$2"' +
       ' | tar --null --no-recursion --hard-dereference --numeric-owner -T - -cf -',
   ].join('\n');

@@ -8,6 +8,7 @@ import {
   parseSize,
   SIZE_SYNTAX,
 } from '@ca-sandbox/docker';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { parseOptions } from './_utils.js';
 import { resolveCaCertificates } from './base-image.js';
@@ -52,9 +53,19 @@ const PrepareOptionsSchema = z.strictObject({
    * The source's identity (a URL without credentials, a local directory's realpath): part of the
    * cache key, so a deps image is only ever reused by the source that built it.
    */
-  source: z.string().min(1).max(4096),
+  // No control character: the source is a label value written into a Dockerfile (labelImage).
+  source: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((value) => !hasControlCharacter(value), 'control character'),
   /** How the source is shown in the image's `ca.sandbox.cache.source` label (default: `source`). */
-  sourceDisplay: z.string().min(1).max(4096).optional(),
+  sourceDisplay: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((value) => !hasControlCharacter(value), 'control character')
+    .optional(),
   policy: z.enum(NETWORK_POLICIES),
   builder: z.enum(BUILDERS).default('auto'),
   baseImage: z.string().max(255).optional(),

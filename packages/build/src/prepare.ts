@@ -104,6 +104,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     detection,
     builder,
     baseImage: base.image,
+    baseImageId,
     image,
     dephash,
     emit,

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { REPO_DIR } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
+import { GO_VENDOR_LIST } from './manifest-names.js';
 import type { ManifestFile } from './manifests.js';
 import { nodeContextFiles } from './node-context.js';
 import { BOX_TOOLS_BIN, NODE_FINISH, NODE_PREFIX, PM_PREFIX, USER_BIN } from './node-layout.js';
@@ -74,8 +75,10 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
       { name: 'GOPROXY', value: 'off' },
       { name: 'PATH', value: '/deps/go/bin:$PATH', expand: true },
     );
-    // go refuses -mod=mod in workspace mode; outside it, -mod=mod lets a replace into the repo resolve.
-    if (!workspace) env.push({ name: 'GOFLAGS', value: '-mod=mod' });
+    // go refuses -mod=mod in workspace mode; outside it, -mod=mod lets a replace into the repo
+    // resolve. A module that vendors its dependencies builds from vendor/ (what go picks by itself
+    // for go >= 1.14; older go.mod files need the flag), never from the empty module cache.
+    if (!workspace) env.push({ name: 'GOFLAGS', value: vendors(files, '') ? '-mod=vendor' : '-mod=mod' });
   } else if (provider === 'rust') {
     env.push(
       { name: 'CARGO_HOME', value: '/deps/cargo' },
@@ -172,10 +175,29 @@ function nodeInstall(
 /** Go's own default GOPROXY, for the install step. */
 export const GO_DEFAULT_PROXY = 'https://proxy.golang.org,direct';
 
+/** Whether the Go module in `dir` ('' = the root) carries its dependencies in vendor/. */
+function vendors(files: readonly ManifestFile[], dir: string): boolean {
+  const list = dir ? `${dir}/${GO_VENDOR_LIST}` : GO_VENDOR_LIST;
+  return files.some((file) => file.path === list);
+}
+
+/** `go mod download` in each module directory, but those that vendor their dependencies. */
 function goInstall(files: readonly ManifestFile[]): string[] {
-  return manifestDirs(files, 'go.mod').map((dir) =>
-    dir ? `(cd ${shellQuote(dir)} && go mod download)` : 'go mod download',
-  );
+  return manifestDirs(files, 'go.mod')
+    .filter((dir) => !vendors(files, dir))
+    .map((dir) => (dir ? `(cd ${shellQuote(dir)} && go mod download)` : 'go mod download'));
+}
+
+function goNotes(files: readonly ManifestFile[]): string[] {
+  const vendored = manifestDirs(files, 'go.mod').filter((dir) => vendors(files, dir));
+  return [
+    'go replace directives into the repo resolve from /work/repo at run time',
+    ...(vendored.length
+      ? [
+          `go: vendored modules are not downloaded (${vendored.map((dir) => dir || '.').join(', ')}): vendor/ is used`,
+        ]
+      : []),
+  ];
 }
 
 function rustInstall(files: readonly ManifestFile[]): string[] {
@@ -210,7 +232,7 @@ export function builtinRecipe(files: readonly ManifestFile[], detection: Detecti
         install: goInstall(files),
         // The image's GOPROXY is off; the install fetches (a configured mirror overrides this).
         installEnv: [{ name: 'GOPROXY', value: GO_DEFAULT_PROXY }],
-        notes: ['go replace directives into the repo resolve from /work/repo at run time'],
+        notes: goNotes(files),
       };
     case 'rust':
       return { ...base, install: rustInstall(files), installEnv: [], notes: [] };

@@ -8,7 +8,13 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { goModule, localPypiIndex, Mirror, pypiSubset } from '../test/mirrors.js';
 import { LABEL_BUILD_ID } from './dockerfile.js';
-import { ImageBuildError, type PrepareImageOptions, parseToolchain, prepareImage } from './index.js';
+import {
+  ImageBuildError,
+  type PrepareImageOptions,
+  parseToolchain,
+  prepareImage,
+  prepImageTag,
+} from './index.js';
 
 // Fixtures of our own, each running its own test command in the box, with its dependencies
 // installed through a mirror served from a container of the test (python, go) or the npm registry.
@@ -155,6 +161,23 @@ describe('fixtures run their own tests in the box (real engine)', () => {
     expect(box.stdout).toMatch(/hello, box\n$/);
     expect(box.exitCode).toBe(0);
   }, 900_000);
+
+  it('go: a module that vendors its dependencies installs nothing and go test ./... builds from vendor/', async () => {
+    const fixture = await repo(readFixture(join(fixtures, 'go-vendor')));
+    // GOPROXY off at install too: a download attempt would fail the build, as a proxy out of reach does.
+    const result = await prepare(fixture, 'go-vendor', { registries: { go: 'off' } });
+    expect(result).toMatchObject({ provider: 'go' });
+    expect(result.notes).toContain('go: vendored modules are not downloaded (.): vendor/ is used');
+    const box = await fixture.runBox(
+      result.image,
+      'go env GOFLAGS GOPROXY && go test ./... 2>&1 && go run .',
+      600_000,
+    );
+    expect(box.stdout).toMatch(/^-mod=vendor\noff\n/);
+    expect(box.stdout).toMatch(/^ok\s+example\.com\/vendored/m);
+    expect(box.stdout).toMatch(/hello, vendor\n$/);
+    expect(box.exitCode).toBe(0);
+  }, 900_000);
 });
 
 describe('a failing install (real engine)', () => {
@@ -197,5 +220,10 @@ describe('a failing install (real engine)', () => {
     expect(contexts().filter((name) => !before.has(name))).toEqual([]);
     const tag = await docker(['image', 'ls', '--quiet', `ca-sbx:toolchains-fails-${run}-*`]);
     expect(tag.stdout.trim()).toBe('');
+    // The base's prep image (the root step, shared by every deps build on it) stays, tagged.
+    const nodeBase = (
+      await docker(['image', 'inspect', '--format', '{{.Id}}', baseImages.node])
+    ).stdout.trim();
+    expect((await docker(['image', 'inspect', prepImageTag(nodeBase)])).exitCode).toBe(0);
   });
 });

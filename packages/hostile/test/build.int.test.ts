@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findBuildLeftovers, removeBuildLeftovers, staleBuildDirectories } from '@ca-sandbox/build';
+import {
+  findBuildLeftovers,
+  prepImageTag,
+  removeBuildLeftovers,
+  staleBuildDirectories,
+} from '@ca-sandbox/build';
 import { docker } from '@ca-sandbox/docker/cli';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -108,6 +113,8 @@ describe('hostile dependency installs', () => {
       '-u',
     ]);
     expect(control.stdout.trim()).toBe('0');
+    // The deps build starts from this base's prep image (its setuid strip): built here, removed after.
+    images.add(prepImageTag((await docker(['image', 'inspect', '--format', '{{.Id}}', base])).stdout.trim()));
 
     const { path, repo } = await uniqueRepo('build-suid');
     const box = await createBox(path, { network: 'clone-then-cut', extra: ['--base-image', base] });

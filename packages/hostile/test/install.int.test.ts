@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, FIXTURES, RUNTIMES } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  FIXTURES,
+  parseJson,
+  RUNTIMES,
+  type SandboxRecord,
+} from './_harness.js';
 
 /** Bytes that drive a terminal: ESC, BEL, C1 controls (raw or UTF-8 encoded) and bidi overrides. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal controls is the point
@@ -55,4 +65,46 @@ describe('hostile install output', () => {
       await destroyBox(box.id);
     });
   }
+
+  // The probe shares the install's step: a process the install leaves running could write after
+  // its line. The build runs whatever the box's runtime: one run covers both.
+  it("a process the install leaves writing fake toolchain lines is ended before the probe: neither the record nor the image's labels change", async () => {
+    const name = `hostile-late-${randomUUID().slice(0, 8)}`;
+    // Text mode: --verbose shows the install's output there (not with --json).
+    const result = await cli(
+      [
+        'create',
+        join(fixtures, 'fake-toolchain-late'),
+        '--verbose',
+        '--name',
+        name,
+        '--network',
+        'clone-then-cut',
+      ],
+      env,
+    );
+    expect(result.exitCode, result.stderr).toBe(0);
+    const listed = parseJson<(SandboxRecord & { toolchain: Record<string, string>; image: string })[]>(
+      await cli(['list', '--json']),
+    );
+    const record = listed.find((entry) => entry.id === name);
+    if (!record) throw new Error(`${name} is not listed`);
+    try {
+      // It ran (its lines are in the install's output, neutralised)...
+      expect(result.stderr).toContain('ca-sbx-toolchain:node=6.6.6');
+      // ...and the line taken is the probe's, after the kill.
+      expect(record.toolchain.node).toMatch(/^22\./);
+      expect(record.toolchain).not.toHaveProperty('evil');
+      const labels = JSON.parse(
+        (await docker(['image', 'inspect', '--format', '{{json .Config.Labels}}', record.image])).stdout,
+      ) as Record<string, string>;
+      expect(labels['ca.sandbox']).toBeUndefined();
+      expect(labels.x).toBeUndefined();
+      expect(labels['ca.sandbox.toolchain']).toMatch(/^node=22\.[0-9.]+,npm=/);
+    } finally {
+      await destroyBox(record.id);
+      // Built again on every run: a cached image would not exercise the install.
+      await docker(['image', 'rm', record.image]);
+    }
+  });
 });

@@ -1,0 +1,96 @@
+// The prep image: the root step of every deps build (folders, setuid strip, setpriv check), built
+// once per base image and shared; a failed prep build leaves nothing.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ImageBuildError } from './errors.js';
+import { ensurePrepImage, prepImageTag } from './prep-image.js';
+
+const BASE = 'ca-sbx-base:debian';
+const ready = (() => {
+  try {
+    execFileSync('docker', ['image', 'inspect', BASE], { stdio: 'ignore', timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+const docker = (...args: string[]) =>
+  execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const limits = { memory: '512m', cpus: 1, processes: 256, fileSize: 1024 ** 3 };
+
+describe.skipIf(!ready)('ensurePrepImage (real engine)', () => {
+  const made: string[] = [];
+  afterAll(() => {
+    for (const image of made) {
+      try {
+        docker('image', 'rm', '--force', image);
+      } catch {}
+    }
+  });
+
+  it('builds the root step once per base image: the second deps build (another repo) reuses it', async () => {
+    const baseId = docker('image', 'inspect', '--format', '{{.Id}}', BASE);
+    const logged: string[] = [];
+    const input = { baseImage: BASE, baseImageId: baseId, limits, timeoutMs: 300_000 };
+    const first = await ensurePrepImage({ ...input, log: (line) => logged.push(line) });
+    expect(docker('image', 'inspect', '--format', '{{.Id}}', prepImageTag(baseId))).toBe(first);
+    const again: string[] = [];
+    expect(await ensurePrepImage({ ...input, log: (line) => again.push(line) })).toBe(first);
+    expect(again).toEqual([]);
+    // What it holds: root's set-up done, no setuid/setgid file left, the box's folders and start dir.
+    const config = JSON.parse(docker('image', 'inspect', '--format', '{{json .Config}}', first)) as {
+      WorkingDir: string;
+    };
+    expect(config.WorkingDir).toBe('/work/repo');
+    const probe = docker(
+      'run',
+      '--rm',
+      '--network',
+      'none',
+      first,
+      'sh',
+      '-c',
+      'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -print; stat -c %u:%g /deps /deps/src /work/repo',
+    );
+    expect(probe.split('\n')).toEqual(['1000:1000', '1000:1000', '1000:1000']);
+  }, 300_000);
+
+  it('a base without setpriv: the prep build fails saying so and leaves no image', async () => {
+    const context = mkdtempSync(join(tmpdir(), 'ca-prep-int-'));
+    const broken = `ca-sbx-test-nosetpriv:${randomBytes(4).toString('hex')}`;
+    try {
+      writeFileSync(join(context, 'Dockerfile'), `FROM ${BASE}\nRUN rm -f /usr/bin/setpriv\n`);
+      execFileSync('docker', ['build', '--quiet', '--network', 'none', '--tag', broken, context], {
+        stdio: 'ignore',
+        env: { ...process.env, DOCKER_BUILDKIT: '0' },
+      });
+      made.push(broken);
+      const brokenId = docker('image', 'inspect', '--format', '{{.Id}}', broken);
+      const error = await ensurePrepImage({
+        baseImage: broken,
+        baseImageId: brokenId,
+        limits,
+        timeoutMs: 300_000,
+        log: () => {},
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ImageBuildError);
+      expect((error as ImageBuildError).message).toMatch(/the base image has no \/usr\/bin\/setpriv/);
+      // Not the tag, and no step image of the prep build (every one descends from its first,
+      // the LABEL step on this base): nothing is built on this base but what the test made.
+      expect(() => docker('image', 'inspect', prepImageTag(brokenId))).toThrow();
+      const later = docker('image', 'ls', '--all', '--quiet', '--no-trunc', '--filter', `since=${broken}`);
+      const children = later
+        .split('\n')
+        .filter(Boolean)
+        .filter((id) => docker('image', 'inspect', '--format', '{{.Parent}}', id) === brokenId);
+      expect(children).toEqual([]);
+    } finally {
+      rmSync(context, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
