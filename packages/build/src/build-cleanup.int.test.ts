@@ -1,24 +1,15 @@
 // A stopped build removes its own RUN containers and never another build's: two builds on one base
 // run identical RUN lines (the setuid strip, the toolchain probe), and removing the other build's
 // step container failed that build ("removal of container … is already in progress") in CI.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dockerSync, engineReady, TEST_BASE } from '../test/real-engine.js';
 import { leftoverBuildContainers, removeBuildContainers } from './build-cleanup.js';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 
-const BASE = 'ca-sbx-base:debian';
-const ready = (() => {
-  try {
-    execFileSync('docker', ['image', 'inspect', BASE], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const docker = (...args: string[]) =>
-  execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const BASE = TEST_BASE;
+const ready = engineReady;
+const docker = dockerSync;
 
 describe.skipIf(!ready)('removeBuildContainers (real engine)', () => {
   const started: string[] = [];

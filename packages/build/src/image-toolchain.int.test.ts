@@ -1,20 +1,12 @@
 // labelImage: the tag and every label of a deps image in one LABEL step, values exactly as given.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dockerSync, engineReady, TEST_BASE } from '../test/real-engine.js';
 import { labelImage } from './image-toolchain.js';
 
-const BASE = 'ca-sbx-base:debian';
-const ready = (() => {
-  try {
-    execFileSync('docker', ['image', 'inspect', BASE], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const docker = (...args: string[]) =>
-  execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const BASE = TEST_BASE;
+const ready = engineReady;
+const docker = dockerSync;
 
 describe.skipIf(!ready)('labelImage (real engine)', () => {
   const tag = `ca-sbx-test-label:${randomBytes(4).toString('hex')}`;

@@ -6,21 +6,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dockerSync, engineReady, TEST_BASE } from '../test/real-engine.js';
 import { ImageBuildError } from './errors.js';
 import { ensurePrepImage, prepImageTag } from './prep-image.js';
 
-const BASE = 'ca-sbx-base:debian';
-const ready = (() => {
-  try {
-    execFileSync('docker', ['image', 'inspect', BASE], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const docker = (...args: string[]) =>
-  execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const BASE = TEST_BASE;
+const ready = engineReady;
+const docker = dockerSync;
 const limits = { memory: '512m', cpus: 1, processes: 256, fileSize: 1024 ** 3 };
 
 describe.skipIf(!ready)('ensurePrepImage (real engine)', () => {
