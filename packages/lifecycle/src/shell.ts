@@ -167,9 +167,29 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   // Everything the box sends is one stream (a terminal merges stderr): filtered before it is shown.
   const screen = new TerminalFilter('interactive');
   child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(screen.push(chunk)));
+  // One resize in flight at a time, the size read again when it is sent: two requests at once may
+  // reach the engine in either order (`stty rows R cols C` alone sends two SIGWINCHs), and the box
+  // kept the older size (41x100 for 41x133 under gVisor in CI).
+  let resizing = false;
+  let resizeAgain = false;
   const resize = () => {
+    if (resizing) {
+      resizeAgain = true;
+      return;
+    }
     const size = terminalSize();
-    if (size && child.id) void engine.exec.resize(child.id, size.rows, size.columns);
+    if (!size || !child.id) return;
+    resizing = true;
+    void engine.exec
+      .resize(child.id, size.rows, size.columns)
+      .catch(() => false)
+      .finally(() => {
+        resizing = false;
+        if (resizeAgain) {
+          resizeAgain = false;
+          resize();
+        }
+      });
   };
   // Sized again once it runs (a resize before the start is refused), then on every SIGWINCH.
   child.stdout?.once('data', resize);
