@@ -192,6 +192,30 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(jsonError(missing.stderr).code).toBe('SANDBOX_NOT_FOUND');
   });
 
+  it('exec of a command that never started: one error line, 127 not found, 126 cannot run, nothing on stdout', async () => {
+    // Both entries: the bin's fast path (plain exec) and commander's (a global flag first).
+    for (const prefix of [[], ['--no-color']]) {
+      const missing = await runBin([...prefix, 'exec', id, '--', 'no-such-command']);
+      expect(missing).toMatchObject({ code: 127, stdout: '' });
+      expect(missing.stderr.split('\n')[0]).toBe('error: command not found in the box: no-such-command');
+      expect(missing.stderr).not.toMatch(/OCI runtime/);
+    }
+    const json = await runBin(['exec', id, '--json', '--', 'no-such-command']);
+    expect(json).toMatchObject({ code: 127, stdout: '' });
+    expect(jsonError(json.stderr).code).toBe('COMMAND_NOT_FOUND');
+    const notExecutable = await runBin(['exec', id, '--', '/etc/passwd']);
+    expect(notExecutable).toMatchObject({
+      code: 126,
+      stdout: '',
+      stderr: 'error: cannot run /etc/passwd in the box: permission denied\n',
+    });
+    const noDir = await runBin(['exec', id, '-w', 'no-such-dir', '--', 'ls']);
+    expect(noDir).toMatchObject({ code: 126, stdout: '' });
+    expect(noDir.stderr.split('\n')[0]).toBe(
+      'error: working directory not usable in the box: /work/repo/no-such-dir (no such file or directory)',
+    );
+  });
+
   it('cp copies a file and a directory out, refuses to overwrite without --force', async () => {
     const file = join(work, 'readme-out.md');
     const copied = await runBin(['cp', `${id}:/work/repo/README.md`, file, '--json']);
@@ -201,7 +225,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
 
     const again = await runBin(['cp', `${id}:/work/repo/README.md`, file]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^error: /);
+    expect(again.stderr).toMatch(/^error: '.*readme-out.md' exists \(use --force to replace the file\)\n$/);
     expect((await runBin(['cp', `${id}:/work/repo/README.md`, file, '--force'])).code).toBe(0);
 
     const dir = join(work, 'src-out');

@@ -95,6 +95,31 @@ export class ExecInterruptedError extends CaSandboxError {
 }
 
 /**
+ * The command of an exec never started in the box (the engine recorded no process): not found on
+ * the box's PATH. `exitCode` is a shell's for it (127), so a script tells it from the command's own.
+ */
+export class CommandNotFoundError extends CaSandboxError {
+  readonly code = 'COMMAND_NOT_FOUND';
+  readonly kind = 'usage';
+  readonly exitCode = 127;
+  constructor(command: string) {
+    super(`command not found in the box: ${sanitizeName(command, SHOWN_NAME_MAX)}`, {
+      hint: 'the box runs the program itself, with its own PATH; for shell syntax (pipes, builtins, &&) use sh -c "..."',
+    });
+  }
+}
+
+/**
+ * The command of an exec never started in the box for another reason (not executable, a working
+ * directory that is missing). `exitCode` 126, a shell's "found but cannot run".
+ */
+export class ExecStartError extends CaSandboxError {
+  readonly code = 'EXEC_START_FAILED';
+  readonly kind = 'usage';
+  readonly exitCode = 126;
+}
+
+/**
  * `shell` without a terminal on stdin: keystrokes typed at a terminal are the only host input a
  * box ever gets; a pipe or a file would be a way to copy data in.
  */
