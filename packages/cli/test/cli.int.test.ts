@@ -155,7 +155,9 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     const stopped = await runBin(['exec', id, '--json', '--', 'true']);
     expect(stopped.code).toBe(125);
     expect(jsonError(stopped.stderr)).toMatchObject({ code: 'SANDBOX_NOT_RUNNING' });
-    expect(jsonError(stopped.stderr).message).toMatch(/exited, not running/);
+    expect(jsonError(stopped.stderr).message).toBe(
+      `sandbox '${id}': the sandbox is exited, not running (ca-sandbox start ${id} starts it again and re-checks its isolation)`,
+    );
     // verify reads the configuration a stopped box keeps, and says it is stopped.
     const verified = await runBin(['verify', id, '--json']);
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, running: false });
@@ -285,10 +287,18 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(result.stderr).toMatch(/^\+ docker \S+/m);
   });
 
-  it('destroy --json removes everything and list no longer shows it', async () => {
-    const result = await runBin(['destroy', id, '--json']);
-    expect(result.code).toBe(0);
+  it('destroy --json removes everything and list no longer shows it; an unknown id beside it is a JSON error', async () => {
+    const result = await runBin(['destroy', id, `${id}-gone`, '--json']);
+    expect(result.code).toBe(2);
+    // stderr holds nothing but JSON errors under --json, one per unknown id.
+    expect(
+      result.stderr
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([{ error: { code: 'SANDBOX_NOT_FOUND', message: `sandbox '${id}-gone': no such sandbox` } }]);
     const teardown = JSON.parse(result.stdout);
+    expect(teardown.notFound).toEqual([`${id}-gone`]);
     expect(teardown.failures).toEqual([]);
     expect(teardown.leftovers).toEqual([]);
     expect(teardown.removed.length).toBeGreaterThan(0);

@@ -65,8 +65,9 @@ export class SandboxNotRunningError extends CaSandboxError {
   readonly code = 'SANDBOX_NOT_RUNNING';
   readonly kind = 'usage';
   constructor(id: string, status: string) {
+    const shown = sanitizeName(id, SHOWN_NAME_MAX);
     super(
-      `sandbox '${sanitizeName(id, SHOWN_NAME_MAX)}': the sandbox is ${sanitizeName(status, SHOWN_NAME_MAX)}, not running (start it again with start, which re-checks its isolation)`,
+      `sandbox '${shown}': the sandbox is ${sanitizeName(status, SHOWN_NAME_MAX)}, not running (ca-sandbox start ${shown} starts it again and re-checks its isolation)`,
     );
   }
 }
