@@ -65,7 +65,7 @@ function cappedSquid(background: '' | ' &'): string[] {
     `${WRITE_CONFIG} || exit 1`,
     "command -v awk >/dev/null || { echo 'ca-sandbox: the gateway image has no awk (it caps the log)' >&2; exit 1; }",
     "AWK=awk; awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && AWK='awk -W interactive'",
-    `mkfifo ${DIAGNOSTICS_FIFO} || exit 1`,
+    `rm -f ${DIAGNOSTICS_FIFO}; mkfifo ${DIAGNOSTICS_FIFO} || exit 1`,
     `${capLines(DIAGNOSTICS_CAP_BYTES, 'ca-sandbox: squid diagnostics cut')} < ${DIAGNOSTICS_FIFO} >&2 &`,
     `${SQUID} 2>${DIAGNOSTICS_FIFO} | ${capLines(ACCESS_LOG_CAP_BYTES, GATEWAY_LOG_CUT_LINE)}${background}`,
   ];
