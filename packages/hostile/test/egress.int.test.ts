@@ -392,7 +392,14 @@ describe('an allowlist box behind the egress gateway', () => {
     // What the daemon keeps of the gateway's output on the host's disk: its json-file (each line
     // wrapped in a little JSON) holds the capped 16 MiB, not the 29 MiB the box asked for.
     const gateway = (
-      await docker(['ps', '-q', '--filter', `label=${LABEL_ID}=${box.id}`, '--filter', `label=${LABEL_ROLE}=gateway`])
+      await docker([
+        'ps',
+        '-q',
+        '--filter',
+        `label=${LABEL_ID}=${box.id}`,
+        '--filter',
+        `label=${LABEL_ROLE}=gateway`,
+      ])
     ).stdout.trim();
     expect(gateway).toMatch(/^[0-9a-f]+$/);
     const logPath = (await docker(['inspect', '--format', '{{.LogPath}}', gateway])).stdout.trim();

@@ -32,7 +32,11 @@ describe('gatewayLogEntries', () => {
   });
 
   it('box text that only contains the cut line is not the cut line', () => {
-    const text = line(1700000000, 'TCP_DENIED/403', `http://x.invalid/${encodeURIComponent(GATEWAY_LOG_CUT_LINE)}`);
+    const text = line(
+      1700000000,
+      'TCP_DENIED/403',
+      `http://x.invalid/${encodeURIComponent(GATEWAY_LOG_CUT_LINE)}`,
+    );
     expect(gatewayLogEntries(text, false).map((entry) => entry.result)).toEqual(['TCP_DENIED/403']);
   });
 });
