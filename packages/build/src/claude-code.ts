@@ -22,8 +22,7 @@ import {
   CLAUDE_STAGE_PREFIX as STAGE_PREFIX,
 } from './claude-code-pin.js';
 import { EXTRA_CA_SETUP, LABEL_BUILD_ID, NO_NEW_PRIVS, runLine, shellEnv } from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError } from './errors.js';
-import { meaningfulLines } from './install-log.js';
+import { runQuietBuild } from './quiet-build.js';
 import { type Registries, registryInstallEnv } from './registries.js';
 
 /**
@@ -124,23 +123,15 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
     input.log(
       `docker build ${image} (Claude Code ${CLAUDE_CODE_VERSION}, network ${egress?.network ?? 'bridge'})`,
     );
-    const result = await engine.image
-      .build(argv, {
-        allowFailure: true,
-        timeoutMs: input.timeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      })
-      .catch(async (error: unknown) => {
-        // Killed (time limit or abort): nothing of the build may stay.
-        await removeClaudeBuild(buildId, image);
-        if (input.signal?.aborted) throw error;
-        throw new ImageBuildTimeoutError(image, input.timeoutMs, String((error as Error).message));
-      });
-    if (result.exitCode === 0) return image;
-    await removeClaudeBuild(buildId, image);
-    const output = `${result.stdout}\n${result.stderr}`;
-    const details = meaningfulLines(output.split('\n').slice(-200));
-    throw new ImageBuildError(image, result.exitCode, output, input.limits.memory, { details });
+    await runQuietBuild({
+      argv,
+      image,
+      timeoutMs: input.timeoutMs,
+      memory: input.limits.memory,
+      ...(input.signal ? { signal: input.signal } : {}),
+      cleanup: () => removeClaudeBuild(buildId, image),
+    });
+    return image;
   } finally {
     await rm(context, { recursive: true, force: true });
   }

@@ -13,8 +13,7 @@ import { removeBuildImages } from './build-cleanup.js';
 import { buildDirPrefix } from './build-leftovers.js';
 import { CONTEXT_EXTRA_CA, type ExtraCa } from './ca-trust.js';
 import { LABEL_BUILD_ID, renderPrepDockerfile } from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError } from './errors.js';
-import { meaningfulLines } from './install-log.js';
+import { runQuietBuild } from './quiet-build.js';
 
 /** The build repo label of prep builds (a label value starts with a letter or digit). */
 export const PREP_REPO = 'ca-sbx-prep';
@@ -85,24 +84,14 @@ export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
     input.log(
       `docker build ${tag} (the root step of deps images on ${input.baseImage}, once per base image)`,
     );
-    const result = await engine.image
-      .build(argv, {
-        allowFailure: true,
-        timeoutMs: input.timeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      })
-      .catch(async (error: unknown) => {
-        // Killed (time limit or abort): nothing of the build may stay.
-        await removeBuildImages(buildId);
-        if (input.signal?.aborted) throw error;
-        throw new ImageBuildTimeoutError(tag, input.timeoutMs, String((error as Error).message));
-      });
-    if (result.exitCode !== 0) {
-      await removeBuildImages(buildId);
-      const output = `${result.stdout}\n${result.stderr}`;
-      const details = meaningfulLines(output.split('\n').slice(-200));
-      throw new ImageBuildError(tag, result.exitCode, output, input.limits.memory, { details });
-    }
+    await runQuietBuild({
+      argv,
+      image: tag,
+      timeoutMs: input.timeoutMs,
+      memory: input.limits.memory,
+      ...(input.signal ? { signal: input.signal } : {}),
+      cleanup: () => removeBuildImages(buildId),
+    });
     const built = (await readFile(iidFile, 'utf8')).trim();
     // A concurrent first build of the same prep image may have taken the tag since: ours, then
     // untagged with no child, would be left dangling. Use the tagged one and drop ours (not

@@ -248,8 +248,9 @@ Output streams as it comes (on a terminal through a filter that keeps colours an
 strings; into a pipe or file as raw bytes). stdin is never read: data on it is refused (there is
 no copy-in); for a terminal in the box use \`ca-sandbox shell <id>\`. Ctrl-C stops the command
 inside the box.
-Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 125 when ca-sandbox
-failed before the command ran.
+Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 127 when the command
+is not found in the box, 126 when it cannot run there (not executable, no such working directory);
+125 when ca-sandbox failed before the command ran.
 `,
     )
     .action(action(async () => (await import('./commands/exec.js')).execCommand, 'none'));
