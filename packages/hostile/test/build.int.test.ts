@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   findBuildLeftovers,
+  loadExtraCa,
   prepImageTag,
   removeBuildLeftovers,
+  resolveCaCertificates,
   staleBuildDirectories,
 } from '@ca-sandbox/build';
 import { docker } from '@ca-sandbox/docker/cli';
@@ -139,7 +141,9 @@ describe('hostile dependency installs', () => {
     ]);
     expect(control.stdout.trim()).toBe('0');
     // The deps build starts from this base's prep image (its setuid strip): built here, removed after.
-    images.add(prepImageTag((await docker(['image', 'inspect', '--format', '{{.Id}}', base])).stdout.trim()));
+    const baseId = (await docker(['image', 'inspect', '--format', '{{.Id}}', base])).stdout.trim();
+    const ca = resolveCaCertificates();
+    images.add(prepImageTag(baseId, ca ? loadExtraCa(ca).hash : undefined));
 
     const { path, repo } = await uniqueRepo('build-suid');
     const box = await createBox(path, { network: 'clone-then-cut', extra: ['--base-image', base] });
