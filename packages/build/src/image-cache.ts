@@ -1,4 +1,10 @@
-import { CACHE_LABEL, CACHE_LABEL_REPO, CACHE_LABEL_SOURCE, engine } from '@ca-sandbox/docker';
+import {
+  CACHE_LABEL,
+  CACHE_LABEL_REPO,
+  CACHE_LABEL_SOURCE,
+  engine,
+  type ImageInspect,
+} from '@ca-sandbox/docker';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
@@ -16,7 +22,15 @@ export async function cachedImage(
   repoPart: string,
   source: string,
 ): Promise<string | undefined> {
-  const found = await engine.image.inspect(image);
+  return cacheImageToolchain(await engine.image.inspect(image), repoPart, source);
+}
+
+/** cachedImage's verdict on an image already inspected (undefined: none, or not our cache's). */
+export function cacheImageToolchain(
+  found: ImageInspect | undefined,
+  repoPart: string,
+  source: string,
+): string | undefined {
   const labels = found?.Config.Labels ?? {};
   if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;
   if (labels[CACHE_LABEL_SOURCE] !== source) return undefined;

@@ -22,8 +22,9 @@ import { createOwnVolume, startHelper } from './workspace.js';
  * The source into the volume: a local tree is scanned against the source caps on the host and sent
  * as a tar (a git repo then cloned --no-local from it), a URL is fetched in the helper through the
  * egress gateway. Either way the checkout is measured before a file of it is written.
+ * `onVolume`: the sandbox's volume exists (what may start beside the clone starts then).
  */
-export async function cloneSource(ctx: CreateContext): Promise<string> {
+export async function cloneSource(ctx: CreateContext, onVolume: () => void = () => {}): Promise<string> {
   const { source, options } = ctx;
   const scan = source.kind === 'local' ? await scanDirectory(source.path, options.sourceLimits) : undefined;
   ctx.checkAborted();
@@ -32,6 +33,7 @@ export async function cloneSource(ctx: CreateContext): Promise<string> {
   if (source.kind === 'local' && options.policy !== 'offline') ctx.egress.prestart();
   await createOwnVolume(ctx.id, ctx.labels);
   ctx.checkAborted();
+  onVolume();
   // A URL clone reaches the repo's host through the gateway and nothing else (unless the caller
   // named a network of its own); a local source needs no network at all.
   const gateway =
