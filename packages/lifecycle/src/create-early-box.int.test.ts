@@ -44,8 +44,9 @@ async function create(source: string, runtime: 'runc' | 'runsc', network: string
       ...(signal ? { signal } : {}),
     },
   );
-  const kept = logs.some((line) => /started beside the clone|: kept$/.test(line));
-  return { record, phases, logs, kept };
+  const kept = logs.some((line) => line.startsWith('early box kept:'));
+  const removed = logs.some((line) => line.startsWith('early box removed:'));
+  return { record, phases, logs, kept, removed };
 }
 
 async function sh(record: SandboxRecord, script: string): Promise<string> {
@@ -72,7 +73,7 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     // Cold: nothing to guess from; the build sets the source's -last tag.
     const cold = await create(repo, runtime, 'clone-then-cut');
     first = cold.record;
-    expect(cold.kept).toBe(false);
+    expect(cold).toMatchObject({ kept: false, removed: false });
     expect(first.imageCacheHit).toBe(false);
   }, 300_000);
 
@@ -101,7 +102,7 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
       cwd: repo,
     });
     const miss = await create(repo, runtime, 'clone-then-cut');
-    expect(miss.kept).toBe(false);
+    expect(miss).toMatchObject({ kept: false, removed: true });
     expect(miss.record.image).not.toBe(first.image);
     expect(miss.record.imageCacheHit).toBe(false);
     expect(await sh(miss.record, 'node index.js')).toBe('6.0.0\n');
@@ -113,7 +114,7 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
       cwd: repo,
     });
     const bare = await create(repo, runtime, 'offline');
-    expect(bare.kept).toBe(false);
+    expect(bare).toMatchObject({ kept: false, removed: true });
     expect(bare.record).toMatchObject({ imageCacheHit: false, depsInstalled: false });
     expect(await containersOf(bare.record)).toEqual([sandboxNames(bare.record.id).box]);
     for (const record of [miss.record, bare.record]) {

@@ -89,6 +89,9 @@ export class SpeculativeBox {
     const labels = boxRecordLabels(this.ctx, guess.prepared, []);
     try {
       const box = await startBox(this.ctx, guess.prepared, [], () => {});
+      this.ctx.log(
+        `early box: started beside the clone from ${guess.prepared.image}, this source's last deps image`,
+      );
       return { guess, box, labels };
     } catch (error) {
       // Not fatal: the box then starts after the dephash, where a failure is the create's.
@@ -107,7 +110,11 @@ export class SpeculativeBox {
   private discard(): Promise<unknown> {
     this.settled = true;
     this.removal ??= this.ctx.beside(
-      this.started.then((early) => early && engine.container.remove(early.box.name, { force: true })),
+      this.started.then(async (early) => {
+        if (!early) return;
+        await engine.container.remove(early.box.name, { force: true });
+        this.ctx.log(`early box removed: ${early.guess.prepared.image} is not this checkout's deps image`);
+      }),
     );
     return this.removal;
   }
@@ -120,7 +127,7 @@ export class SpeculativeBox {
     this.settled = true;
     const early = await this.started;
     if (early && !this.removal && (await this.keeps(early, prepared, egress))) {
-      this.ctx.log(`the box started beside the clone runs ${prepared.image}: kept`);
+      this.ctx.log(`early box kept: the checkout's deps image is ${prepared.image}`);
       this.ctx.progress.done(`${early.box.name} (started beside the clone)`);
       this.ctx.progress.start('verify');
       return early.box;
