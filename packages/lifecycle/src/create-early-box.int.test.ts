@@ -1,4 +1,4 @@
-import { realpath, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lastImageTag } from '@ca-sandbox/build';
 import { dockerInfo, engine, imageExists, sandboxNames } from '@ca-sandbox/docker';
@@ -124,7 +124,10 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
   }, 600_000);
 
   it('an abort while the early box runs beside the clone leaves nothing', async () => {
-    await writeFile(join(repo, 'package.json'), manifest('6.0.0'));
+    // Files to copy in (untracked: the tree goes in whole, then the clone): a clone that lasts.
+    await mkdir(join(repo, 'bulk'));
+    for (let index = 0; index < 3000; index += 1)
+      await writeFile(join(repo, 'bulk', `f${index}.txt`), 'x'.repeat(512));
     const controller = new AbortController();
     const name = uniqueId(created);
     const box = sandboxNames(name).box;

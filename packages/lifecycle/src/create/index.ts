@@ -35,11 +35,11 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     await progress.phase('preflight', () => preflight(ctx));
     // The box may start beside the clone, from the deps image this source got last (speculate.ts).
     const early = new SpeculativeBox(ctx);
-    await progress.phase('clone', () => cloneSource(ctx, () => early.start()));
+    await progress.phase('clone', () => cloneSource(ctx, early));
     const prepared = await prepareBoxImage(ctx, (image) => early.dephashKnown(image));
     ctx.stopHeartbeat();
-    // The helper goes while the box starts (nothing of the box depends on it; a container start
-    // and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
+    // The helper goes while the box starts and is linked (nothing of the box depends on it; a
+    // container start and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
     // network, so it goes first, then the gateway. A box that uses a gateway gets a new one once
     // the create's is gone, so it waits for both.
     const helperGone = ctx.beside(removeHelper(id));
@@ -50,10 +50,16 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     if (ctx.boxUsesGateway()) await helperGone;
     ctx.checkAborted();
     progress.start('run');
-    const boxStarted = early.adopt(prepared, egress).then((kept) => kept ?? startBox(ctx, prepared, egress));
-    const [box] = await Promise.all([boxStarted, helperGone, closing]);
+    const box = (await early.adopt(prepared, egress)) ?? (await startBox(ctx, prepared, egress));
     progress.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
-    await Promise.all([linkNodeModules(ctx, box.name, prepared), early.remember(prepared)]);
+    // The node_modules link and the source's last deps image go while the helper and the
+    // create's gateway are removed: none of them touches the others.
+    await Promise.all([
+      linkNodeModules(ctx, box.name, prepared),
+      early.remember(prepared),
+      helperGone,
+      closing,
+    ]);
     return recordFromInspect(box.inspect);
   } catch (error) {
     progress.fail(error);

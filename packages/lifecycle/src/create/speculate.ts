@@ -79,6 +79,11 @@ export class SpeculativeBox {
     );
   }
 
+  /** Whether the source has a last deps image to start from (a cache hit is then likely). */
+  async likelyHit(): Promise<boolean> {
+    return (await this.guess) !== undefined;
+  }
+
   /** Called once the volume exists (a box started before would get one the engine makes). */
   start(): void {
     this.started = this.ctx.beside(this.guess.then((guess) => (guess ? this.run(guess) : undefined)));
@@ -113,7 +118,9 @@ export class SpeculativeBox {
       this.started.then(async (early) => {
         if (!early) return;
         await engine.container.remove(early.box.name, { force: true });
-        this.ctx.log(`early box removed: ${early.guess.prepared.image} is not this checkout's deps image`);
+        this.ctx.log(
+          `early box removed: it ran ${early.guess.prepared.image}, not the box this checkout gets`,
+        );
       }),
     );
     return this.removal;
