@@ -1,8 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
-import { readExtraCa } from './base-image.js';
 import type { Builder } from './builders.js';
-import { CONTEXT_EXTRA_CA, CONTEXT_MANIFESTS } from './dockerfile.js';
+import { CONTEXT_MANIFESTS } from './dockerfile.js';
 import { ManifestReadError } from './errors.js';
 import { unsafePathReason } from './manifest-names.js';
 import type { ManifestFile } from './manifests.js';
@@ -17,14 +16,12 @@ export interface InstallContextInput {
   detection: Detection;
   builder: Builder;
   registries: Registries;
-  /** The PEM bundle the install trusts, copied into the context; none: no file. */
-  caFile: string | undefined;
 }
 
 /**
- * Writes what the install reads into the build context (the manifests and install inputs, the CA
- * bundle) and returns the builder's recipe for them. The Dockerfile comes later (writeDockerfile):
- * it names images that are known only after this.
+ * Writes what the install reads into the build context (the manifests and install inputs; the CA
+ * bundle is in the prep image) and returns the builder's recipe for them. The Dockerfile comes
+ * later (writeDockerfile): it names images that are known only after this.
  */
 export async function writeInstallContext(input: InstallContextInput): Promise<InstallRecipe> {
   const manifestsDir = join(input.context, CONTEXT_MANIFESTS);
@@ -39,8 +36,6 @@ export async function writeInstallContext(input: InstallContextInput): Promise<I
   recipe.notes.unshift(...prepared.notes);
   // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
   recipe.installEnv.push(...registryInstallEnv(input.detection.provider, input.registries));
-  if (input.caFile)
-    await writeFile(join(input.context, CONTEXT_EXTRA_CA), readExtraCa(input.caFile), { mode: 0o644 });
   return recipe;
 }
 

@@ -17,6 +17,7 @@ import { removeBuildImages, removeImage } from './build-cleanup.js';
 import { writeDockerfile, writeInstallContext } from './build-context.js';
 import { buildDirPrefix } from './build-leftovers.js';
 import type { Builder } from './builders.js';
+import { type ExtraCa, LABEL_CA } from './ca-trust.js';
 import { ensureClaudeImage } from './claude-code.js';
 import { depsImageBytes } from './deps-size.js';
 import { renderDockerfile } from './dockerfile.js';
@@ -44,6 +45,8 @@ export interface BuildImageInput {
   baseImageId: string;
   image: string;
   dephash: string;
+  /** The user's CA bundle (the install and the box trust it), baked into the prep image. */
+  ca: ExtraCa | undefined;
   emit: (event: PrepareEvent) => void;
   log: (line: string) => void;
 }
@@ -70,7 +73,6 @@ export async function buildImage(
       detection: input.detection,
       builder,
       registries: opts.registries,
-      caFile: opts.caFile,
     });
     const buildLabels = {
       [BUILD_LABEL]: '1',
@@ -82,6 +84,7 @@ export async function buildImage(
     const prepImage = await ensurePrepImage({
       baseImage: input.baseImage,
       baseImageId: input.baseImageId,
+      ca: input.ca,
       limits: opts.limits,
       timeoutMs: opts.buildTimeoutMs,
       log,
@@ -89,7 +92,7 @@ export async function buildImage(
     });
     const dockerfile = renderDockerfile(prepImage, recipe, {
       ...(claudeImage ? { claudeImage } : {}),
-      extraCa: Boolean(opts.caFile),
+      extraCa: input.ca !== undefined,
       buildId,
       sourceKey: sourceKey(opts.source),
       buildLabels,
@@ -143,6 +146,7 @@ export async function buildImage(
         [LABEL_CACHE_PROVIDER]: input.detection.provider,
         [LABEL_CACHE_BUILDER]: builder.name,
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
+        ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
       });
     } catch (error) {
       // Every image of this build carries its id (the labelled one too, by inheritance).

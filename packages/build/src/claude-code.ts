@@ -13,6 +13,7 @@ import { shellQuote } from './_utils.js';
 import { readExtraCa, resolveCaCertificates } from './base-image.js';
 import { type BuildLimits, buildArgv } from './build-argv.js';
 import { buildDirPrefix } from './build-leftovers.js';
+import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CONTEXT_EXTRA_CA } from './ca-trust.js';
 import {
   CLAUDE_CODE_PACKAGE,
   CLAUDE_CODE_STAGE_BINARY,
@@ -20,17 +21,8 @@ import {
   LABEL_CLAUDE_CODE,
   CLAUDE_STAGE_PREFIX as STAGE_PREFIX,
 } from './claude-code-pin.js';
-import {
-  CONTEXT_EXTRA_CA,
-  EXTRA_CA_PATH,
-  EXTRA_CA_SETUP,
-  LABEL_BUILD_ID,
-  NO_NEW_PRIVS,
-  runLine,
-  shellEnv,
-} from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError } from './errors.js';
-import { meaningfulLines } from './install-log.js';
+import { EXTRA_CA_SETUP, LABEL_BUILD_ID, NO_NEW_PRIVS, runLine, shellEnv } from './dockerfile.js';
+import { runQuietBuild } from './quiet-build.js';
 import { type Registries, registryInstallEnv } from './registries.js';
 
 /**
@@ -56,8 +48,11 @@ export function renderClaudeDockerfile(
     // The build labels of every deps build: what a killed build leaves is found by `prune --images`.
     `LABEL ${LABEL_BUILD_ID}=${options.buildId} ${BUILD_LABEL}=1 ${BUILD_LABEL_REPO}=claude-code`,
     'USER 0:0',
-    runLine(`mkdir -p ${STAGE_PREFIX} && chown ${BOX_USER} ${STAGE_PREFIX}`),
-    ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
+    // The user's CA bundle, root's, as in a prep image (see ca-trust.ts).
+    ...(options.extraCa ? [CA_COPY_LINE] : []),
+    runLine(
+      `mkdir -p ${STAGE_PREFIX} && chown ${BOX_USER} ${STAGE_PREFIX}${options.extraCa ? ` && ${CA_BUNDLE_SCRIPT}` : ''}`,
+    ),
     `USER ${BOX_USER}`,
     'ENV HOME=/tmp',
     runLine(install, NO_NEW_PRIVS),
@@ -128,23 +123,15 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
     input.log(
       `docker build ${image} (Claude Code ${CLAUDE_CODE_VERSION}, network ${egress?.network ?? 'bridge'})`,
     );
-    const result = await engine.image
-      .build(argv, {
-        allowFailure: true,
-        timeoutMs: input.timeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      })
-      .catch(async (error: unknown) => {
-        // Killed (time limit or abort): nothing of the build may stay.
-        await removeClaudeBuild(buildId, image);
-        if (input.signal?.aborted) throw error;
-        throw new ImageBuildTimeoutError(image, input.timeoutMs, String((error as Error).message));
-      });
-    if (result.exitCode === 0) return image;
-    await removeClaudeBuild(buildId, image);
-    const output = `${result.stdout}\n${result.stderr}`;
-    const details = meaningfulLines(output.split('\n').slice(-200));
-    throw new ImageBuildError(image, result.exitCode, output, input.limits.memory, { details });
+    await runQuietBuild({
+      argv,
+      image,
+      timeoutMs: input.timeoutMs,
+      memory: input.limits.memory,
+      ...(input.signal ? { signal: input.signal } : {}),
+      cleanup: () => removeClaudeBuild(buildId, image),
+    });
+    return image;
   } finally {
     await rm(context, { recursive: true, force: true });
   }

@@ -143,3 +143,15 @@ describe('computeDepHash add-ons', () => {
     expect(computeDepHash(files, { ...key, addOns: ['claude-code@2.1.333'] })).not.toBe(claude);
   });
 });
+
+describe('computeDepHash and the CA bundle', () => {
+  it('an image trusting a CA bundle is its own cache entry, per bundle; without one the hash is unchanged', () => {
+    const files = [file('package.json', '{}')];
+    const plain = computeDepHash(files, key);
+    expect(computeDepHash(files, { ...key, ca: undefined })).toBe(plain);
+    const one = computeDepHash(files, { ...key, ca: 'a'.repeat(64) });
+    expect(one).not.toBe(plain);
+    expect(computeDepHash(files, { ...key, ca: 'b'.repeat(64) })).not.toBe(one);
+    expect(computeDepHash(files, { ...key, ca: 'a'.repeat(64) })).toBe(one);
+  });
+});

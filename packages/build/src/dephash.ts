@@ -9,6 +9,8 @@ export interface DepHashKey {
   baseImageId: string;
   /** What the image gets besides the deps (`claude-code@<version>`): a distinct cache entry. */
   addOns?: readonly string[];
+  /** The digest of the user's CA bundle the image trusts (ExtraCa.hash): a distinct cache entry. */
+  ca?: string | undefined;
 }
 
 /** Hex characters of the dephash: 96 bits, short enough for a readable tag. */
@@ -48,6 +50,11 @@ export function computeDepHash(files: readonly ManifestFile[], key: DepHashKey):
   if (key.addOns?.length) {
     field(hash, 'add-ons');
     for (const addOn of [...key.addOns].sort()) field(hash, addOn);
+  }
+  // Only with a bundle: keys without one keep their hash.
+  if (key.ca) {
+    field(hash, 'ca');
+    field(hash, key.ca);
   }
   return hash.digest('hex').slice(0, DEPHASH_LENGTH);
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CA_BUNDLE_PATH, CA_TRUST_DIR, CA_TRUST_ENV, EXTRA_CA_PATH } from './ca-trust.js';
 import { renderClaudeDockerfile } from './claude-code.js';
 import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
 import {
@@ -245,14 +246,40 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(() => renderDockerfile('node:22', recipe, { sourceKey: 'x\nRUN evil' })).toThrow(/source key/);
   });
 
-  it('adds the extra CA only for the install step', () => {
+  it('the install step trusts the CA bundle baked in the prep image; the image ENV stays without it', () => {
     const files = [f('package.json', '{}')];
     const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), { extraCa: true });
-    expect(text).toContain('COPY --chown=1000:1000 extra-ca.pem /deps/.ca-sbx/extra-ca.pem');
-    expect(text).toContain('export NODE_EXTRA_CA_CERTS=/deps/.ca-sbx/extra-ca.pem');
+    // The bundle is the prep image's (root's): the deps build copies nothing of it.
+    expect(text).not.toContain('extra-ca.pem /');
+    for (const [name, value] of Object.entries(CA_TRUST_ENV))
+      expect(text).toContain(`export ${name}='${value}'`);
+    expect(text).toContain(`export NODE_EXTRA_CA_CERTS='${EXTRA_CA_PATH}'`);
+    expect(text).toContain(`export SSL_CERT_FILE='${CA_BUNDLE_PATH}'`);
     expect(envEntries(text).filter((entry) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)=/.test(entry))).toEqual(
       [],
     );
+    const without = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)));
+    expect(without).not.toContain('NODE_EXTRA_CA_CERTS');
+  });
+
+  it("the prep image bakes the user's CA bundle as root's, outside /deps, system CAs first", () => {
+    const plain = renderPrepDockerfile('node:22', {});
+    expect(plain).not.toContain('extra-ca.pem');
+    const text = renderPrepDockerfile('node:22', {}, { extraCa: true });
+    const lines = text.split('\n');
+    const copy = lines.indexOf(`COPY extra-ca.pem ${EXTRA_CA_PATH}`);
+    expect(copy).toBeGreaterThan(lines.indexOf('USER 0:0'));
+    // One root step for the folders, the setuid strip and the bundle: no step more than without.
+    const runSteps = lines.filter((line) => line.startsWith('RUN '));
+    expect(runSteps).toHaveLength(1);
+    expect(lines.indexOf(runSteps[0] as string)).toBeGreaterThan(copy);
+    const script = JSON.parse((runSteps[0] as string).slice(4)).at(-1) as string;
+    expect(script).toContain(`cat ${EXTRA_CA_PATH}; } > ${CA_BUNDLE_PATH}`);
+    expect(script.indexOf('/etc/ssl/certs/ca-certificates.crt')).toBeLessThan(
+      script.indexOf(`cat ${EXTRA_CA_PATH}`),
+    );
+    expect(script).toContain(`chown -R 0:0 ${CA_TRUST_DIR}`);
+    expect(CA_TRUST_DIR.startsWith('/deps')).toBe(false);
   });
 
   it('--with-claude: the binary is copied as root before the install, and the probe must run it', () => {

@@ -1,6 +1,7 @@
 import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
 import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { ImageRefSchema } from './base-image.js';
+import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CA_TRUST_ENV } from './ca-trust.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
 import type { EnvEntry, InstallRecipe } from './recipe.js';
 import { toolchainProbe } from './toolchain.js';
@@ -43,21 +44,16 @@ function readsVariable(value: string, name: string): boolean {
   return new RegExp(`\\$(\\{${name}\\b|${name}\\b)`).test(value);
 }
 
-/** Where an explicitly given CA bundle (corporate TLS proxy) lives in the image: public certificates only. */
-export const EXTRA_CA_PATH = '/deps/.ca-sbx/extra-ca.pem';
-/** Its name in the build context. */
-export const CONTEXT_EXTRA_CA = 'extra-ca.pem';
-
-// Only the install step trusts the extra CA; the image's own ENV stays as the builder made it.
-export const EXTRA_CA_SETUP = [
-  `cat /etc/ssl/certs/ca-certificates.crt ${EXTRA_CA_PATH} > /tmp/ca-sbx-bundle.pem 2>/dev/null || cp ${EXTRA_CA_PATH} /tmp/ca-sbx-bundle.pem`,
-  `export NODE_EXTRA_CA_CERTS=${EXTRA_CA_PATH}`,
-  'export SSL_CERT_FILE=/tmp/ca-sbx-bundle.pem PIP_CERT=/tmp/ca-sbx-bundle.pem REQUESTS_CA_BUNDLE=/tmp/ca-sbx-bundle.pem',
-  'export CARGO_HTTP_CAINFO=/tmp/ca-sbx-bundle.pem GIT_SSL_CAINFO=/tmp/ca-sbx-bundle.pem',
-];
+/**
+ * The install step trusts the user's CA bundle (baked root's into the prep image, see
+ * renderPrepDockerfile) through the same variables as the box (CA_TRUST_ENV).
+ */
+export const EXTRA_CA_SETUP = shellEnv(
+  Object.entries(CA_TRUST_ENV).map(([name, value]) => ({ name, value })),
+);
 
 export interface RenderOptions {
-  /** The context holds extra-ca.pem (see prepareImage's caCertificates). */
+  /** The prep image holds the user's CA bundle (see renderPrepDockerfile): the install trusts it. */
   extraCa?: boolean;
   /**
    * The source key (hex, see tag.ts): written into the install step, so docker's layer cache,
@@ -109,14 +105,21 @@ export const PREP_SCRIPT = `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER
  * per base image and shared by every deps build FROM it. Its own build id labels its steps (a
  * failed prep build is removed by it); the deps build's LABEL overrides the build labels.
  */
-export function renderPrepDockerfile(baseImage: string, buildLabels: Record<string, string>): string {
+export function renderPrepDockerfile(
+  baseImage: string,
+  buildLabels: Record<string, string>,
+  options: { extraCa?: boolean } = {},
+): string {
   if (!ImageRefSchema.safeParse(baseImage).success)
     throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
   return [
     `FROM ${baseImage}`,
     ...labelLine(buildLabels),
     'USER 0:0',
-    runLine(PREP_SCRIPT),
+    // The user's CA bundle (its context holds extra-ca.pem), root's, in the same root step.
+    ...(options.extraCa
+      ? [CA_COPY_LINE, runLine(`${PREP_SCRIPT} && ${CA_BUNDLE_SCRIPT}`)]
+      : [runLine(PREP_SCRIPT)]),
     // The box starts here; the install step `cd`s into /deps/src itself (a WORKDIR is a step).
     `WORKDIR ${REPO_DIR}`,
     '',
@@ -249,7 +252,6 @@ export function renderDockerfile(
     ...(options.claudeImage
       ? [`COPY --from=${options.claudeImage} --chown=0:0 ${CLAUDE_CODE_STAGE_BINARY} ${CLAUDE_CODE_BIN}`]
       : []),
-    ...(options.extraCa ? [`COPY --chown=${BOX_USER} ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`] : []),
     `USER ${BOX_USER}`,
     // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
     ...envLines([...recipe.env, ...(options.claudeImage ? CLAUDE_CODE_ENV : [])]),

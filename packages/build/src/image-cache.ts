@@ -5,13 +5,20 @@ import {
   engine,
   type ImageInspect,
 } from '@ca-sandbox/docker';
+import { LABEL_CA } from './ca-trust.js';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
+
+/** What a cache hit tells: the toolchain label and the digest of the CA bundle it trusts ('' none). */
+export interface CachedImage {
+  toolchain: string;
+  ca: string;
+}
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
 export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
 
 /**
- * The toolchain label of our cache image `image` (`name:tag`, the dephash and source key in the
+ * The toolchain and CA labels of our cache image `image` (`name:tag`, the dephash and source key in the
  * tag), or undefined when there is none: one inspect of that tag. An image merely tagged ca-sbx:*
  * by someone else, or built from another source or repo, carries other labels and is no hit.
  * One inspect, not a label-filtered `image ls`: the engine walks every local image for a list
@@ -21,18 +28,18 @@ export async function cachedImage(
   image: string,
   repoPart: string,
   source: string,
-): Promise<string | undefined> {
-  return cacheImageToolchain(await engine.image.inspect(image), repoPart, source);
+): Promise<CachedImage | undefined> {
+  return cacheImageLabels(await engine.image.inspect(image), repoPart, source);
 }
 
 /** cachedImage's verdict on an image already inspected (undefined: none, or not our cache's). */
-export function cacheImageToolchain(
+export function cacheImageLabels(
   found: ImageInspect | undefined,
   repoPart: string,
   source: string,
-): string | undefined {
+): CachedImage | undefined {
   const labels = found?.Config.Labels ?? {};
   if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;
   if (labels[CACHE_LABEL_SOURCE] !== source) return undefined;
-  return labels[LABEL_TOOLCHAIN] ?? '';
+  return { toolchain: labels[LABEL_TOOLCHAIN] ?? '', ca: labels[LABEL_CA] ?? '' };
 }

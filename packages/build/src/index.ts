@@ -23,6 +23,14 @@ export {
 } from './build-leftovers.js';
 export { BUILD_TIMEOUT_ENV, DEFAULT_MAX_DEPS_SIZE, MAX_DEPS_SIZE_ENV } from './build-settings.js';
 export type { BuilderChoice } from './builders.js';
+export {
+  CA_BUNDLE_PATH,
+  CA_TRUST_ENV,
+  EXTRA_CA_PATH,
+  type ExtraCa,
+  LABEL_CA,
+  loadExtraCa,
+} from './ca-trust.js';
 export { claudeImageTag, ensureClaudeImage } from './claude-code.js';
 export {
   CLAUDE_CODE_BIN,

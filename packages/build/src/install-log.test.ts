@@ -2,7 +2,13 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InstallLog, installLogDir, meaningfulLines } from './install-log.js';
+import {
+  INSTALL_LOG_MAX_BYTES,
+  INSTALL_LOG_TAIL_LINES,
+  InstallLog,
+  installLogDir,
+  meaningfulLines,
+} from './install-log.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ca-sbx-log-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,6 +35,40 @@ describe('InstallLog', () => {
     gone.write('x');
     await gone.discard();
     expect(() => statSync(gone.path)).toThrow();
+  });
+
+  it('keeps the first 16 MiB of a flood and its last lines, and says what it left out', async () => {
+    const log = await InstallLog.open('repo-flood-1', join(dir, 'logs'));
+    const line = 'x'.repeat(1023);
+    const total = INSTALL_LOG_MAX_BYTES / 1024 + 2000;
+    for (let i = 0; i < total; i++) log.write(i >= total - 3 ? `npm ERR! cause ${i}` : line);
+    await log.close();
+    const text = readFileSync(log.path, 'utf8');
+    const lines = text.trimEnd().split('\n');
+    expect(statSync(log.path).size).toBeLessThan(INSTALL_LOG_MAX_BYTES + (INSTALL_LOG_TAIL_LINES + 1) * 1024);
+    expect(lines.slice(0, 2)).toEqual([line, line]);
+    const note = lines.find((l) => l.startsWith('[ca-sandbox:'));
+    expect(note).toBe(
+      `[ca-sandbox: the install printed more than this log keeps (16 MiB, then its last ${INSTALL_LOG_TAIL_LINES} lines): 1500 lines (${1997 * 1024 + 3 * 21} bytes with the last ones) left out here]`,
+    );
+    expect(lines.slice(-3)).toEqual([
+      `npm ERR! cause ${total - 3}`,
+      `npm ERR! cause ${total - 2}`,
+      `npm ERR! cause ${total - 1}`,
+    ]);
+    expect(lines.length).toBe(INSTALL_LOG_MAX_BYTES / 1024 + 1 + INSTALL_LOG_TAIL_LINES);
+  });
+
+  it('a few lines past the cap are all kept, with no note', async () => {
+    const log = await InstallLog.open('repo-flood-2', join(dir, 'logs'));
+    const line = 'y'.repeat(1023);
+    for (let i = 0; i < INSTALL_LOG_MAX_BYTES / 1024; i++) log.write(line);
+    log.write('after one');
+    log.write('after two');
+    await log.close();
+    const lines = readFileSync(log.path, 'utf8').trimEnd().split('\n');
+    expect(lines.slice(-2)).toEqual(['after one', 'after two']);
+    expect(lines.some((l) => l.startsWith('[ca-sandbox:'))).toBe(false);
   });
 });
 

@@ -14,8 +14,24 @@ export function installLogDir(env: NodeJS.ProcessEnv = process.env, home = homed
   return join(base, 'ca-sandbox', 'logs');
 }
 
-/** The build's full output (already cleaned of control sequences), line by line, on the host. */
+/**
+ * How much of a build's output the log file keeps: the install is the repo's code and prints
+ * as much as it likes, and this file is on the host (a flood would fill the user's disk). Past
+ * it, only the last INSTALL_LOG_TAIL_LINES are kept, written at the end after a line that says
+ * how much was left out: the end of a failed install is what explains it.
+ */
+export const INSTALL_LOG_MAX_BYTES = 16 * 1024 * 1024;
+export const INSTALL_LOG_TAIL_LINES = 500;
+
+/** The build's output (already cleaned of control sequences), line by line, on the host, capped. */
 export class InstallLog {
+  private written = 0;
+  private dropped = 0;
+  private droppedBytes = 0;
+  /** The last lines past the cap (a ring: `tail[next]` is the oldest once it is full). */
+  private readonly tail: string[] = [];
+  private next = 0;
+
   private constructor(
     readonly path: string,
     private readonly stream: WriteStream,
@@ -34,16 +50,39 @@ export class InstallLog {
   }
 
   write(line: string): void {
-    this.stream.write(`${line}\n`);
+    const bytes = Buffer.byteLength(line) + 1;
+    if (this.dropped === 0 && this.written + bytes <= INSTALL_LOG_MAX_BYTES) {
+      this.written += bytes;
+      this.stream.write(`${line}\n`);
+      return;
+    }
+    this.dropped += 1;
+    this.droppedBytes += bytes;
+    if (this.tail.length < INSTALL_LOG_TAIL_LINES) this.tail.push(line);
+    else {
+      this.tail[this.next] = line;
+      this.next = (this.next + 1) % INSTALL_LOG_TAIL_LINES;
+    }
   }
 
   async close(): Promise<void> {
+    if (this.dropped > 0) {
+      const left = this.dropped - this.tail.length;
+      if (left > 0) {
+        const mib = INSTALL_LOG_MAX_BYTES / 1024 / 1024;
+        this.stream.write(
+          `[ca-sandbox: the install printed more than this log keeps (${mib} MiB, then its last ${INSTALL_LOG_TAIL_LINES} lines): ${left} lines (${this.droppedBytes} bytes with the last ones) left out here]\n`,
+        );
+      }
+      const ordered = [...this.tail.slice(this.next), ...this.tail.slice(0, this.next)];
+      for (const line of ordered) this.stream.write(`${line}\n`);
+    }
     await new Promise<void>((resolve) => this.stream.end(resolve));
   }
 
   /** A build that succeeded keeps no log. */
   async discard(): Promise<void> {
-    await this.close();
+    await new Promise<void>((resolve) => this.stream.end(resolve));
     await rm(this.path, { force: true });
   }
 }

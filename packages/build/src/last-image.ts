@@ -1,6 +1,6 @@
 import { CACHE_IMAGE_REPOSITORY, CACHE_LABEL_DEPHASH, engine } from '@ca-sandbox/docker';
 import type { BuilderName } from './builders.js';
-import { cacheImageToolchain, LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
+import { cacheImageLabels, LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
 import type { PreparedImage } from './prepare.js';
 import { PROVIDERS, type Provider } from './provider.js';
 import { imageTag, sanitiseRepoName, sourceKey } from './tag.js';
@@ -53,8 +53,8 @@ export async function lastDepsImage(cache: CacheSource): Promise<LastDepsImage |
   if (builder !== 'builtin' && builder !== 'nixpacks') return undefined;
   const image = imageTag(cache.repoName, dephash, cache.source);
   const tagged = await engine.image.inspect(image);
-  const toolchain = cacheImageToolchain(tagged, sanitiseRepoName(cache.repoName), cache.imageSource);
-  if (toolchain === undefined || tagged?.Id !== last.Id) return undefined;
+  const cached = cacheImageLabels(tagged, sanitiseRepoName(cache.repoName), cache.imageSource);
+  if (cached === undefined || tagged?.Id !== last.Id) return undefined;
   return {
     id: last.Id,
     prepared: {
@@ -67,7 +67,8 @@ export async function lastDepsImage(cache: CacheSource): Promise<LastDepsImage |
       notes: [],
       linkNodeModules: provider === 'node',
       imageSource: cache.imageSource,
-      toolchain: parseToolchain(toolchain),
+      toolchain: parseToolchain(cached.toolchain),
+      trustedCa: cached.ca,
     },
   };
 }

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dockerSync, engineReady, TEST_BASE } from '../test/real-engine.js';
+import { CA_BUNDLE_PATH, EXTRA_CA_PATH, loadExtraCa } from './ca-trust.js';
 import { ImageBuildError } from './errors.js';
 import { ensurePrepImage, prepImageTag } from './prep-image.js';
 
@@ -50,6 +51,60 @@ describe.skipIf(!ready)('ensurePrepImage (real engine)', () => {
       'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -print; stat -c %u:%g /deps /deps/src /work/repo',
     );
     expect(probe.split('\n')).toEqual(['1000:1000', '1000:1000', '1000:1000']);
+  }, 300_000);
+
+  it("bakes the user's CA bundle root's, system CAs first; another bundle is another prep image", async () => {
+    const baseId = docker('image', 'inspect', '--format', '{{.Id}}', BASE);
+    const dir = mkdtempSync(join(tmpdir(), 'ca-prep-ca-'));
+    try {
+      const bundle = (name: string) => {
+        const path = join(dir, `${name}.pem`);
+        execFileSync(
+          'openssl',
+          ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, `${name}.key`)].concat([
+            '-out',
+            path,
+            '-days',
+            '1',
+            '-subj',
+            `/CN=ca-sandbox prep ${name}`,
+          ]),
+          { stdio: 'ignore' },
+        );
+        return loadExtraCa(path);
+      };
+      const [one, two] = [bundle('one'), bundle('two')];
+      const input = { baseImage: BASE, baseImageId: baseId, limits, timeoutMs: 300_000, log: () => {} };
+      const tag = prepImageTag(baseId, one.hash);
+      made.push(tag);
+      expect(tag).not.toBe(prepImageTag(baseId));
+      expect(prepImageTag(baseId, two.hash)).not.toBe(tag);
+      const built = await ensurePrepImage({ ...input, ca: one });
+      expect(docker('image', 'inspect', '--format', '{{.Id}}', tag)).toBe(built);
+      const probe = docker(
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--user',
+        '1000:1000',
+        built,
+        'sh',
+        '-c',
+        `sha256sum < ${EXTRA_CA_PATH}; stat -c '%u:%g %a' /etc/ca-sandbox ${EXTRA_CA_PATH} ${CA_BUNDLE_PATH}; ` +
+          `grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt ${CA_BUNDLE_PATH}; ` +
+          `tail -c ${one.pem.length} ${CA_BUNDLE_PATH} | cmp - ${EXTRA_CA_PATH} && echo tail-is-extra; ` +
+          `echo x >> ${EXTRA_CA_PATH} 2>/dev/null || echo not-writable`,
+      ).split('\n');
+      expect(probe[0]).toBe(`${one.hash}  -`);
+      expect(probe.slice(1, 4)).toEqual(['0:0 755', '0:0 644', '0:0 644']);
+      const system = Number(probe[4]?.split(':').at(-1));
+      expect(system).toBeGreaterThan(0);
+      expect(Number(probe[5]?.split(':').at(-1))).toBe(system + 1);
+      expect(probe.slice(6)).toEqual(['tail-is-extra', 'not-writable']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 300_000);
 
   it('a base without setpriv: the prep build fails saying so and leaves no image', async () => {

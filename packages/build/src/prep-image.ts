@@ -11,22 +11,24 @@ import {
 import { type BuildLimits, buildArgv } from './build-argv.js';
 import { removeBuildImages } from './build-cleanup.js';
 import { buildDirPrefix } from './build-leftovers.js';
+import { CONTEXT_EXTRA_CA, type ExtraCa } from './ca-trust.js';
 import { LABEL_BUILD_ID, renderPrepDockerfile } from './dockerfile.js';
-import { ImageBuildError, ImageBuildTimeoutError } from './errors.js';
-import { meaningfulLines } from './install-log.js';
+import { runQuietBuild } from './quiet-build.js';
 
 /** The build repo label of prep builds (a label value starts with a letter or digit). */
 export const PREP_REPO = 'ca-sbx-prep';
 
 /**
- * `ca-sbx:_prep-<12 hex>`: the key is the base image's id and the prep Dockerfile (its build id
- * left out), so a new base or a changed root step is a new prep image. In the cache repository:
+ * `ca-sbx:_prep-<12 hex>`: the key is the base image's id, the prep Dockerfile (its build id
+ * left out) and the digest of the user's CA bundle baked into it (none: no such part), so a new
+ * base, a changed root step or a changed bundle is a new prep image. In the cache repository:
  * `prune --images` removes it (an image of a deps build FROM it keeps it as an untagged parent,
  * removed with its last child).
  */
-export function prepImageTag(baseImageId: string): string {
+export function prepImageTag(baseImageId: string, caHash?: string): string {
+  const dockerfile = renderPrepDockerfile('base', {}, { extraCa: caHash !== undefined });
   const key = createHash('sha256')
-    .update(`${baseImageId}\n${renderPrepDockerfile('base', {})}`)
+    .update(`${baseImageId}\n${dockerfile}${caHash === undefined ? '' : `\nca ${caHash}`}`)
     .digest('hex')
     .slice(0, 12);
   return `${CACHE_IMAGE_REPOSITORY}:_prep-${key}`;
@@ -35,6 +37,8 @@ export function prepImageTag(baseImageId: string): string {
 export interface PrepImageInput {
   baseImage: string;
   baseImageId: string;
+  /** The user's CA bundle: baked root's into the prep image (see ca-trust.ts). */
+  ca?: ExtraCa | undefined;
   limits: BuildLimits;
   timeoutMs: number;
   log: (line: string) => void;
@@ -50,20 +54,21 @@ export interface PrepImageInput {
  * A failed or stopped build leaves nothing (its images carry its build id).
  */
 export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
-  const tag = prepImageTag(input.baseImageId);
+  const tag = prepImageTag(input.baseImageId, input.ca?.hash);
   const cached = await engine.image.inspect(tag).catch(() => undefined);
   if (cached) return cached.Id;
   const context = await mkdtemp(buildDirPrefix());
   const buildId = randomBytes(12).toString('hex');
   try {
     const dockerfile = join(context, 'Dockerfile');
+    if (input.ca) await writeFile(join(context, CONTEXT_EXTRA_CA), input.ca.pem, { mode: 0o644 });
     await writeFile(
       dockerfile,
-      renderPrepDockerfile(input.baseImage, {
-        [LABEL_BUILD_ID]: buildId,
-        [BUILD_LABEL]: '1',
-        [BUILD_LABEL_REPO]: PREP_REPO,
-      }),
+      renderPrepDockerfile(
+        input.baseImage,
+        { [LABEL_BUILD_ID]: buildId, [BUILD_LABEL]: '1', [BUILD_LABEL_REPO]: PREP_REPO },
+        { extraCa: input.ca !== undefined },
+      ),
       { mode: 0o644 },
     );
     const iidFile = join(context, 'image.id');
@@ -79,24 +84,14 @@ export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
     input.log(
       `docker build ${tag} (the root step of deps images on ${input.baseImage}, once per base image)`,
     );
-    const result = await engine.image
-      .build(argv, {
-        allowFailure: true,
-        timeoutMs: input.timeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      })
-      .catch(async (error: unknown) => {
-        // Killed (time limit or abort): nothing of the build may stay.
-        await removeBuildImages(buildId);
-        if (input.signal?.aborted) throw error;
-        throw new ImageBuildTimeoutError(tag, input.timeoutMs, String((error as Error).message));
-      });
-    if (result.exitCode !== 0) {
-      await removeBuildImages(buildId);
-      const output = `${result.stdout}\n${result.stderr}`;
-      const details = meaningfulLines(output.split('\n').slice(-200));
-      throw new ImageBuildError(tag, result.exitCode, output, input.limits.memory, { details });
-    }
+    await runQuietBuild({
+      argv,
+      image: tag,
+      timeoutMs: input.timeoutMs,
+      memory: input.limits.memory,
+      ...(input.signal ? { signal: input.signal } : {}),
+      cleanup: () => removeBuildImages(buildId),
+    });
     const built = (await readFile(iidFile, 'utf8')).trim();
     // A concurrent first build of the same prep image may have taken the tag since: ours, then
     // untagged with no child, would be left dangling. Use the tagged one and drop ours (not

@@ -1,6 +1,7 @@
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
 import { buildImage } from './build-image.js';
 import { type BuilderName, selectBuilder } from './builders.js';
+import { loadExtraCa } from './ca-trust.js';
 import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { cachedImage } from './image-cache.js';
@@ -29,6 +30,11 @@ export interface PreparedImage {
   imageSource: string;
   /** The versions of the tools in the image (label ca.sandbox.toolchain), e.g. { node: '22.23.5' }. */
   toolchain: Toolchain;
+  /**
+   * The sha256 of the user's CA bundle baked into the image (label ca.sandbox.cache.ca; see
+   * ca-trust.ts), '' when it has none (no bundle set, or the bare base of an offline box).
+   */
+  trustedCa: string;
 }
 
 /** Said (without --verbose) whenever a box gets no dependencies. */
@@ -54,11 +60,14 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   const detection = detectProvider(files);
   const base = resolveBaseImage(detection.provider, opts);
   const baseImageId = await ensureBaseImage(base.image, detection.provider, opts.signal);
+  // Read once: the digest in the key and the bytes baked into the image are the same bundle.
+  const ca = opts.caFile ? loadExtraCa(opts.caFile) : undefined;
   const dephash = computeDepHash(files, {
     builder: builder.name,
     builderVersion: builder.version,
     baseImageId,
     ...(opts.withClaude ? { addOns: [CLAUDE_CODE_ADDON] } : {}),
+    ca: ca?.hash,
   });
   const image = imageTag(opts.repoName, dephash, opts.source);
   emit({ type: 'dephash', dephash, image });
@@ -79,7 +88,8 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: true,
       notes,
       linkNodeModules: detection.provider === 'node',
-      toolchain: parseToolchain(cached),
+      toolchain: parseToolchain(cached.toolchain),
+      trustedCa: cached.ca,
     };
   }
   if (opts.policy === 'offline') {
@@ -96,6 +106,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       notes,
       linkNodeModules: false,
       toolchain: await imageToolchain(base.image),
+      trustedCa: '',
     };
   }
   const { recipe, toolchain } = await buildImage({
@@ -107,6 +118,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     baseImageId,
     image,
     dephash,
+    ca,
     emit,
     log,
   });
@@ -119,6 +131,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     notes,
     linkNodeModules: recipe.linkNodeModules,
     toolchain,
+    trustedCa: ca?.hash ?? '',
   };
 }
 

@@ -7,6 +7,7 @@ import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, readFixture, removeImages } from '../test/fixture-volume.js';
 import { goModule, localPypiIndex, Mirror, pypiSubset } from '../test/mirrors.js';
+import { loadExtraCa } from './ca-trust.js';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 import {
   ImageBuildError,
@@ -224,6 +225,7 @@ describe('a failing install (real engine)', () => {
     const nodeBase = (
       await docker(['image', 'inspect', '--format', '{{.Id}}', baseImages.node])
     ).stdout.trim();
-    expect((await docker(['image', 'inspect', prepImageTag(nodeBase)])).exitCode).toBe(0);
+    const caHash = caCertificates ? loadExtraCa(caCertificates).hash : undefined;
+    expect((await docker(['image', 'inspect', prepImageTag(nodeBase, caHash)])).exitCode).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import {
   RUNTIMES,
   SOURCE_LIMITS,
 } from '@ca-sandbox/docker/contracts';
-import { Argument, Command, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { type GlobalOptions, Output } from './output.js';
 
@@ -248,8 +248,9 @@ Output streams as it comes (on a terminal through a filter that keeps colours an
 strings; into a pipe or file as raw bytes). stdin is never read: data on it is refused (there is
 no copy-in); for a terminal in the box use \`ca-sandbox shell <id>\`. Ctrl-C stops the command
 inside the box.
-Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 125 when ca-sandbox
-failed before the command ran.
+Exit code: the command's own; 124 on --timeout; 130/143 when interrupted; 127 when the command
+is not found in the box, 126 when it cannot run there (not executable, no such working directory);
+125 when ca-sandbox failed before the command ran.
 `,
     )
     .action(action(async () => (await import('./commands/exec.js')).execCommand, 'none'));
@@ -329,10 +330,13 @@ failed before the command ran.
   program
     .command('config')
     .description('show each effective setting and where it came from (file, env, flag, default)')
-    .addArgument(new Argument('[path]', 'print only the configuration file path').choices(['path']))
+    .argument(
+      '[setting]',
+      "a setting's name (as listed, e.g. baseImages.node): print its value alone; `path`: the configuration file's path",
+    )
     .addHelpText(
       'after',
-      `${example(['ca-sandbox config', 'ca-sandbox config --json', 'ca-sandbox config path'])}
+      `${example(['ca-sandbox config', 'ca-sandbox config --json', 'ca-sandbox config baseImages.node', 'ca-sandbox config path'])}
 Settings come from one file (Linux: $XDG_CONFIG_HOME/ca-sandbox/config.json, default ~/.config/...;
 macOS: ~/Library/Application Support/ca-sandbox/config.json; CA_SANDBOX_CONFIG names another),
 then CA_SANDBOX_* variables, then the flags of each command. bash scripts/setup.sh writes the file.

@@ -69,6 +69,22 @@ describe('Progress', () => {
     expect(text).toMatch(/build\s+\S*3\.0s/);
   });
 
+  it('redraws in place from the first row without clearing the whole screen (tmux would scroll it)', () => {
+    const { out, streams } = output({ color: false }, true);
+    let now = 0;
+    const progress = new Progress(out, () => now);
+    progress.onPhase({ phase: 'clone', status: 'start' });
+    progress.onLog('a long log line');
+    progress.onLog('another');
+    now = 500;
+    progress.onPhase({ phase: 'clone', status: 'done', detail: 'ok' });
+    progress.onPhase({ phase: 'build', status: 'start' });
+    progress.stop();
+    const screen = renderTerminal(streams.stderr.text);
+    expect(screen.fullClears).toBe(0);
+    expect(screen.rows).toEqual(['✓ clone     500ms ok', '⠋ build     0ms', '']);
+  });
+
   it('is silent under --json and --quiet', () => {
     for (const options of [{ json: true }, { quiet: true }]) {
       const { out, streams } = output(options, true);
@@ -80,6 +96,39 @@ describe('Progress', () => {
     }
   });
 });
+
+/**
+ * The little of a terminal the live progress uses, started on the screen's first row: text, \\n,
+ * CPL (`ESC[nF`), erase line (`ESC[2K`), erase below (`ESC[J`). `fullClears` counts an erase below
+ * issued at the top-left corner: a whole-screen clear, which tmux scrolls into its history.
+ */
+function renderTerminal(text: string): { rows: string[]; fullClears: number } {
+  const rows = [''];
+  let row = 0;
+  let column = 0;
+  let fullClears = 0;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape sequences are what it reads
+  const pattern = /\u001b\[(\d*)([A-Za-z])|\n|[^\u001b\n]+/gu;
+  for (const [token, count, command] of text.matchAll(pattern)) {
+    if (token === '\n') {
+      row += 1;
+      column = 0;
+      rows[row] ??= '';
+    } else if (command === 'F') {
+      row = Math.max(0, row - Number(count || 1));
+      column = 0;
+    } else if (command === 'K') rows[row] = '';
+    else if (command === 'J') {
+      if (row === 0 && column === 0) fullClears += 1;
+      rows.length = row + 1;
+      rows[row] = (rows[row] ?? '').slice(0, column);
+    } else if (command === undefined) {
+      rows[row] = `${rows[row] ?? ''}${token}`;
+      column += token.length;
+    }
+  }
+  return { rows, fullClears };
+}
 
 describe('formatElapsed', () => {
   it('formats milliseconds, seconds and minutes', () => {

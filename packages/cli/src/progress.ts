@@ -23,6 +23,7 @@ const TAIL_LINES = 5;
  * install takes minutes would otherwise print nothing between "deps: started" and its end.
  */
 export const PLAIN_HEARTBEAT_MS = 30_000;
+const ERASE_LINE = '\u001b[2K';
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /** `1.2s`, `850ms`, `2m05s`. */
@@ -163,9 +164,13 @@ export class Progress {
     const width = Math.max(20, (this.out.streams.stderr.columns || 80) - 1);
     const lines = this.phases.map((state) => this.liveLine(state));
     for (const line of this.tail) lines.push(this.out.dim(`    ${line.slice(0, width - 4)}`));
-    // Up over the previous frame, clear to the end of the screen, draw the new one.
+    // Up over the previous frame, each line erased as it is drawn over, then what a taller frame
+    // left below cleared. Not "clear to the end of the screen" first: from the screen's top-left
+    // corner (a create started on the first row) tmux takes that for a full clear and scrolls
+    // the whole screen into its history on every redraw, ten times a second.
     const up = this.drawnLines > 0 ? `\u001b[${this.drawnLines}F` : '';
-    this.out.streams.stderr.write(`${up}\u001b[J${lines.join('\n')}\n`);
+    const drawn = lines.map((line) => `${ERASE_LINE}${line}`).join('\n');
+    this.out.streams.stderr.write(`${up}${drawn}\n\u001b[J`);
     this.drawnLines = lines.length;
   }
 }

@@ -155,7 +155,9 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     const stopped = await runBin(['exec', id, '--json', '--', 'true']);
     expect(stopped.code).toBe(125);
     expect(jsonError(stopped.stderr)).toMatchObject({ code: 'SANDBOX_NOT_RUNNING' });
-    expect(jsonError(stopped.stderr).message).toMatch(/exited, not running/);
+    expect(jsonError(stopped.stderr).message).toBe(
+      `sandbox '${id}': the sandbox is exited, not running (ca-sandbox start ${id} starts it again and re-checks its isolation)`,
+    );
     // verify reads the configuration a stopped box keeps, and says it is stopped.
     const verified = await runBin(['verify', id, '--json']);
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, running: false });
@@ -192,6 +194,30 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(jsonError(missing.stderr).code).toBe('SANDBOX_NOT_FOUND');
   });
 
+  it('exec of a command that never started: one error line, 127 not found, 126 cannot run, nothing on stdout', async () => {
+    // Both entries: the bin's fast path (plain exec) and commander's (a global flag first).
+    for (const prefix of [[], ['--no-color']]) {
+      const missing = await runBin([...prefix, 'exec', id, '--', 'no-such-command']);
+      expect(missing).toMatchObject({ code: 127, stdout: '' });
+      expect(missing.stderr.split('\n')[0]).toBe('error: command not found in the box: no-such-command');
+      expect(missing.stderr).not.toMatch(/OCI runtime/);
+    }
+    const json = await runBin(['exec', id, '--json', '--', 'no-such-command']);
+    expect(json).toMatchObject({ code: 127, stdout: '' });
+    expect(jsonError(json.stderr).code).toBe('COMMAND_NOT_FOUND');
+    const notExecutable = await runBin(['exec', id, '--', '/etc/passwd']);
+    expect(notExecutable).toMatchObject({
+      code: 126,
+      stdout: '',
+      stderr: 'error: cannot run /etc/passwd in the box: permission denied\n',
+    });
+    const noDir = await runBin(['exec', id, '-w', 'no-such-dir', '--', 'ls']);
+    expect(noDir).toMatchObject({ code: 126, stdout: '' });
+    expect(noDir.stderr.split('\n')[0]).toBe(
+      'error: working directory not usable in the box: /work/repo/no-such-dir (no such file or directory)',
+    );
+  });
+
   it('cp copies a file and a directory out, refuses to overwrite without --force', async () => {
     const file = join(work, 'readme-out.md');
     const copied = await runBin(['cp', `${id}:/work/repo/README.md`, file, '--json']);
@@ -201,7 +227,7 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
 
     const again = await runBin(['cp', `${id}:/work/repo/README.md`, file]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(/^error: /);
+    expect(again.stderr).toMatch(/^error: '.*readme-out.md' exists \(use --force to replace the file\)\n$/);
     expect((await runBin(['cp', `${id}:/work/repo/README.md`, file, '--force'])).code).toBe(0);
 
     const dir = join(work, 'src-out');
@@ -261,10 +287,18 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(result.stderr).toMatch(/^\+ docker \S+/m);
   });
 
-  it('destroy --json removes everything and list no longer shows it', async () => {
-    const result = await runBin(['destroy', id, '--json']);
-    expect(result.code).toBe(0);
+  it('destroy --json removes everything and list no longer shows it; an unknown id beside it is a JSON error', async () => {
+    const result = await runBin(['destroy', id, `${id}-gone`, '--json']);
+    expect(result.code).toBe(2);
+    // stderr holds nothing but JSON errors under --json, one per unknown id.
+    expect(
+      result.stderr
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([{ error: { code: 'SANDBOX_NOT_FOUND', message: `sandbox '${id}-gone': no such sandbox` } }]);
     const teardown = JSON.parse(result.stdout);
+    expect(teardown.notFound).toEqual([`${id}-gone`]);
     expect(teardown.failures).toEqual([]);
     expect(teardown.leftovers).toEqual([]);
     expect(teardown.removed.length).toBeGreaterThan(0);

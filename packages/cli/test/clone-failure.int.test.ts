@@ -1,6 +1,7 @@
 // Clones that fail say why. A URL clone that the gateway cannot carry: git only sees "CONNECT tunnel failed,
 // response 503"; the gateway's log knows it could not connect (or resolve, or was told to refuse).
-// The URL is the gateway's own loopback on a closed port: no traffic leaves the containers we start.
+// The URL is this machine's address on docker's default bridge, on a closed port: named in the URL,
+// it is allowed (naming an address is a decision), and no traffic leaves this machine.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +17,17 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
   afterAll(() => forceRemoveSandbox(id));
 
   it("exits 1 with git's error and the gateway's side of it, and leaves nothing", async () => {
-    const result = await runBin(['create', 'https://127.0.0.1:9/x.git', '--name', id, '--json']);
+    const host = execFileSync('docker', [
+      'network',
+      'inspect',
+      'bridge',
+      '--format',
+      '{{(index .IPAM.Config 0).Gateway}}',
+    ])
+      .toString()
+      .trim();
+    expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const result = await runBin(['create', `https://${host}:9/x.git`, '--name', id, '--json']);
     expect(result.code).toBe(1);
     const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
       code: string;
@@ -24,9 +35,21 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
     };
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(/CONNECT tunnel failed/);
-    expect(error.message).toMatch(/\(egress gateway: 127\.0\.0\.1:9: the gateway could not connect to it\)$/);
+    expect(error.message).toContain(`(egress gateway: ${host}:9: the gateway could not connect to it)`);
     expect(remainingObjects(id)).toEqual([]);
   }, 180_000);
+
+  it('a loopback URL is refused before anything runs: in the clone container it would name the container', async () => {
+    for (const url of ['https://127.0.0.1:9/x.git', 'http://localhost:3000/x.git', 'git@[::1]:x.git']) {
+      const result = await runBin(['create', url, '--name', id]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(
+        /^error: invalid source: the repo's host \S+ is a loopback address: the clone runs in a container/,
+      );
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(remainingObjects(id)).toEqual([]);
+  });
 });
 
 describe.skipIf(!READY)('a local partial clone (git clone --filter), through the bin (real engine)', () => {

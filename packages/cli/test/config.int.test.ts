@@ -89,6 +89,18 @@ describe.skipIf(!READY)('settings persist in the configuration file (fresh HOME,
     expect(table.stdout).toContain(`config file: ${configFile}`);
     expect(table.stdout).toMatch(/^baseImages\.plain\s+ca-sbx-base:debian\s+file$/m);
     expect((await runBinWithExactEnv(['config', 'path'], env)).stdout).toBe(`${configFile}\n`);
+    // One setting: its value alone, or its row under --json; an unknown name says which exist.
+    expect((await runBinWithExactEnv(['config', 'baseImages.plain'], env)).stdout).toBe(
+      'ca-sbx-base:debian\n',
+    );
+    const one = await runBinWithExactEnv(['config', 'build.memory', '--json'], {
+      ...env,
+      CA_SANDBOX_BUILD_MEMORY: '1g',
+    });
+    expect(JSON.parse(one.stdout)).toMatchObject({ key: 'build.memory', value: '1g', source: 'env' });
+    const unknown = await runBinWithExactEnv(['config', 'baseImages.nod'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: unknown setting 'baseImages\.nod' \(one of: baseImages\.node, /);
   });
 
   it('create works in the fresh shell, with the base image from the file', async () => {

@@ -223,6 +223,16 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       truncated: false,
     });
 
+    // A command the box does not have is an error result of its own, not the engine's text as stdout.
+    const missing = await client.callTool({
+      name: 'sandbox_exec',
+      arguments: { id, command: ['no-such-tool'] },
+    });
+    expect(missing.isError).toBe(true);
+    expect(payload(missing)).toMatchObject({
+      error: { code: 'COMMAND_NOT_FOUND', message: 'command not found in the box: no-such-tool' },
+    });
+
     const cp = await client.callTool({
       name: 'sandbox_cp_out',
       arguments: { id, path: '/work/repo/README.md', destination: 'out.md' },
@@ -233,6 +243,16 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       destination: join(outputRoot, 'out.md'),
     });
     expect(readFileSync(join(outputRoot, 'out.md'), 'utf8')).toBe('mcp fixture\n');
+    const exists = await client.callTool({
+      name: 'sandbox_cp_out',
+      arguments: { id, path: '/work/repo/README.md', destination: 'out.md' },
+    });
+    expect(payload(exists)).toMatchObject({
+      error: {
+        code: 'CP_DESTINATION',
+        message: `'${join(outputRoot, 'out.md')}' exists (set force: true to replace the file)`,
+      },
+    });
 
     const listed = (await client.callTool({ name: 'sandbox_list', arguments: {} })) as ToolResult;
     expect(((listed.structuredContent?.sandboxes ?? []) as { id: string }[]).map((r) => r.id)).toContain(id);

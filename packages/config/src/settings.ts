@@ -128,7 +128,7 @@ export const DEFINITIONS = {
     schema: AbsolutePath,
     env: ['CA_SANDBOX_CA_CERTS'],
     fromEnv: path,
-    describe: 'PEM bundle the dependency install trusts (TLS-intercepting proxy)',
+    describe: 'PEM bundle the clone, the install and an allowlist box trust (TLS-intercepting proxy)',
   }),
   'mirrors.npmRegistry': define({
     schema: HttpUrl,

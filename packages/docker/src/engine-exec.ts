@@ -27,7 +27,19 @@ export interface ExecSpec {
 export interface ExecEnd extends DockerProcessResult {
   /** DockerUnavailableError, DockerNotFoundError (no such container), DockerEngineError (not running). */
   error?: Error;
+  /**
+   * With `reportStartFailure`: the command never started (the engine recorded no process: a
+   * command not found, not executable, a missing working directory). `message` is the engine's
+   * own text, which it wrote as the exec's output; it was kept out of the stdout sink.
+   */
+  notStarted?: { message: string };
 }
+
+/**
+ * How the engine's message begins when an exec cannot start the process (runc and runsc alike,
+ * through containerd); the API writes it as the exec's first stdout frame, with `\r\n`.
+ */
+const START_FAILURE_PREFIX = Buffer.from('OCI runtime exec failed');
 
 /** A running exec: awaitable for how it ended (never rejects), with its streams. */
 export type ExecChild = Promise<ExecEnd> & {
@@ -84,28 +96,44 @@ export async function inspectExec(
   };
 }
 
-/** The exit code once the engine has recorded it (the stream may end a moment before). */
-async function exitCodeOf(id: string): Promise<number | undefined> {
+/**
+ * The exit code (and pid: 0 when no process ever started) once the engine has recorded it (the
+ * stream may end a moment before).
+ */
+async function endStateOf(id: string): Promise<{ exitCode: number | undefined; pid: number | undefined }> {
   for (let round = 0; round < 50; round += 1) {
     const state = await inspectExec(id);
-    if (!state.running && state.exitCode !== undefined) return state.exitCode;
+    if (!state.running && state.exitCode !== undefined) return state;
     await new Promise((resolve) => setTimeout(resolve, round < 10 ? 2 : 20));
   }
-  return (await inspectExec(id)).exitCode;
+  return inspectExec(id);
 }
 
 /**
  * Splits docker's multiplexed stream (frames of [type, 0, 0, 0, size32be] + payload; type 1
  * stdout, 2 stderr) into two sinks, with backpressure on the connection.
+ *
+ * `holdStartFailure`: a first stdout frame that reads like the engine's start failure is held
+ * back; the next frame releases it (the process did start and printed that itself), else it is
+ * what the promise resolves with, for the caller to judge with the exec's state.
  */
 export function demultiplex(
   source: Readable,
   head: Buffer,
   stdout: Writable,
   stderr: Writable,
-): Promise<void> {
+  holdStartFailure = false,
+): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     let pending = head.length ? head : Buffer.alloc(0);
+    let first = true;
+    let held: Buffer | undefined;
+    const write = (sink: Writable, payload: Buffer) => {
+      if (payload.length && !sink.write(payload)) {
+        source.pause();
+        sink.once('drain', () => source.resume());
+      }
+    };
     const drain = () => {
       while (pending.length >= 8) {
         const size = pending.readUInt32BE(4);
@@ -114,25 +142,37 @@ export function demultiplex(
         const payload = pending.subarray(8, 8 + size);
         pending = pending.subarray(8 + size);
         const sink = type === 2 ? stderr : stdout;
-        if (payload.length && !sink.write(payload)) {
-          source.pause();
-          sink.once('drain', () => source.resume());
+        if (first && holdStartFailure && sink === stdout && startsWith(payload, START_FAILURE_PREFIX)) {
+          first = false;
+          held = Buffer.from(payload);
+          continue;
         }
+        first = false;
+        if (held) {
+          write(stdout, held);
+          held = undefined;
+        }
+        write(sink, payload);
       }
     };
+    const end = () => resolve(held);
     drain();
     source.on('data', (chunk: Buffer) => {
       pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
       drain();
     });
-    source.once('end', () => resolve());
-    source.once('close', () => resolve());
-    source.once('error', (error) => (isClosedByUs(error) ? resolve() : reject(error)));
+    source.once('end', end);
+    source.once('close', end);
+    source.once('error', (error) => (isClosedByUs(error) ? end() : reject(error)));
   });
 }
 
+function startsWith(payload: Buffer, prefix: Buffer): boolean {
+  return payload.length >= prefix.length && payload.subarray(0, prefix.length).equals(prefix);
+}
+
 /** A TTY exec's output: the raw stream as it comes, with backpressure on the connection. */
-function relay(source: Readable, head: Buffer, sink: Writable): Promise<void> {
+function relay(source: Readable, head: Buffer, sink: Writable): Promise<undefined> {
   return new Promise((resolve, reject) => {
     const write = (chunk: Buffer) => {
       if (chunk.length && !sink.write(chunk)) {
@@ -142,9 +182,9 @@ function relay(source: Readable, head: Buffer, sink: Writable): Promise<void> {
     };
     write(head);
     source.on('data', write);
-    source.once('end', () => resolve());
-    source.once('close', () => resolve());
-    source.once('error', (error) => (isClosedByUs(error) ? resolve() : reject(error)));
+    source.once('end', () => resolve(undefined));
+    source.once('close', () => resolve(undefined));
+    source.once('error', (error) => (isClosedByUs(error) ? resolve(undefined) : reject(error)));
   });
 }
 
@@ -177,7 +217,12 @@ function sinkFor(choice: ExecOutput): { sink: Writable; stream: Readable | null 
 export function startExec(
   container: string,
   spec: ExecSpec,
-  output: { stdout?: ExecOutput; stderr?: ExecOutput } = {},
+  output: {
+    stdout?: ExecOutput;
+    stderr?: ExecOutput;
+    /** Keep the engine's "could not start" message out of stdout: it comes back as `notStarted`. */
+    reportStartFailure?: boolean;
+  } = {},
   gate?: Promise<unknown>,
 ): ExecChild {
   const out = sinkFor(output.stdout ?? 'pipe');
@@ -206,10 +251,20 @@ export function startExec(
         stdin.pipe(socket, { end: false });
         stdin.once('end', () => socket?.end());
       }
-      if (spec.tty) await relay(socket, hijacked.head, out.sink);
-      else await demultiplex(socket, hijacked.head, out.sink, err.sink);
-      if (killed) return { exitCode: undefined, signal: 'SIGKILL' };
-      return { exitCode: await exitCodeOf(execId) };
+      const held = spec.tty
+        ? await relay(socket, hijacked.head, out.sink)
+        : await demultiplex(socket, hijacked.head, out.sink, err.sink, output.reportStartFailure === true);
+      if (killed) {
+        if (held) out.sink.write(held);
+        return { exitCode: undefined, signal: 'SIGKILL' };
+      }
+      const state = await endStateOf(execId);
+      // No process ever ran (pid 0): the held frame is the engine's message, not the command's.
+      if (state.pid === 0 && output.reportStartFailure) {
+        return { exitCode: state.exitCode, notStarted: { message: held?.toString('utf8') ?? '' } };
+      }
+      if (held) out.sink.write(held);
+      return { exitCode: state.exitCode };
     } catch (error) {
       if (killed) return { exitCode: undefined, signal: 'SIGKILL' };
       return { exitCode: undefined, error: error as Error };

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   findBuildLeftovers,
+  loadExtraCa,
   prepImageTag,
   removeBuildLeftovers,
+  resolveCaCertificates,
   staleBuildDirectories,
 } from '@ca-sandbox/build';
 import { docker } from '@ca-sandbox/docker/cli';
@@ -90,6 +92,31 @@ describe('hostile dependency installs', () => {
     expect(bad.stderr).toContain('CA_SANDBOX_MAX_DEPS_SIZE');
   });
 
+  it('an install that floods its output keeps a bounded log on the host, with its last lines', async () => {
+    const { path, repo } = await uniqueRepo('build-log-flood');
+    const state = await mkdtemp(join(tmpdir(), 'ca-hostile-state-'));
+    scratch.push(state);
+    const name = `hostile-${randomUUID().slice(0, 8)}`;
+    const result = await cli(['create', path, '--name', name, '--network', 'clone-then-cut'], {
+      XDG_STATE_HOME: state,
+    });
+    expect(result.exitCode, result.stderr).toBe(1);
+    const dir = join(state, 'ca-sandbox', 'logs');
+    const logs = await readdir(dir);
+    expect(logs).toHaveLength(1);
+    const file = join(dir, logs[0] ?? '');
+    expect(result.stderr).toContain(file);
+    // 40 MiB printed; the file keeps 16 MiB, a note and the last 500 lines (1,000 bytes each).
+    expect((await stat(file)).size).toBeLessThan(16 * 1024 * 1024 + 501 * 1024);
+    const text = await readFile(file, 'utf8');
+    expect(text).toContain('[ca-sandbox: the install printed more than this log keeps (16 MiB');
+    expect(text.slice(-200_000)).toContain('hostile flood: the last line');
+    expect(await leftBy(repo)).toEqual([]);
+    expect(
+      await ids(['container', 'ls', '--all', '--quiet', '--filter', `label=ca.sandbox.id=${name}`]),
+    ).toEqual([]);
+  });
+
   it('setuid helpers of the base image give the install no root (no_new_privs, setuid bits stripped)', async () => {
     const base = `ca-sbx-hostile-suid:${randomUUID().slice(0, 8)}`;
     images.add(base);
@@ -114,7 +141,9 @@ describe('hostile dependency installs', () => {
     ]);
     expect(control.stdout.trim()).toBe('0');
     // The deps build starts from this base's prep image (its setuid strip): built here, removed after.
-    images.add(prepImageTag((await docker(['image', 'inspect', '--format', '{{.Id}}', base])).stdout.trim()));
+    const baseId = (await docker(['image', 'inspect', '--format', '{{.Id}}', base])).stdout.trim();
+    const ca = resolveCaCertificates();
+    images.add(prepImageTag(baseId, ca ? loadExtraCa(ca).hash : undefined));
 
     const { path, repo } = await uniqueRepo('build-suid');
     const box = await createBox(path, { network: 'clone-then-cut', extra: ['--base-image', base] });

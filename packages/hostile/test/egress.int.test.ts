@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LABEL_ID, LABEL_ROLE } from '@ca-sandbox/docker';
 import { docker } from '@ca-sandbox/docker/cli';
 import { execa } from 'execa';
 import { GenericContainer, type StartedTestContainer } from 'testcontainers';
@@ -372,10 +373,10 @@ describe('an allowlist box behind the egress gateway', () => {
     expect(rules.stdout).not.toContain(`ca-sandbox:${box.id}`);
   });
 
-  it('a box that floods its gateway log gets a record that says where it was cut, and the read stays bounded', async () => {
+  it('a box that floods its gateway log cannot grow it on the host past the cap, and its record says where it was cut', async () => {
     const box = await createBox(boxRepo, { network: 'allowlist', extra: ['--allow', 'registry.npmjs.org'] });
-    // 3,200 refused plain-HTTP requests with 6,000-character URLs on one kept-alive connection:
-    // about 19 MiB of access log, past the 16 MiB the CLI reads.
+    // 5,000 refused plain-HTTP requests with 6,000-character URLs on one kept-alive connection:
+    // about 29 MiB of access log, past the 16 MiB the gateway writes and the CLI reads.
     const flood = [
       "const net = require('net');",
       'const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);',
@@ -383,11 +384,27 @@ describe('an allowlist box behind the egress gateway', () => {
       "const path = 'x'.repeat(6000); let sent = 0, answered = 0, buffered = '';",
       "const send = () => { sent++; s.write('GET http://flood.invalid/' + path + sent + ' HTTP/1.1\\r\\nHost: flood.invalid\\r\\n\\r\\n'); };",
       "s.on('connect', send);",
-      "s.on('data', (d) => { buffered += d; let at; while ((at = buffered.indexOf('HTTP/1.1 403')) >= 0) { buffered = buffered.slice(at + 12); answered++; if (answered < 3200) send(); else { console.log('answered ' + answered); s.destroy(); } } });",
-      "s.on('close', () => { if (answered < 3200) console.log('closed after ' + answered); });",
+      "s.on('data', (d) => { buffered += d; let at; while ((at = buffered.indexOf('HTTP/1.1 403')) >= 0) { buffered = buffered.slice(at + 12); answered++; if (answered < 5000) send(); else { console.log('answered ' + answered); s.destroy(); } } });",
+      "s.on('close', () => { if (answered < 5000) console.log('closed after ' + answered); });",
     ].join('\n');
     const run = await execBox(box.id, ['node', '-e', flood], ['--timeout', '300']);
-    expect(run.stdout).toContain('answered 3200');
+    expect(run.stdout).toContain('answered 5000');
+    // What the daemon keeps of the gateway's output on the host's disk: its json-file (each line
+    // wrapped in a little JSON) holds the capped 16 MiB, not the 29 MiB the box asked for.
+    const gateway = (
+      await docker([
+        'ps',
+        '-q',
+        '--filter',
+        `label=${LABEL_ID}=${box.id}`,
+        '--filter',
+        `label=${LABEL_ROLE}=gateway`,
+      ])
+    ).stdout.trim();
+    expect(gateway).toMatch(/^[0-9a-f]+$/);
+    const logPath = (await docker(['inspect', '--format', '{{.LogPath}}', gateway])).stdout.trim();
+    expect(logPath).not.toBe('');
+    expect((await stat(logPath)).size).toBeLessThan(18 * 1024 * 1024);
     const record = await cli(['egress', box.id, '--json']);
     expect(record.exitCode, record.stderr).toBe(0);
     const rows = parseJson<{ phase: string; destination: string; allowed: boolean }[]>(record);

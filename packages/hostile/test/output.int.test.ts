@@ -7,6 +7,7 @@ import {
   destroyLeftovers,
   execBox,
   FIXTURES,
+  RUNTIMES,
   type SandboxRecord,
 } from './_harness.js';
 
@@ -54,5 +55,35 @@ describe('hostile output', () => {
     expect(result.exitCode).not.toBe(0);
     expect(TERMINAL_CONTROL.test(result.stderr)).toBe(false);
     expect(result.stderr).not.toContain('\u0007');
+  });
+});
+
+describe.each(RUNTIMES)('a box that prints the engine start-failure words (%s)', (runtime) => {
+  let box: SandboxRecord;
+  // What the engine writes when it cannot start a process; here the box's own command prints it.
+  const words = 'OCI runtime exec failed: exec failed: executable file not found in $PATH: unknown';
+  const fake = ['sh', '-c', `printf '%s\\r\\n' '${words}'; printf '\\033]52;c;cHduZWQ=\\007'; exit 127`];
+  beforeAll(async () => {
+    box = await createBox(join(FIXTURES, 'output'), { runtime });
+  });
+  afterAll(async () => {
+    if (box) await destroyBox(box.id);
+    await destroyLeftovers();
+  });
+
+  it('keeps its output and exit code: it is never taken for a command that did not start', async () => {
+    const raw = await cli(['exec', box.id, '--', ...fake]);
+    expect(raw).toMatchObject({ exitCode: 127, stderr: '' });
+    // Into a pipe: the box's raw bytes, as docker exec gives them.
+    expect(raw.stdout).toBe(`${words}\r\n\u001b]52;c;cHduZWQ=\u0007`);
+    const json = await execBox(box.id, fake);
+    expect(json).toMatchObject({ exitCode: 127, stdout: `${words}\r\n\u001b]52;c;cHduZWQ=\u0007` });
+  });
+
+  it('a command that really did not start is our one error line, the engine text nowhere', async () => {
+    const missing = await cli(['exec', box.id, '--', 'no-such-command']);
+    expect(missing).toMatchObject({ exitCode: 127, stdout: '' });
+    expect(missing.stderr.split('\n')[0]).toBe('error: command not found in the box: no-such-command');
+    expect(missing.stderr).not.toContain('OCI');
   });
 });

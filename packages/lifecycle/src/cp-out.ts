@@ -254,6 +254,6 @@ async function checkTarget(
     throw new CpOutDestinationError(`'${shown}' is an existing file; a directory cannot replace it`);
   }
   if (!force) {
-    throw new CpOutDestinationError(`'${shown}' exists (force replaces an existing file)`);
+    throw new CpOutDestinationError(`'${shown}' exists (use --force to replace the file)`);
   }
 }

@@ -65,8 +65,9 @@ export class SandboxNotRunningError extends CaSandboxError {
   readonly code = 'SANDBOX_NOT_RUNNING';
   readonly kind = 'usage';
   constructor(id: string, status: string) {
+    const shown = sanitizeName(id, SHOWN_NAME_MAX);
     super(
-      `sandbox '${sanitizeName(id, SHOWN_NAME_MAX)}': the sandbox is ${sanitizeName(status, SHOWN_NAME_MAX)}, not running (start it again with start, which re-checks its isolation)`,
+      `sandbox '${shown}': the sandbox is ${sanitizeName(status, SHOWN_NAME_MAX)}, not running (ca-sandbox start ${shown} starts it again and re-checks its isolation)`,
     );
   }
 }
@@ -92,6 +93,31 @@ export class ExecInterruptedError extends CaSandboxError {
   constructor(readonly reason: string) {
     super(`interrupted (${sanitizeName(reason, 40)}): the command was stopped inside the box`);
   }
+}
+
+/**
+ * The command of an exec never started in the box (the engine recorded no process): not found on
+ * the box's PATH. `exitCode` is a shell's for it (127), so a script tells it from the command's own.
+ */
+export class CommandNotFoundError extends CaSandboxError {
+  readonly code = 'COMMAND_NOT_FOUND';
+  readonly kind = 'usage';
+  readonly exitCode = 127;
+  constructor(command: string) {
+    super(`command not found in the box: ${sanitizeName(command, SHOWN_NAME_MAX)}`, {
+      hint: 'the box runs the program itself, with its own PATH; for shell syntax (pipes, builtins, &&) use sh -c "..."',
+    });
+  }
+}
+
+/**
+ * The command of an exec never started in the box for another reason (not executable, a working
+ * directory that is missing). `exitCode` 126, a shell's "found but cannot run".
+ */
+export class ExecStartError extends CaSandboxError {
+  readonly code = 'EXEC_START_FAILED';
+  readonly kind = 'usage';
+  readonly exitCode = 126;
 }
 
 /**

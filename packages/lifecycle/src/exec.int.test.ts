@@ -6,7 +6,7 @@ import { imageExists } from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox } from './create/index.js';
-import { ExecInterruptedError, SandboxNotFoundError } from './errors.js';
+import { CommandNotFoundError, ExecInterruptedError, SandboxNotFoundError } from './errors.js';
 import { EXEC_TIMEOUT_EXIT_CODE, execInSandbox, streamExecInSandbox } from './exec.js';
 
 const ready = await imageExists('ca-sbx-base:git').catch(() => false);
@@ -49,9 +49,44 @@ describe.skipIf(!ready)('execInSandbox', () => {
     expect(result.stdout).toBe('a b|$(id)|;rm -rf /|-n|');
   });
 
-  it('a missing command is docker exit 126/127, not a thrown error', async () => {
-    const result = await execInSandbox(id, ['no-such-command-xyz']);
-    expect([126, 127]).toContain(result.exitCode);
+  it('a command that never started is an error of its own (127 not found, 126 cannot run), never output', async () => {
+    await expect(execInSandbox(id, ['no-such-command-xyz'])).rejects.toMatchObject({
+      code: 'COMMAND_NOT_FOUND',
+      exitCode: 127,
+      message: 'command not found in the box: no-such-command-xyz',
+    });
+    await expect(execInSandbox(id, ['/etc/passwd'])).rejects.toMatchObject({
+      code: 'EXEC_START_FAILED',
+      exitCode: 126,
+      message: 'cannot run /etc/passwd in the box: permission denied',
+    });
+    await expect(execInSandbox(id, ['ls'], { workdir: 'no-such-dir' })).rejects.toMatchObject({
+      code: 'EXEC_START_FAILED',
+      message: 'working directory not usable in the box: /work/repo/no-such-dir (no such file or directory)',
+    });
+    // Streamed: the engine's own "OCI runtime exec failed" text never reaches the sinks.
+    const stdout = new PassThrough();
+    const chunks: Buffer[] = [];
+    stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await expect(
+      streamExecInSandbox(id, ['no-such-command-xyz'], { stdout, stderr: new PassThrough() }),
+    ).rejects.toBeInstanceOf(CommandNotFoundError);
+    expect(Buffer.concat(chunks).toString()).toBe('');
+  });
+
+  it("a command that prints the engine's start-failure words and exits 126 keeps its output and code", async () => {
+    const words = 'OCI runtime exec failed: exec failed: executable file not found in $PATH: unknown';
+    const alone = await execInSandbox(id, ['sh', '-c', `echo '${words}'; exit 126`]);
+    expect(alone).toMatchObject({ exitCode: 126, stdout: `${words}\n` });
+    const stdout = new PassThrough();
+    const chunks: Buffer[] = [];
+    stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const streamed = await streamExecInSandbox(id, ['sh', '-c', `echo '${words}'; sleep 0.2; echo after`], {
+      stdout,
+      stderr: new PassThrough(),
+    });
+    expect(streamed.exitCode).toBe(0);
+    expect(Buffer.concat(chunks).toString()).toBe(`${words}\nafter\n`);
   });
 
   it('truncates big output at the cap, drains the rest, and stays valid JSON', async () => {

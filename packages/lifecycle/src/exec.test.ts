@@ -2,7 +2,15 @@ import { Readable } from 'node:stream';
 import { SYSTEM_PATH } from '@ca-sandbox/docker';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildExecSpec, captureCapped, decodeUtf8, resolveExecOptions, trimPartialUtf8 } from './exec.js';
+import { CommandNotFoundError } from './errors.js';
+import {
+  buildExecSpec,
+  captureCapped,
+  decodeUtf8,
+  resolveExecOptions,
+  startFailureError,
+  trimPartialUtf8,
+} from './exec.js';
 import { buildKillSpec } from './in-box-kill.js';
 
 describe('buildExecSpec', () => {
@@ -130,5 +138,60 @@ describe('utf-8', () => {
         expect(part.length - trimmed.length).toBeLessThan(4);
       }),
     );
+  });
+});
+
+describe('startFailureError', () => {
+  const runc = (detail: string) =>
+    `OCI runtime exec failed: exec failed: unable to start container process: ${detail}: unknown\r\n`;
+
+  it('a program the box does not have is COMMAND_NOT_FOUND (127), named from our argv', () => {
+    const error = startFailureError(
+      runc('exec: "nosuch": executable file not found in $PATH'),
+      ['nosuch', '-x'],
+      '/work/repo',
+    );
+    expect(error).toBeInstanceOf(CommandNotFoundError);
+    expect(error).toMatchObject({ exitCode: 127, message: 'command not found in the box: nosuch' });
+    expect(
+      startFailureError(
+        runc('exec: "/opt/x": stat /opt/x: no such file or directory'),
+        ['/opt/x'],
+        '/work/repo',
+      ),
+    ).toBeInstanceOf(CommandNotFoundError);
+  });
+
+  it('anything else is EXEC_START_FAILED (126): a file it cannot run, a working directory it cannot enter', () => {
+    expect(
+      startFailureError(runc('exec: "/etc/passwd": permission denied'), ['/etc/passwd'], '/work/repo'),
+    ).toMatchObject({
+      code: 'EXEC_START_FAILED',
+      exitCode: 126,
+      message: 'cannot run /etc/passwd in the box: permission denied',
+    });
+    expect(
+      startFailureError(
+        runc('chdir to cwd ("/work/repo/x") set in config.json failed: no such file or directory'),
+        ['ls'],
+        '/work/repo/x',
+      ),
+    ).toMatchObject({
+      code: 'EXEC_START_FAILED',
+      message: 'working directory not usable in the box: /work/repo/x (no such file or directory)',
+    });
+    expect(startFailureError('something new', ['ls'], '/work/repo')).toMatchObject({
+      code: 'EXEC_START_FAILED',
+      message: 'cannot run ls in the box',
+    });
+  });
+
+  it('repeats no text of the engine beyond a known reason, and escapes our argv', () => {
+    const error = startFailureError(
+      runc('\u001b]52;c;aGk=\u0007 permission denied'),
+      ['a\u001b[2Jb'],
+      '/work/repo',
+    );
+    expect(error.message).toBe('cannot run a\\x1b[2Jb in the box: permission denied');
   });
 });

@@ -1,6 +1,11 @@
 import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { ENV_NAME_PATTERN, hasControlCharacter } from '@ca-sandbox/docker/contracts';
+import {
+  ENV_NAME_PATTERN,
+  hasControlCharacter,
+  SHOWN_NAME_MAX,
+  sanitizeName,
+} from '@ca-sandbox/docker/contracts';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
   BOX_USER,
@@ -13,7 +18,7 @@ import {
   REPO_DIR,
   startExec,
 } from '@ca-sandbox/docker/process';
-import { ExecInterruptedError, InvalidOptionsError } from './errors.js';
+import { CommandNotFoundError, ExecInterruptedError, ExecStartError, InvalidOptionsError } from './errors.js';
 import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
 import { boxName, resolveBox } from './names.js';
 
@@ -195,6 +200,40 @@ export function buildExecSpec(
   return { cmd: [...argv], user: BOX_USER, workdir: options.workdir ?? REPO_DIR, env };
 }
 
+/** The reasons the engine gives for a process it could not start, as they may be shown. */
+const START_REASONS = [
+  'executable file not found',
+  'no such file or directory',
+  'permission denied',
+  'is a directory',
+  'not a directory',
+  'exec format error',
+] as const;
+
+/**
+ * Why a command never started, from the engine's message (the engine's text about our own argv and
+ * workdir; only a reason of START_REASONS is repeated, the rest of the text is never shown):
+ * CommandNotFoundError (127) for a program the box does not have, else ExecStartError (126).
+ */
+export function startFailureError(engineMessage: string, argv: readonly string[], workdir: string): Error {
+  const text = engineMessage.toLowerCase();
+  const reason = START_REASONS.find((known) => text.includes(known));
+  const command = argv[0] ?? '';
+  // runc: `chdir to cwd ("/work/repo/x") set in config.json failed`; runsc: `...chdir...`.
+  if (/\bchdir\b|\bcwd\b|working dir/.test(text)) {
+    return new ExecStartError(
+      `working directory not usable in the box: ${sanitizeName(workdir, SHOWN_NAME_MAX)}${reason ? ` (${reason})` : ''}`,
+      { hint: 'the working directory must be a directory of the box; relative paths start at /work/repo' },
+    );
+  }
+  if (reason === 'executable file not found' || reason === 'no such file or directory') {
+    return new CommandNotFoundError(command);
+  }
+  return new ExecStartError(
+    `cannot run ${sanitizeName(command, SHOWN_NAME_MAX)} in the box${reason ? `: ${reason}` : ''}`,
+  );
+}
+
 /** One exec with its kill switch: the timeout and the caller's abort both kill in the box. */
 class BoxExec {
   readonly container: string;
@@ -221,7 +260,7 @@ class BoxExec {
 
   constructor(
     id: string,
-    argv: readonly string[],
+    private readonly argv: readonly string[],
     private readonly options: ResolvedExecOptions,
     output: { stdout: 'pipe' | Writable; stderr: 'pipe' | Writable },
     gate: Promise<unknown>,
@@ -233,7 +272,12 @@ class BoxExec {
     );
     // Over the Engine API: no docker client process, so a terminal's Ctrl-C reaches only us, and
     // we stop the command in the box.
-    this.child = startExec(this.container, buildExecSpec(argv, this.marker, options), output, gate);
+    this.child = startExec(
+      this.container,
+      buildExecSpec(argv, this.marker, options),
+      { ...output, reportStartFailure: true },
+      gate,
+    );
     if (options.timeoutMs) {
       this.timers.push(
         setTimeout(() => {
@@ -291,6 +335,9 @@ class BoxExec {
    * becomes the box's own error (asked of the engine), a daemon down DockerUnavailableError.
    */
   async checkRun(id: string, result: ExecEnd): Promise<void> {
+    if (result.notStarted && !this.timedOut) {
+      throw startFailureError(result.notStarted.message, this.argv, this.options.workdir);
+    }
     if (!result.error || (this.timedOut && (await this.isBox))) return;
     const error = result.error;
     if (

@@ -12,6 +12,7 @@ export { type EgressSummaryRow, LABEL_EGRESS } from './egress.js';
 export {
   CheckoutTooLargeError,
   CloneFailedError,
+  CommandNotFoundError,
   CpOutDestinationError,
   CpOutLimitError,
   CpOutSourceError,
@@ -19,6 +20,7 @@ export {
   CreateAbortedError,
   CreateCleanupError,
   ExecInterruptedError,
+  ExecStartError,
   HelperImageMissingError,
   InvalidOptionsError,
   InvalidSandboxNameError,

@@ -86,6 +86,29 @@ describe('parseSource refuses', () => {
     });
   }
 
+  const loopback = [
+    'http://localhost/r.git',
+    'https://LOCALHOST.:8443/r.git',
+    'https://git.localhost/r.git',
+    'https://127.0.0.1:8080/r.git',
+    'http://127.1/r.git',
+    'http://2130706433/r.git',
+    'http://0x7f.0.0.1/r.git',
+    'git://127.0.0.2/r',
+    'http://0.0.0.0/r.git',
+    'ssh://git@[::1]/r.git',
+    'http://[::ffff:127.0.0.1]/r.git',
+    'git@localhost:r.git',
+    'git@127.0.0.1:r.git',
+  ];
+  for (const source of loopback) {
+    it(`${JSON.stringify(source)}: a loopback host, which the clone's container cannot mean`, async () => {
+      await expect(parseSource(source)).rejects.toThrow(
+        /is a loopback address: the clone runs in a container/,
+      );
+    });
+  }
+
   it('a path that does not exist, and a file', async () => {
     await expect(parseSource(join(dir, 'missing'))).rejects.toThrow(/not an existing directory/);
     await expect(parseSource(join(dir, 'file.txt'))).rejects.toThrow(/not a directory/);
@@ -129,6 +152,16 @@ describe('parseSource accepts', () => {
     });
     expect(await parseSource('git://172.17.0.2:9418/r.git')).toMatchObject({ scheme: 'git', repoName: 'r' });
     expect(await parseSource('ssh://git@example.com:2222/o/r.git')).toMatchObject({ scheme: 'ssh' });
+  });
+
+  it('hosts that only look like loopback, and LAN addresses (naming one is a decision)', async () => {
+    for (const source of [
+      'https://127.example.com/r.git',
+      'https://localhost.example.com/r.git',
+      'http://192.168.1.5/r.git',
+      'ssh://git@[fd00::1]/r.git',
+    ])
+      expect(await parseSource(source)).toMatchObject({ kind: 'url' });
   });
 
   it('scp-like user@host:path as ssh', async () => {

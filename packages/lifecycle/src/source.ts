@@ -1,4 +1,5 @@
 import { realpath, stat } from 'node:fs/promises';
+import { BlockList, isIP } from 'node:net';
 import { basename, resolve } from 'node:path';
 import { hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { isSandboxId } from '@ca-sandbox/docker/process';
@@ -123,6 +124,7 @@ function parseUrl(source: string, scheme: string): ParsedSource {
   } catch {
     throw new InvalidSourceError(`'${sanitizeName(redactUserinfo(source), 120)}' is not a valid URL`);
   }
+  refuseLoopbackHost(parsed.hostname);
   return {
     kind: 'url',
     url: source,
@@ -160,6 +162,7 @@ function parseScpLike(source: string, user: string | undefined, host: string, pa
   if (user?.startsWith('-') || host.startsWith('-')) {
     throw new InvalidSourceError('an ssh host or user must not begin with "-" (it would be an ssh option)');
   }
+  refuseLoopbackHost(host);
   return {
     kind: 'url',
     url: source,
@@ -223,4 +226,40 @@ export function repoNameOf(path: string): string {
     .slice(0, 40)
     .replace(/[^a-z0-9]+$/, '');
   return clean || 'repo';
+}
+
+/** This machine's own addresses, as a client reads them: loopback, and "any" (which connects there). */
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('0.0.0.0', 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addAddress('::', 'ipv6');
+LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+/**
+ * A URL clone runs in a container: `localhost` there is the container itself, never this host
+ * (which no clone reaches, by design). Without this, such a clone went to the egress gateway's
+ * own loopback and failed as "the gateway could not connect to it". The host is read as the
+ * http parser reads it (`127.1`, `0x7f.1` and `2130706433` are 127.0.0.1 to git's resolver too).
+ */
+function refuseLoopbackHost(host: string): void {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  const name = bare.replace(/\.$/, '');
+  let address = bare;
+  if (!bare.includes(':')) {
+    try {
+      address = new URL(`http://${bare}/`).hostname;
+    } catch {
+      return;
+    }
+  }
+  const loopback =
+    name === 'localhost' ||
+    name.endsWith('.localhost') ||
+    (isIP(address) === 4 && LOOPBACK.check(address, 'ipv4')) ||
+    (isIP(address) === 6 && LOOPBACK.check(address, 'ipv6'));
+  if (loopback)
+    throw new InvalidSourceError(
+      `the repo's host ${sanitizeName(bare, 80)} is a loopback address: the clone runs in a container, where it names the container itself, and never reaches this host; clone the repo on the host and give its directory`,
+    );
 }

@@ -22,8 +22,60 @@ const CONFIG_ENV = 'CA_SANDBOX_SQUID_CONF';
 const CONFIG_PATH = '/tmp/squid.conf';
 const WRITE_CONFIG = `printf '%s\\n' "$${CONFIG_ENV}" > ${CONFIG_PATH}`;
 const SQUID = `/usr/sbin/squid -N -f ${CONFIG_PATH}`;
-/** A box's gateway: squid is the main process, for as long as the box lives (restarts included). */
-const START_COMMAND = ['/bin/sh', '-c', `${WRITE_CONFIG} && exec ${SQUID}`];
+
+/**
+ * How much of its access log (stdout) one run of the gateway writes: a little under what the CLI
+ * reads, so the line that says where it stopped is read too. The daemon keeps a container's
+ * output in a root-owned file on the host that no box limit bounds, and a box decides how much
+ * the gateway logs (a request per line, its URL as long as squid takes): without a cap, a box
+ * could fill the host's disk through its gateway. The first entries are kept (an install or a
+ * box cannot push what it reached out of its record by flooding afterwards).
+ */
+const ACCESS_LOG_CAP_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+/** squid's own diagnostics (stderr): start-up and warnings, some of them about box requests. */
+const DIAGNOSTICS_CAP_BYTES = 1024 * 1024;
+/**
+ * The line the access log ends with once it reached its cap. A box cannot write it: every access
+ * line starts with squid's timestamp, and a request line holds no newline.
+ */
+export const GATEWAY_LOG_CUT_LINE = 'ca-sandbox: gateway access log cut: later requests not recorded';
+/** The fifo that carries squid's stderr to its cap (on the gateway's tmpfs, made at every start). */
+const DIAGNOSTICS_FIFO = '/tmp/squid-diagnostics';
+
+/**
+ * An awk that passes its input through, line by line as it comes (the start-up wait reads squid's
+ * ready line as soon as it is written: mawk, Debian's awk, reads a pipe in blocks unless
+ * `-W interactive`, set in $AWK when this awk takes it; fflush for the others), until `cap`
+ * bytes, then writes `cut` once and drops the rest. It keeps reading, so squid never blocks or
+ * dies on a full pipe.
+ */
+function capLines(cap: number, cut: string): string {
+  const program =
+    '{ n += length($0) + 1; if (n <= cap) { print; fflush() } else if (!done) { print cut; fflush(); done = 1 } }';
+  return `$AWK -v cap=${cap} -v 'cut=${cut}' '${program}'`;
+}
+
+/**
+ * squid with both of its outputs capped (see ACCESS_LOG_CAP_BYTES); `&` to run it in the
+ * background, `logger=$!` then names the access log's awk, which lives exactly as long as squid's
+ * stdout is open.
+ */
+function cappedSquid(background: '' | ' &'): string[] {
+  return [
+    `${WRITE_CONFIG} || exit 1`,
+    "command -v awk >/dev/null || { echo 'ca-sandbox: the gateway image has no awk (it caps the log)' >&2; exit 1; }",
+    "AWK=awk; awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && AWK='awk -W interactive'",
+    `rm -f ${DIAGNOSTICS_FIFO}; mkfifo ${DIAGNOSTICS_FIFO} || exit 1`,
+    `${capLines(DIAGNOSTICS_CAP_BYTES, 'ca-sandbox: squid diagnostics cut')} < ${DIAGNOSTICS_FIFO} >&2 &`,
+    `${SQUID} 2>${DIAGNOSTICS_FIFO} | ${capLines(ACCESS_LOG_CAP_BYTES, GATEWAY_LOG_CUT_LINE)}${background}`,
+  ];
+}
+
+/**
+ * A box's gateway: squid, with its capped logs, for as long as the box lives (restarts included:
+ * the container ends when squid does).
+ */
+const START_COMMAND = ['/bin/sh', '-c', cappedSquid('').join('\n')];
 /**
  * A create's gateway (clone, install): squid runs beside a heartbeat watch (see heartbeat.ts) that
  * ends the container when the create that made it is gone (SIGKILL): an orphan's rules do not
@@ -33,11 +85,10 @@ const START_WATCHED_COMMAND = [
   '/bin/sh',
   '-c',
   [
-    `${WRITE_CONFIG} || exit 1`,
-    `${SQUID} &`,
-    'squid=$!',
-    heartbeatWatch('kill -0 "$squid" 2>/dev/null'),
-    'kill "$squid" 2>/dev/null',
+    ...cappedSquid(' &'),
+    'logger=$!',
+    heartbeatWatch('kill -0 "$logger" 2>/dev/null'),
+    // Leaving ends the container (this shell is its main process), squid and the awks with it.
   ].join('\n'),
   'ca-sbx-gateway',
   String(HEARTBEAT_STALE_SECONDS),
@@ -251,13 +302,15 @@ export const GATEWAY_LOG_MAX_BYTES = 16 * 1024 * 1024;
 export const GATEWAY_LOG_CUT = `(gateway-log-cut-at-${GATEWAY_LOG_MAX_BYTES / 1024 / 1024}MiB:later-requests-not-recorded)`;
 
 /**
- * The entries of a log read; a log cut at the cap loses its last, partial line and ends with an
+ * The entries of a log read. A log the gateway cut (its GATEWAY_LOG_CUT_LINE) or the read cut at
+ * its cap (losing the last, partial line; a gateway of an older version caps nothing) ends with an
  * entry that says so: a refusal, so it sorts first in a summary and is never read as a place the
  * box reached, timed now, so that no filter by time (egressLog's, since the box started) drops it.
  */
 export function gatewayLogEntries(text: string, truncated: boolean): GatewayLogEntry[] {
-  if (!truncated) return parseGatewayLog(text);
-  const entries = parseGatewayLog(text.slice(0, text.lastIndexOf('\n') + 1));
+  const cutByGateway = text.split('\n').includes(GATEWAY_LOG_CUT_LINE);
+  if (!truncated && !cutByGateway) return parseGatewayLog(text);
+  const entries = parseGatewayLog(truncated ? text.slice(0, text.lastIndexOf('\n') + 1) : text);
   const cut = { time: new Date().toISOString(), allowed: false, result: 'LOG_CUT', method: '-' };
   return [...entries, { ...cut, destination: GATEWAY_LOG_CUT }];
 }

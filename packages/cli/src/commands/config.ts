@@ -1,3 +1,5 @@
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import { UsageError } from '../errors.js';
 import type { Output } from '../output.js';
 
 function shown(value: unknown): string {
@@ -7,8 +9,9 @@ function shown(value: unknown): string {
 }
 
 /**
- * `ca-sandbox config [path]`: every effective setting and where it came from (file, env, flag,
- * default), or only the configuration file's path. A bad file or variable fails here first.
+ * `ca-sandbox config [setting|path]`: every effective setting and where it came from (file, env,
+ * flag, default), one setting's value alone, or the configuration file's path. A bad file or
+ * variable fails here first.
  */
 export async function configCommand(out: Output, args: unknown[]): Promise<number> {
   const { configLocation, loadSettings } = await import('@ca-sandbox/config');
@@ -27,6 +30,19 @@ export async function configCommand(out: Output, args: unknown[]): Promise<numbe
     ...(from ? { from } : {}),
     describe,
   }));
+  const wanted = args[0];
+  if (typeof wanted === 'string') {
+    const row = rows.find((candidate) => candidate.key === wanted);
+    if (!row)
+      throw new UsageError(
+        `unknown setting '${sanitizeName(wanted, 60)}' (one of: ${rows.map((candidate) => candidate.key).join(', ')}; or path)`,
+        'UNKNOWN_SETTING',
+      );
+    if (out.options.json) out.json(row);
+    // The value alone, for scripts ("-" when unset); where it came from is in --json and the table.
+    else out.result(shown(row.value));
+    return 0;
+  }
   if (out.options.json) {
     out.json({ file: settings.file, settings: rows });
     return 0;

@@ -1,4 +1,5 @@
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
@@ -26,6 +27,8 @@ export function reportTeardown(
   if (json) out.json(result);
   else if (result.removed.length === 0 && result.failures.length === 0) out.info('nothing to remove');
   else for (const name of result.removed) out.info(`${verb} ${sanitizeName(name)}`);
+  // Under --json the result above carries the failures and leftovers; stderr stays JSON-only.
+  if (json) return teardownExitCode(result);
   for (const failure of result.failures) {
     out.streams.stderr.write(
       `${out.red('failed:')} ${sanitizeName(String(failure.kind))} ${sanitizeName(String(failure.name))}: ${sanitizeName(String(failure.message))}\n`,
@@ -33,6 +36,10 @@ export function reportTeardown(
   }
   for (const name of result.leftovers)
     out.streams.stderr.write(`${out.red('left behind:')} ${sanitizeName(name)}\n`);
+  return teardownExitCode(result);
+}
+
+function teardownExitCode(result: TeardownResult): number {
   return result.failures.length > 0 || result.leftovers.length > 0 ? 1 : 0;
 }
 
@@ -93,8 +100,8 @@ export async function destroyCommand(
       json: out.options.json,
     },
   );
-  for (const { error } of notFound)
-    out.streams.stderr.write(`${out.red('error:')} ${sanitizeName(error.message)}\n`);
+  // As any error: one line, or under --json one JSON object per id.
+  for (const { error } of notFound) out.error(describeError(error));
   // A teardown failure (exit 1) outranks an unknown id (exit 2, a usage error).
   return code !== 0 ? code : 2;
 }

@@ -12,6 +12,14 @@ export function execExitCode(result: Pick<ExecResult, 'exitCode'>): number {
   return Number.isInteger(code) && code >= 0 && code <= 255 ? code : EXIT_EXEC_TOOL_FAILED;
 }
 
+/** Exit code of an exec whose command never started in the box (COMMAND_NOT_FOUND, EXEC_START_FAILED). */
+function notStartedExitCode(error: unknown): number | undefined {
+  if (!isCaSandboxError(error) || !NOT_STARTED_CODES.has(error.code)) return undefined;
+  const code = (error as { exitCode?: unknown }).exitCode;
+  return typeof code === 'number' ? code : undefined;
+}
+const NOT_STARTED_CODES = new Set(['COMMAND_NOT_FOUND', 'EXEC_START_FAILED']);
+
 /** The signals that stop the command in the box, and the shell's exit code for each (128 + n). */
 const STOP_SIGNALS = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 type StopSignal = keyof typeof STOP_SIGNALS;
@@ -71,6 +79,12 @@ export async function runExec(out: Output, rawId: string, argv: string[], flags:
     if (typeof reason === 'string' && reason in STOP_SIGNALS) {
       out.error(describeError(error), error);
       return STOP_SIGNALS[reason as StopSignal];
+    }
+    // The command never started (not found 127, cannot run 126): a shell's codes, not 125.
+    const startCode = notStartedExitCode(error);
+    if (startCode !== undefined) {
+      out.error(describeError(error), error);
+      return startCode;
     }
     throw error;
   } finally {

@@ -12,6 +12,10 @@ describe('tool errors name parameters, not CLI flags', () => {
       "the destination 'x' exists (use force to replace it)",
       "the destination 'x' exists (set force: true to replace it)",
     ],
+    [
+      "'/out/x' exists (use --force to replace the file)",
+      "'/out/x' exists (set force: true to replace the file)",
+    ],
     ['missing <repo-url-or-path>', 'missing `source`'],
     ['expected <id>:<path> as the source', 'expected `path` as the source'],
     ['or use --builder builtin', 'or use `builder` builtin'],

@@ -1,8 +1,9 @@
 import type { PreparedImage } from '@ca-sandbox/build';
 import { engine } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
-import { IsolationViolationError, runContainer } from '@ca-sandbox/run';
-import { type EgressSummaryRow, LABEL_EGRESS, proxyEnv } from '../egress.js';
+import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
+import { boxEnv } from '../box-env.js';
+import { type EgressSummaryRow, LABEL_EGRESS } from '../egress.js';
 import { allowlistFirewallCheck } from '../list.js';
 import {
   LABEL_ALLOW,
@@ -16,7 +17,8 @@ import type { CreateContext } from './context.js';
 /** Where the box's traffic may go, set up before the box exists, and the labels verify checks it by. */
 interface BoxNetwork {
   network: string;
-  env: Record<string, string>;
+  /** The box's own gateway, when its traffic goes through one. */
+  gateway?: EgressGateway;
   labels: Record<string, string>;
 }
 
@@ -35,7 +37,7 @@ async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
     // verify renders the gateway's expected configuration from these and compares the live one.
     return {
       network: gateway.network,
-      env: proxyEnv(gateway),
+      gateway,
       labels: { [LABEL_ALLOW]: options.allowEntries.join(','), [LABEL_BLOCKED]: gateway.blocked.join(',') },
     };
   }
@@ -48,11 +50,10 @@ async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
     // verify rebuilds the exact rule set from these, whatever the host's routes become.
     return {
       network: net.name,
-      env: {},
       labels: { [LABEL_ALLOW]: applied.allowed.join(','), [LABEL_BLOCKED]: applied.blocked.join(',') },
     };
   }
-  return { network: 'none', env: {}, labels: {} };
+  return { network: 'none', labels: {} };
 }
 
 /**
@@ -108,7 +109,12 @@ export async function startBox(
       role: 'box',
       volume: ctx.names.volume,
       network: net.network,
-      env: net.env,
+      env: boxEnv({
+        gateway: net.gateway,
+        reachesNetwork: options.policy === 'allowlist',
+        toolchain: prepared.toolchain,
+        trustedCa: prepared.trustedCa,
+      }),
       // On its user-defined network Docker's resolver would forward to the host's DNS servers:
       // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
       ...(options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),

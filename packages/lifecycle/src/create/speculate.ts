@@ -145,6 +145,8 @@ export class SpeculativeBox {
 
   private async keeps(early: EarlyBox, prepared: PreparedImage, egress: EgressSummaryRow[]) {
     if (!prepared.cacheHit || prepared.image !== early.guess.prepared.image) return false;
+    // What decides the box's environment besides the policy (boxEnv): empty on no network anyway.
+    if (prepared.trustedCa !== early.guess.prepared.trustedCa) return false;
     if (!isDeepStrictEqual(boxRecordLabels(this.ctx, prepared, egress), early.labels)) return false;
     // The tag may have moved since the box started: the image it runs must be the one it names now.
     const now = await engine.image.inspect(prepared.image);

@@ -1,0 +1,62 @@
+import { CA_TRUST_ENV, type Toolchain } from '@ca-sandbox/build';
+import type { EgressGateway } from '@ca-sandbox/run';
+import { proxyEnv } from './egress.js';
+
+/**
+ * Addresses a box's clients never send to the gateway: its own loopback (a test server the repo
+ * starts on localhost; the gateway would refuse it as a loopback address anyway).
+ */
+export const BOX_NO_PROXY = 'localhost,127.0.0.1,::1';
+
+/**
+ * Node's built-in `fetch` (and, from 22.21/24.5, http and https) read HTTP(S)_PROXY only with
+ * NODE_USE_ENV_PROXY=1; each node start then prints an experimental warning whose code is
+ * UNDICI-EHPA, which is turned off by that code alone (other warnings still print).
+ */
+export const NODE_ENV_PROXY: Readonly<Record<string, string>> = {
+  NODE_USE_ENV_PROXY: '1',
+  NODE_OPTIONS: '--disable-warning=UNDICI-EHPA',
+};
+
+/** Whether a node version reads NODE_USE_ENV_PROXY (22.21+, 24.5+, 25+); an older node would ignore it. */
+export function nodeReadsEnvProxy(version: string | undefined): boolean {
+  const match = /^(\d+)\.(\d+)\./.exec(version ?? '');
+  if (!match) return false;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  return major >= 25 || (major === 24 && minor >= 5) || (major === 22 && minor >= 21);
+}
+
+export interface BoxEnvInput {
+  /** The box's own egress gateway (an allowlist of domains or ports); none otherwise. */
+  gateway?: EgressGateway | undefined;
+  /** Whether the box can reach anything at all (allowlist, by gateway or by firewall rules). */
+  reachesNetwork: boolean;
+  /** The image's toolchain label (node's version decides NODE_ENV_PROXY). */
+  toolchain: Toolchain;
+  /** The digest of the CA bundle baked into the image ('' none; PreparedImage.trustedCa). */
+  trustedCa: string;
+}
+
+/**
+ * The one home of a box's environment (beside the image's own): what makes its tools work as on
+ * a developer's machine behind the same proxy. An offline or clone-then-cut box reaches nothing
+ * and gets nothing (no proxy, no CA variable). A box that reaches the network trusts the user's
+ * CA bundle baked into its image (the variables of CA_TRUST_ENV, as the install step did); a box
+ * behind its gateway also gets the gateway in HTTP(S)_PROXY, its loopback kept local (NO_PROXY),
+ * and node's fetch pointed at it when its node reads NODE_USE_ENV_PROXY. Nothing here comes from
+ * the repo.
+ */
+export function boxEnv(input: BoxEnvInput): Record<string, string> {
+  if (!input.reachesNetwork) return {};
+  return {
+    ...(input.trustedCa ? CA_TRUST_ENV : {}),
+    ...(input.gateway
+      ? {
+          ...proxyEnv(input.gateway),
+          NO_PROXY: BOX_NO_PROXY,
+          no_proxy: BOX_NO_PROXY,
+          ...(nodeReadsEnvProxy(input.toolchain.node) ? NODE_ENV_PROXY : {}),
+        }
+      : {}),
+  };
+}
