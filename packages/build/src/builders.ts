@@ -11,7 +11,7 @@ import type { BuilderChoice } from '@ca-sandbox/docker';
 export type { BuilderChoice };
 
 /** Bump when the built-in Dockerfile template changes: it is part of the dephash key. */
-export const BUILTIN_VERSION = '6';
+export const BUILTIN_VERSION = '7';
 
 export interface RecipeInput {
   files: readonly ManifestFile[];

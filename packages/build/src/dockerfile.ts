@@ -171,6 +171,25 @@ const YARN_PROXY =
 export const END_INSTALL_PROCESSES = 'kill -KILL -1 2>/dev/null || :';
 
 /**
+ * The image's /work/repo left empty, as the prep step made it (1000's: a new volume takes its
+ * owner from it). The install runs as 1000 and may write there; the engine copies an image's
+ * directory into an empty volume at its first mount, and a box started beside the clone (from
+ * the source's last deps image) mounts the new volume before the helper wrote the checkout:
+ * what the install left would join the checkout, or fail a git clone ("destination path already
+ * exists"). After a second kill: the probe runs the deps' tools, which could leave a process.
+ * A directory it cannot empty fails the step.
+ */
+const CLEAN_REPO_DIR = [
+  END_INSTALL_PROCESSES,
+  // `command -p`: the system's tools, never a dependency's bin of the same name (PATH starts
+  // with /deps bins).
+  `command -p chmod -R u+rwX ${REPO_DIR} 2>/dev/null || :`,
+  `command -p find ${REPO_DIR} -mindepth 1 -delete`,
+  `command -p chmod 0755 ${REPO_DIR}`,
+  `[ -z "$(command -p ls -A ${REPO_DIR})" ] || { echo 'ca-sandbox: the install left files in ${REPO_DIR} that could not be removed' >&2; exit 1; }`,
+].join('\n');
+
+/**
  * Claude Code's version, asked before any code of the repo runs (by absolute path: a `claude` of
  * the repo's deps earlier on PATH is not it): the build fails at once, with this line as its
  * cause, when the binary does not run on the base (a musl base, say).
@@ -220,13 +239,15 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     END_INSTALL_PROCESSES,
     probe(options),
     CLEAN_TMP,
+    CLEAN_REPO_DIR,
   ].join('\n');
 }
 
 /**
  * The deps-only Dockerfile, FROM the base's prep image (renderPrepDockerfile: /deps/src and
  * /work/repo made, setuid bits stripped, WORKDIR /work/repo): the context is the manifests alone,
- * copied to /deps/src; the install runs as 1000:1000 and writes only under /deps, and the image runs
+ * copied to /deps/src; the install runs as 1000:1000 and what it leaves is under /deps (its step
+ * empties /tmp and /work/repo), and the image runs
  * as 1000:1000 with HOME on the tmpfs. No ARG, no host value.
  */
 export function renderDockerfile(

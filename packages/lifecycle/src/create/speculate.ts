@@ -48,9 +48,10 @@ interface EarlyBox {
  * its deps runs in it before create returns. Its PID 1 is docker-init (the engine's), whose one
  * child is KEEP_ALIVE, `/bin/sleep` by absolute path (never the image's PATH, which starts with
  * /deps bins the install wrote); the install ran as 1000 after the prep step stripped every
- * setuid/setgid bit, so it could write only under /deps (and its /tmp, which the box does not
- * keep), never /bin, /etc/ld.so.preload or the image's config (ENTRYPOINT, ENV: the Dockerfile is
- * ours). The isolation gate only inspects. The node_modules link (the one exec before create
+ * setuid/setgid bit, so it could write only under /deps, its /tmp and /work/repo (the step
+ * empties both before it ends: the engine copies an image's /work/repo into the new, empty volume
+ * this box mounts first), never /bin, /etc/ld.so.preload or the image's config (ENTRYPOINT, ENV:
+ * the Dockerfile is ours). The isolation gate only inspects. The node_modules link (the one exec before create
  * returns) runs after the dephash confirmed the image, with `env -i`, the system PATH and the
  * base's node, exactly as on the sequential path.
  */
