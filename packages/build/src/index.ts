@@ -56,7 +56,9 @@ export {
 export { type LinkResult, linkDependencies } from './link.js';
 export {
   type ManifestFile,
+  type ManifestSet,
   type ReadManifestsOptions,
+  readManifestSet,
   readManifests,
   type SkippedManifest,
 } from './manifests.js';
@@ -70,6 +72,11 @@ export type {
   ResolvedPrepareOptions,
 } from './prepare-options.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
+export {
+  chooseRootProvider,
+  type RootSourceChoice,
+  type RootSourceCounts,
+} from './root-sources.js';
 export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
 export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';
 export { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';

@@ -51,7 +51,8 @@ export async function prepareBoxImage(ctx: CreateContext): Promise<PreparedImage
       }
     },
   });
-  progress.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
+  const image = prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image;
+  progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   for (const note of prepared.notes) ctx.log(note);
   ctx.checkAborted();
   return prepared;
