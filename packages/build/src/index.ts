@@ -72,11 +72,11 @@ export type {
   ResolvedPrepareOptions,
 } from './prepare-options.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
+export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
 export {
   chooseRootProvider,
   type RootSourceChoice,
   type RootSourceCounts,
 } from './root-sources.js';
-export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
 export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';
 export { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';

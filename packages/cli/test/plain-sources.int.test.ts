@@ -58,7 +58,7 @@ describe.skipIf(!READY)('a root without a manifest gets the toolchain of its sou
 
   it('only index.mjs: node runs it, offline and built with a network (no install, then a cache hit)', async () => {
     const dir = folder('mjs-only', {
-      'index.mjs': 'console.log(`node ${process.versions.node.split(".")[0]}`);\n',
+      'index.mjs': 'console.log("node " + process.versions.node.split(".")[0]);\n',
     });
     const offline = await create(dir);
     expect(offline.stderr).toContain('no manifest; 1 .mjs file at the root: the node toolchain image');

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, execBox, HostCanary, RUNTIMES } from './_harness.js';
+import { cli, destroyBox, destroyLeftovers, execBox, HostCanary, RUNTIMES } from './_harness.js';
 
 // A root without a manifest gets the toolchain its root source files choose (build/root-sources.ts).
 // The file names are the repo's: crafted names must not forge the count that the helper's find
