@@ -1,4 +1,10 @@
-import { CACHE_LABEL, CACHE_LABEL_REPO, CACHE_LABEL_SOURCE, engine } from '@ca-sandbox/docker';
+import {
+  CACHE_LABEL,
+  CACHE_LABEL_REPO,
+  CACHE_LABEL_SOURCE,
+  engine,
+  type ImageInspect,
+} from '@ca-sandbox/docker';
 import { LABEL_CA } from './ca-trust.js';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
@@ -23,7 +29,15 @@ export async function cachedImage(
   repoPart: string,
   source: string,
 ): Promise<CachedImage | undefined> {
-  const found = await engine.image.inspect(image);
+  return cacheImageLabels(await engine.image.inspect(image), repoPart, source);
+}
+
+/** cachedImage's verdict on an image already inspected (undefined: none, or not our cache's). */
+export function cacheImageLabels(
+  found: ImageInspect | undefined,
+  repoPart: string,
+  source: string,
+): CachedImage | undefined {
   const labels = found?.Config.Labels ?? {};
   if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;
   if (labels[CACHE_LABEL_SOURCE] !== source) return undefined;

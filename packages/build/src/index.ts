@@ -53,6 +53,13 @@ export {
   NixpacksMissingError,
   NixpacksPlanError,
 } from './errors.js';
+export {
+  type CacheSource,
+  type LastDepsImage,
+  lastDepsImage,
+  lastImageTag,
+  rememberDepsImage,
+} from './last-image.js';
 export { type LinkResult, linkDependencies } from './link.js';
 export {
   type ManifestFile,

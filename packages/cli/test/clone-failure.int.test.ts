@@ -40,7 +40,14 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
   }, 180_000);
 
   it('a loopback URL is refused before anything runs: in the clone container it would name the container', async () => {
-    for (const url of ['https://127.0.0.1:9/x.git', 'http://localhost:3000/x.git', 'git@[::1]:x.git']) {
+    for (const url of [
+      'https://127.0.0.1:9/x.git',
+      'http://localhost:3000/x.git',
+      'git@[::1]:x.git',
+      // docker's /etc/hosts names ::1 so in every container, the gateway's included.
+      'https://ip6-localhost/x.git',
+      'http://ip6-loopback:3128/x.git',
+    ]) {
       const result = await runBin(['create', url, '--name', id]);
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(

@@ -242,6 +242,8 @@ export interface ImageVerbs {
   exists(ref: string): Promise<boolean>;
   list(filter?: ListFilter & { all?: boolean }): Promise<ImageSummary[]>;
   remove(ref: string, options?: { force?: boolean }): Promise<boolean>;
+  /** Points the tag `repository:tag` at the image `ref` (moved from any image it named before). */
+  tag(ref: string, repository: string, tag: string): Promise<void>;
   /** The `CreatedBy` of each layer, newest first. */
   history(ref: string): Promise<string[]>;
   /**
@@ -497,6 +499,11 @@ const image: ImageVerbs = {
   },
   remove: (ref, options = {}) =>
     removeIfThere(`/images/${segment(ref)}${query({ force: options.force ? 1 : undefined })}`, 'image rm'),
+  async tag(ref, repository, tag) {
+    await engineJson('POST', `/images/${segment(ref)}/tag${query({ repo: repository, tag })}`, {
+      verb: 'image tag',
+    });
+  },
   async history(ref) {
     const answer = parseAnswer(
       HistorySchema,

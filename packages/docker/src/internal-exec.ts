@@ -11,6 +11,11 @@ export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 export const ENV_BIN = '/usr/bin/env';
 /** The POSIX shell by absolute path, for our scripts. */
 export const SH_BIN = '/bin/sh';
+/**
+ * `sleep` by absolute path: the box's main process (KEEP_ALIVE in @ca-sandbox/run). By name, the
+ * engine would look it up on the image's PATH, where a dependency's `sleep` bin comes first.
+ */
+export const SLEEP_BIN = '/bin/sleep';
 
 export interface InternalExecOptions {
   /** `-u`; our commands never run as root unless a caller says so. */

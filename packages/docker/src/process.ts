@@ -48,6 +48,7 @@ export {
   type InternalExecOptions,
   internalExecArgs,
   SH_BIN,
+  SLEEP_BIN,
   SYSTEM_PATH,
 } from './internal-exec.js';
 export * from './labels.js';

@@ -11,6 +11,8 @@
 // devcontainer (`npm i --prefix /tmp/devc @devcontainers/cli`; without it its column is skipped).
 // The first create (a cold build) needs the npm registry. Run after `pnpm build`:
 //   BENCH_ROUNDS=7 node packages/lifecycle/bench/create-cache-hit.bench.mjs
+// BENCH_BASELINE=<another built checkout> adds its createSandbox ('base' columns) to the same
+// rounds: a before/after of a change, side by side under the same load.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +36,9 @@ const devcontainer = [process.env.BENCH_DEVCONTAINER, '/tmp/devc/node_modules/.b
   (file) => file && existsSync(file),
 );
 const fixture = new URL('../../build/test/fixtures/node-esm/', import.meta.url).pathname;
+const baseline = process.env.BENCH_BASELINE
+  ? await import(join(process.env.BENCH_BASELINE, 'packages/lifecycle/dist/index.js'))
+  : undefined;
 
 /** A git repo of our own node fixture: the clone is the real `git clone --no-local` path. */
 function makeRepo() {
@@ -73,12 +78,12 @@ async function binCreate(policy) {
   return ms;
 }
 
-async function libraryCreate(policy, phases) {
+async function libraryCreate(policy, phases, create = createSandbox) {
   const name = `bench-${randomUUID().slice(0, 8)}`;
   made.add(name);
   let record;
   const ms = await time(async () => {
-    record = await createSandbox(
+    record = await create(
       { source: repo, name, network: policy },
       {
         onPhase: (event) => {
@@ -162,6 +167,10 @@ try {
     times[`bin ${policy}`] = [];
     times[`lib ${policy}`] = [];
     phases[policy] = {};
+    if (baseline) {
+      times[`base ${policy}`] = [];
+      phases[`base ${policy}`] = {};
+    }
   }
   const jobs = [
     ['raw', () => rawRun(image)],
@@ -170,6 +179,9 @@ try {
     ...policies.flatMap((policy) => [
       [`bin ${policy}`, () => binCreate(policy)],
       [`lib ${policy}`, () => libraryCreate(policy, phases[policy])],
+      ...(baseline
+        ? [[`base ${policy}`, () => libraryCreate(policy, phases[`base ${policy}`], baseline.createSandbox)]]
+        : []),
     ]),
   ];
   for (let round = 0; round < rounds; round += 1) {
@@ -195,7 +207,7 @@ try {
   if (dcMedian) console.log(`  devcontainer up:    ${fmt(dcMedian)}`);
   else console.log('  devcontainer up:    skipped (no devcontainer CLI; set BENCH_DEVCONTAINER)');
   for (const policy of policies) {
-    for (const kind of ['bin', 'lib']) {
+    for (const kind of ['bin', 'lib', ...(baseline ? ['base'] : [])]) {
       const ours = median(times[`${kind} ${policy}`]);
       const vsRaw = ours / rawMedian;
       const parts = [`${(vsRaw).toFixed(2)}x raw (goal <= 2.00x) ${vsRaw <= 2 ? 'ok' : 'OVER'}`];
@@ -204,14 +216,15 @@ try {
         parts.push(`${vsDc.toFixed(2)}x devcontainer up (goal < 0.50x) ${vsDc < 0.5 ? 'ok' : 'OVER'}`);
       }
       parts.push(`+${(ours - floorMedian).toFixed(0)} ms over the floor`);
-      const what = kind === 'bin' ? 'ca-sandbox create' : 'createSandbox()  ';
+      const what = { bin: 'ca-sandbox create', lib: 'createSandbox()  ', base: 'baseline lib     ' }[kind];
       console.log(`  ${what} --network ${policy}: ${fmt(ours)}  ${parts.join(', ')}`);
     }
-    console.log(
-      `    phases (lib): ${Object.entries(phases[policy])
-        .map(([phase, xs]) => `${phase} ${median(xs)}`)
-        .join(', ')} (ms)`,
-    );
+    for (const key of [policy, ...(baseline ? [`base ${policy}`] : [])])
+      console.log(
+        `    phases (${key === policy ? 'lib' : 'baseline'}): ${Object.entries(phases[key])
+          .map(([phase, xs]) => `${phase} ${median(xs)}`)
+          .join(', ')} (ms)`,
+      );
   }
   console.log(
     `load average at end: ${loadavg()

@@ -100,6 +100,9 @@ describe('parseSource refuses', () => {
     'http://[::ffff:127.0.0.1]/r.git',
     'git@localhost:r.git',
     'git@127.0.0.1:r.git',
+    'https://ip6-localhost/r.git',
+    'ssh://git@IP6-LOOPBACK./r.git',
+    'git@ip6-loopback:r.git',
   ];
   for (const source of loopback) {
     it(`${JSON.stringify(source)}: a loopback host, which the clone's container cannot mean`, async () => {
@@ -158,6 +161,7 @@ describe('parseSource accepts', () => {
     for (const source of [
       'https://127.example.com/r.git',
       'https://localhost.example.com/r.git',
+      'https://ip6-localhost.example.com/r.git',
       'http://192.168.1.5/r.git',
       'ssh://git@[fd00::1]/r.git',
     ])

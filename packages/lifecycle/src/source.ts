@@ -237,6 +237,12 @@ LOOPBACK.addAddress('::', 'ipv6');
 LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
 
 /**
+ * Names of ::1 that the engine writes into every container's /etc/hosts, the gateway's included
+ * (squid reads it): like localhost, they name the gateway's own loopback there.
+ */
+const LOOPBACK_NAMES = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
+
+/**
  * A URL clone runs in a container: `localhost` there is the container itself, never this host
  * (which no clone reaches, by design). Without this, such a clone went to the egress gateway's
  * own loopback and failed as "the gateway could not connect to it". The host is read as the
@@ -254,7 +260,7 @@ function refuseLoopbackHost(host: string): void {
     }
   }
   const loopback =
-    name === 'localhost' ||
+    LOOPBACK_NAMES.has(name) ||
     name.endsWith('.localhost') ||
     (isIP(address) === 4 && LOOPBACK.check(address, 'ipv4')) ||
     (isIP(address) === 6 && LOOPBACK.check(address, 'ipv6'));

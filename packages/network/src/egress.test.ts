@@ -204,4 +204,25 @@ describe('parseGatewayLog', () => {
       destination: '(no request: transaction-end-before-headers)',
     });
   });
+
+  it('never reads a request squid rejected before any rule as an allowed place (its URL is box text)', () => {
+    const entries = parseGatewayLog(
+      [
+        '1796111652.000 172.20.0.3 NONE_NONE/400 GET attacker.example:443 -',
+        '1796111652.001 172.20.0.3 NONE_NONE/505 GET http://attacker.example/ -',
+        '1796111652.002 172.20.0.3 NONE_NONE/400 GET (gateway-log-cut-at-16MiB:later-requests-not-recorded) -',
+        '1796111652.003 172.20.0.3 NONE_NONE/414 GET error:request-too-large -',
+        '1796111652.004 172.20.0.3 NONE_NONE/500 CONNECT allowed.test:443 -',
+        '1796111652.005 172.20.0.3 TCP_MISS/404 GET http://allowed.test/x 203.0.113.9',
+      ].join('\n'),
+    );
+    expect(entries.map((entry) => [entry.allowed, entry.destination])).toEqual([
+      [false, '(invalid-request:attacker.example:443)'],
+      [false, '(invalid-request:http://attacker.example/)'],
+      [false, '(invalid-request:(gateway-log-cut-at-16MiB:later-requests-not-recorded))'],
+      [false, '(no request: request-too-large)'],
+      [true, 'allowed.test:443'],
+      [true, 'http://allowed.test/x'],
+    ]);
+  });
 });

@@ -77,6 +77,20 @@ function requestTarget(logged: string): string {
 const LOG_LINE = /^([0-9]+)\.([0-9]{3}) \S+ (\S+) (\S+) (\S+) (\S+)$/;
 
 /**
+ * A request squid answered itself before deciding where it may go, without connecting anywhere
+ * (tag NONE, a 4xx, 501 or 505: malformed, unsupported, too large). Its logged URL is the box's raw
+ * text (`GET attacker.example:443` is logged as is, with 400): read as an allowed place, a box
+ * could make its record show a destination the gateway never let through. A NONE 5xx other than
+ * those is an allowed request that then failed (a CONNECT whose name did not resolve: 500).
+ */
+const REJECTED_UNDECIDED = /^NONE[A-Z_]*\/(4[0-9]{2}|501|505)$/;
+
+/** Allowed: neither refused by a rule nor rejected by squid before any rule (see above). */
+function isAllowed(result: string): boolean {
+  return !/DENIED|\/403$|\/000$/.test(result) && !REJECTED_UNDECIDED.test(result);
+}
+
+/**
  * Reads the gateway's access log (its stdout). Lines that are not in our format (squid's own
  * start-up chatter goes to stderr, but be strict anyway) are ignored; the URL is box-controlled
  * text and is returned as is: callers sanitise before printing.
@@ -89,10 +103,14 @@ export function parseGatewayLog(text: string): GatewayLogEntry[] {
     const [, seconds, millis, result, method, destination, address] = match as unknown as string[];
     out.push({
       time: new Date(Number(seconds) * 1000 + Number(millis)).toISOString(),
-      allowed: !/DENIED|\/403$|\/000$/.test(result as string),
+      allowed: isAllowed(result as string),
       result: result as string,
       method: method as string,
-      destination: requestTarget(destination as string),
+      // Not a place: the box's own text, marked so that it never reads as one (nor as our notes).
+      destination:
+        REJECTED_UNDECIDED.test(result as string) && !destination?.startsWith('error:')
+          ? `(invalid-request:${destination})`
+          : requestTarget(destination as string),
       ...(address && address !== '-' ? { address } : {}),
     });
   }

@@ -35,7 +35,12 @@ describe('buildRunArgs', () => {
     expect(flagValues(argv, '--runtime')).toEqual(['runc']);
     expect(flagValues(argv, '--workdir')).toEqual(['/work/repo']);
     expect(flagValues(argv, '--ulimit')).toEqual([`fsize=${4 * 1024 ** 3}`]);
-    expect(argv.slice(-3)).toEqual(['ca-sbx-base:debian', 'sleep', 'infinity']);
+    expect(argv.slice(-3)).toEqual(['ca-sbx-base:debian', '/bin/sleep', 'infinity']);
+  });
+
+  it('starts the keep-alive by absolute path: no PATH lookup (a deps image puts /deps bins first)', () => {
+    const config = buildContainerConfig(resolveRunOptions(base));
+    expect(config.Cmd[0]).toBe('/bin/sleep');
   });
 
   it('mounts the source volume only at /work/repo and /tmp as a sized nosuid,nodev tmpfs', () => {
@@ -258,7 +263,7 @@ describe('buildContainerConfig', () => {
       Runtime: 'runc',
     });
     expect(config.HostConfig.Dns).toBeUndefined();
-    expect(config).toMatchObject({ Image: 'ca-sbx-base:debian', Cmd: ['sleep', 'infinity'] });
+    expect(config).toMatchObject({ Image: 'ca-sbx-base:debian', Cmd: ['/bin/sleep', 'infinity'] });
     expect(config).toMatchObject({ WorkingDir: '/work/repo', Hostname: 'sandbox' });
   });
 

@@ -12,13 +12,21 @@ import {
   REPO_DIR,
   type SandboxContainerConfig,
   type SandboxHostConfig,
+  SLEEP_BIN,
   sandboxLabels,
 } from '@ca-sandbox/docker';
 import { buildMountConfig, mountConfigArgs } from '@ca-sandbox/mounts';
 import { InvalidRunOptionsError } from './errors.js';
 import type { RunOptions } from './options.js';
 
-export const KEEP_ALIVE = ['sleep', 'infinity'];
+/**
+ * A box's main process (after docker-init): `sleep` of the image's system, by absolute path. By
+ * name the engine looks it up on the image's PATH, which starts with /deps/pm/bin and
+ * /deps/node_modules/.bin: a dependency's `sleep` bin would run as the box's main process the
+ * moment it starts, before the isolation gate, the node_modules link and create's return (and,
+ * with the box started beside the clone, while the helper writes the checkout).
+ */
+export const KEEP_ALIVE = [SLEEP_BIN, 'infinity'];
 /**
  * The box's own loopback. On a user-defined network the box asks Docker's embedded resolver
  * (127.0.0.11), which forwards to the `--dns` servers; a loopback `--dns` is dialled inside the

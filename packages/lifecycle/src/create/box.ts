@@ -57,12 +57,49 @@ async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
 }
 
 /**
+ * The labels a box of `prepared` gets besides its network's: the create's, the record's, the
+ * egress rows. A box started early (speculate.ts) is kept only when these are the same.
+ */
+export function boxRecordLabels(
+  ctx: CreateContext,
+  prepared: PreparedImage,
+  egress: EgressSummaryRow[],
+): Record<string, string> {
+  const { options } = ctx;
+  return {
+    ...ctx.labels,
+    ...sandboxRecordLabels({
+      imageCacheHit: prepared.cacheHit,
+      dephash: prepared.dephash,
+      builder: prepared.builder,
+      provider: prepared.provider,
+      depsInstalled: prepared.depsInstalled,
+      imageSource: prepared.imageSource,
+      toolchain: prepared.toolchain,
+    }),
+    ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
+    ...(ctx.boxUsesGateway()
+      ? { [LABEL_EGRESS_ALLOW]: options.allowRules.map(describeEgressRule).join(' ') }
+      : {}),
+    ...(options.withClaude ? { [LABEL_WITH_CLAUDE]: 'true' } : {}),
+  };
+}
+
+/**
  * Phases 'run' (until the container has started) and 'verify' (runContainer's isolation gate: inspect
  * and checks, plus the firewall rules of an allowlist): a box failing any check is removed before
- * it is handed out.
+ * it is handed out. `onStarted` replaces the phase events (a box started early reports none).
  */
-export async function startBox(ctx: CreateContext, prepared: PreparedImage, egress: EgressSummaryRow[]) {
-  const { options, progress } = ctx;
+export async function startBox(
+  ctx: CreateContext,
+  prepared: PreparedImage,
+  egress: EgressSummaryRow[],
+  onStarted: () => void = () => {
+    ctx.progress.done(ctx.names.box);
+    ctx.progress.start('verify');
+  },
+) {
+  const { options } = ctx;
   const net = await boxNetwork(ctx);
   const box = await runContainer(
     {
@@ -85,31 +122,9 @@ export async function startBox(ctx: CreateContext, prepared: PreparedImage, egre
       memory: ctx.limits.memory,
       cpus: ctx.limits.cpus,
       pidsLimit: ctx.limits.pids,
-      labels: {
-        ...ctx.labels,
-        ...net.labels,
-        ...sandboxRecordLabels({
-          imageCacheHit: prepared.cacheHit,
-          dephash: prepared.dephash,
-          builder: prepared.builder,
-          provider: prepared.provider,
-          depsInstalled: prepared.depsInstalled,
-          imageSource: prepared.imageSource,
-          toolchain: prepared.toolchain,
-        }),
-        ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
-        ...(ctx.boxUsesGateway()
-          ? { [LABEL_EGRESS_ALLOW]: options.allowRules.map(describeEgressRule).join(' ') }
-          : {}),
-        ...(options.withClaude ? { [LABEL_WITH_CLAUDE]: 'true' } : {}),
-      },
+      labels: { ...boxRecordLabels(ctx, prepared, egress), ...net.labels },
     },
-    {
-      onStarted: () => {
-        progress.done(ctx.names.box);
-        progress.start('verify');
-      },
-    },
+    { onStarted },
   );
   if (options.policy === 'allowlist' && !ctx.boxUsesGateway()) {
     // The rules went in before the start, but a prune running beside this create (or anyone

@@ -16,22 +16,26 @@ import { CloneFailedError, CreateAbortedError } from '../errors.js';
 import { localOrigin } from '../local-origin.js';
 import { type DirectoryScan, scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
+import type { SpeculativeBox } from './speculate.js';
 import { createOwnVolume, startHelper } from './workspace.js';
 
 /**
  * The source into the volume: a local tree is scanned against the source caps on the host and sent
  * as a tar (a git repo then cloned --no-local from it), a URL is fetched in the helper through the
  * egress gateway. Either way the checkout is measured before a file of it is written.
+ * `early`: the box started beside the clone (speculate.ts), once the volume exists.
  */
-export async function cloneSource(ctx: CreateContext): Promise<string> {
+export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): Promise<string> {
   const { source, options } = ctx;
   const scan = source.kind === 'local' ? await scanDirectory(source.path, options.sourceLimits) : undefined;
   ctx.checkAborted();
   // An install will need the gateway: start it while the local tree is copied (a URL clone
-  // starts it anyway, for itself).
-  if (source.kind === 'local' && options.policy !== 'offline') ctx.egress.prestart();
+  // starts it anyway, for itself). Not when a cache hit is likely: the install then opens it.
+  const likelyHit = (await early?.likelyHit()) ?? false;
+  if (source.kind === 'local' && options.policy !== 'offline' && !likelyHit) ctx.egress.prestart();
   await createOwnVolume(ctx.id, ctx.labels);
   ctx.checkAborted();
+  early?.start();
   // A URL clone reaches the repo's host through the gateway and nothing else (unless the caller
   // named a network of its own); a local source needs no network at all.
   const gateway =

@@ -7,7 +7,10 @@ import type { CreateContext } from './context.js';
  * The box's image (phases 'dephash', then 'build'): the deps image of the repo's manifests, from
  * the cache or installed in the helper, the install reaching only its registries via the gateway.
  */
-export async function prepareBoxImage(ctx: CreateContext): Promise<PreparedImage> {
+export async function prepareBoxImage(
+  ctx: CreateContext,
+  onDephash: (image: string) => void = () => {},
+): Promise<PreparedImage> {
   const { options, progress } = ctx;
   progress.start('dephash');
   const prepared = await prepareImage({
@@ -47,6 +50,7 @@ export async function prepareBoxImage(ctx: CreateContext): Promise<PreparedImage
     onEvent: (event) => {
       if (event.type === 'dephash') {
         progress.done(event.dephash);
+        onDephash(event.image);
         progress.start('build', event.image);
       }
     },

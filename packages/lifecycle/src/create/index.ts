@@ -11,6 +11,7 @@ import { summariseEgress } from './egress-summary.js';
 import { prepareBoxImage } from './image.js';
 import { preflight } from './preflight.js';
 import type { CreateHooks } from './progress.js';
+import { SpeculativeBox } from './speculate.js';
 import { removeHelper } from './workspace.js';
 
 export { cleanupCreate } from './cleanup.js';
@@ -18,7 +19,8 @@ export type { CreateHooks, CreatePhase, PhaseEvent } from './progress.js';
 export type { CreateOptions };
 
 /**
- * preflight → clone → dephash → build → run → verify. The source is validated before anything
+ * preflight → clone → dephash → build → run → verify, the box started beside the clone when the
+ * source's last deps image is a likely hit (speculate.ts, which says why that is safe). The source is validated before anything
  * runs; git and the install run only in a hardened helper container; the box is handed out only
  * after the isolation gate passed; every object is labeled with this call's instance, and any
  * failure or abort removes everything this call created before the error is thrown.
@@ -31,11 +33,13 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
   const { progress } = ctx;
   try {
     await progress.phase('preflight', () => preflight(ctx));
-    await progress.phase('clone', () => cloneSource(ctx));
-    const prepared = await prepareBoxImage(ctx);
+    // The box may start beside the clone, from the deps image this source got last (speculate.ts).
+    const early = new SpeculativeBox(ctx);
+    await progress.phase('clone', () => cloneSource(ctx, early));
+    const prepared = await prepareBoxImage(ctx, (image) => early.dephashKnown(image));
     ctx.stopHeartbeat();
-    // The helper goes while the box starts (nothing of the box depends on it; a container start
-    // and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
+    // The helper goes while the box starts and is linked (nothing of the box depends on it; a
+    // container start and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
     // network, so it goes first, then the gateway. A box that uses a gateway gets a new one once
     // the create's is gone, so it waits for both.
     const helperGone = ctx.beside(removeHelper(id));
@@ -46,9 +50,16 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     if (ctx.boxUsesGateway()) await helperGone;
     ctx.checkAborted();
     progress.start('run');
-    const [box] = await Promise.all([startBox(ctx, prepared, egress), helperGone, closing]);
+    const box = (await early.adopt(prepared, egress)) ?? (await startBox(ctx, prepared, egress));
     progress.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
-    await linkNodeModules(ctx, box.name, prepared);
+    // The node_modules link and the source's last deps image go while the helper and the
+    // create's gateway are removed: none of them touches the others.
+    await Promise.all([
+      linkNodeModules(ctx, box.name, prepared),
+      early.remember(prepared),
+      helperGone,
+      closing,
+    ]);
     return recordFromInspect(box.inspect);
   } catch (error) {
     progress.fail(error);

@@ -1,0 +1,162 @@
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { lastImageTag } from '@ca-sandbox/build';
+import { dockerInfo, engine, imageExists, sandboxNames } from '@ca-sandbox/docker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
+import { createSandbox, type PhaseEvent } from './create/index.js';
+import { CreateAbortedError } from './errors.js';
+import { execInSandbox } from './exec.js';
+import type { SandboxRecord } from './record.js';
+
+// The box started beside the clone (create/speculate.ts), against the real engine: kept on a hit,
+// removed on a miss (the box gets the new deps), nothing left by an abort during the overlap.
+
+const ready = await imageExists('ca-sbx-base:git').catch(() => false);
+const runtimes = (await dockerInfo().catch(() => ({ runtimes: [] as string[] }))).runtimes.includes('runsc')
+  ? (['runc', 'runsc'] as const)
+  : (['runc'] as const);
+const created = new Set<string>();
+let work: string;
+
+beforeAll(async () => {
+  process.env.CA_SANDBOX_CA_CERTS ??= process.env.NODE_EXTRA_CA_CERTS;
+  work = await tempDir('ca-lc-early-');
+});
+afterAll(async () => {
+  await destroyAll(created);
+  await removeDir(work);
+});
+
+const manifest = (version: string) =>
+  JSON.stringify({ name: 'earlybox', version: '1.0.0', dependencies: { 'is-number': version } });
+
+/** A create whose phase events and log lines are kept. */
+async function create(source: string, runtime: 'runc' | 'runsc', network: string, signal?: AbortSignal) {
+  const name = uniqueId(created);
+  const phases: PhaseEvent[] = [];
+  const logs: string[] = [];
+  const record = await createSandbox(
+    { source, name, network, runtime },
+    {
+      onPhase: (event) => phases.push(event),
+      onLog: (line) => logs.push(line),
+      ...(signal ? { signal } : {}),
+    },
+  );
+  const kept = logs.some((line) => line.startsWith('early box kept:'));
+  const removed = logs.some((line) => line.startsWith('early box removed:'));
+  return { record, phases, logs, kept, removed };
+}
+
+async function sh(record: SandboxRecord, script: string): Promise<string> {
+  return (await execInSandbox(record.id, ['/bin/sh', '-c', script])).stdout;
+}
+
+/** Every container of the sandbox: exactly its box (no early box left beside it). */
+async function containersOf(record: SandboxRecord): Promise<string[]> {
+  const found = await engine.container.list({ all: true, labels: [`ca.sandbox.id=${record.id}`] });
+  return found.map((item) => item.name);
+}
+
+describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under %s', (runtime) => {
+  let repo: string;
+  let first: SandboxRecord;
+
+  beforeAll(async () => {
+    repo = await realpath(
+      await makeGitRepo(join(work, `earlybox-${runtime}`), {
+        'package.json': manifest('7.0.0'),
+        'index.js': "console.log(require('is-number/package.json').version);\n",
+      }),
+    );
+    // Cold: nothing to guess from; the build sets the source's -last tag.
+    const cold = await create(repo, runtime, 'clone-then-cut');
+    first = cold.record;
+    expect(cold).toMatchObject({ kept: false, removed: false });
+    expect(first.imageCacheHit).toBe(false);
+  }, 300_000);
+
+  it('a cache hit keeps the early box: the same image and labels, the checkout complete, deps linked', async () => {
+    const tagged = await engine.image.inspect(
+      lastImageTag({ repoName: `earlybox-${runtime}`, source: repo, imageSource: repo }),
+    );
+    expect(tagged?.Id).toBe((await engine.image.inspect(first.image))?.Id);
+    const hit = await create(repo, runtime, 'offline');
+    expect(hit.kept).toBe(true);
+    expect(hit.record).toMatchObject({ imageCacheHit: true, image: first.image, runtime });
+    expect(hit.phases.find((event) => event.phase === 'run' && event.status === 'done')?.detail).toMatch(
+      /started beside the clone/,
+    );
+    // The box started before the checkout was written sees all of it (gVisor too), and the deps.
+    expect(await sh(hit.record, 'cat package.json; echo; node index.js')).toBe(
+      `${manifest('7.0.0')}\n7.0.0\n`,
+    );
+    expect(await containersOf(hit.record)).toEqual([sandboxNames(hit.record.id).box]);
+  }, 300_000);
+
+  it('a miss removes the early box: the box runs the new deps image and nothing else is left', async () => {
+    await writeFile(join(repo, 'package.json'), manifest('6.0.0'));
+    const git = await import('node:child_process');
+    git.execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qam', 'v6'], {
+      cwd: repo,
+    });
+    const miss = await create(repo, runtime, 'clone-then-cut');
+    expect(miss).toMatchObject({ kept: false, removed: true });
+    expect(miss.record.image).not.toBe(first.image);
+    expect(miss.record.imageCacheHit).toBe(false);
+    expect(await sh(miss.record, 'node index.js')).toBe('6.0.0\n');
+    expect(await containersOf(miss.record)).toEqual([sandboxNames(miss.record.id).box]);
+    // offline, no image for these manifests: the bare base; the early box (of the 6.0.0 image,
+    // now the -last) is gone.
+    await writeFile(join(repo, 'package.json'), manifest('5.0.0'));
+    git.execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qam', 'v5'], {
+      cwd: repo,
+    });
+    const bare = await create(repo, runtime, 'offline');
+    expect(bare).toMatchObject({ kept: false, removed: true });
+    expect(bare.record).toMatchObject({ imageCacheHit: false, depsInstalled: false });
+    expect(await containersOf(bare.record)).toEqual([sandboxNames(bare.record.id).box]);
+    for (const record of [miss.record, bare.record]) {
+      await import('./teardown.js').then(({ destroySandbox }) => destroySandbox(record.id));
+      expect(await labeledObjects(record.id)).toEqual([]);
+    }
+  }, 600_000);
+
+  it('an abort while the early box runs beside the clone leaves nothing', async () => {
+    // Files to copy in (untracked: the tree goes in whole, then the clone): a clone that lasts.
+    await mkdir(join(repo, 'bulk'));
+    for (let index = 0; index < 3000; index += 1)
+      await writeFile(join(repo, 'bulk', `f${index}.txt`), 'x'.repeat(512));
+    const controller = new AbortController();
+    const name = uniqueId(created);
+    const box = sandboxNames(name).box;
+    let sawBox = false;
+    let cloneDone = false;
+    const watch = setInterval(() => {
+      void engine.container.find(box).then((found) => {
+        if (found && !cloneDone && !controller.signal.aborted) {
+          sawBox = true;
+          controller.abort();
+        }
+      });
+    }, 15);
+    try {
+      await expect(
+        createSandbox(
+          { source: repo, name, network: 'offline', runtime },
+          {
+            signal: controller.signal,
+            onPhase: (event) => {
+              if (event.phase === 'clone' && event.status === 'done') cloneDone = true;
+            },
+          },
+        ),
+      ).rejects.toBeInstanceOf(CreateAbortedError);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(sawBox).toBe(true);
+    expect(await labeledObjects(name)).toEqual([]);
+  }, 300_000);
+});

@@ -1,0 +1,155 @@
+import { isDeepStrictEqual } from 'node:util';
+import {
+  type CacheSource,
+  type LastDepsImage,
+  lastDepsImage,
+  type PreparedImage,
+  rememberDepsImage,
+} from '@ca-sandbox/build';
+import { engine } from '@ca-sandbox/docker';
+import type { RunningContainer } from '@ca-sandbox/run';
+import type { EgressSummaryRow } from '../egress.js';
+import { redactUserinfo } from '../source.js';
+import { boxRecordLabels, startBox } from './box.js';
+import type { CreateContext } from './context.js';
+
+/** The cache's name for the create's source (prepareBoxImage passes the same to prepareImage). */
+export function cacheSource(ctx: CreateContext): CacheSource {
+  const identity = ctx.source.identity;
+  return { repoName: ctx.source.repoName, source: identity, imageSource: redactUserinfo(identity) };
+}
+
+/**
+ * Whether a create may start its box beside the clone: a local source (a URL clone's egress rows
+ * go on the box as a label, known only after the clone), a box on no network (offline,
+ * clone-then-cut: an allowlist box waits for its firewall rules or gateway) and no Claude Code
+ * (its image is another cache entry).
+ */
+function mayStartEarly(ctx: CreateContext): boolean {
+  const { options } = ctx;
+  const policy = options.policy === 'offline' || options.policy === 'clone-then-cut';
+  return ctx.source.kind === 'local' && policy && !options.withClaude;
+}
+
+interface EarlyBox {
+  guess: LastDepsImage;
+  box: RunningContainer;
+  labels: Record<string, string>;
+}
+
+/**
+ * The box started beside the clone, from the deps image the last create of this source got (its
+ * `-last` tag: one image inspect, no host-side cache, nothing of the repo read on the host). Kept
+ * only when the helper's dephash then selects that very image, by tag and by id, with the same
+ * labels; otherwise it is removed and the box starts as it always did. A cold create (no such
+ * image) runs exactly as before.
+ *
+ * Why the box may share the volume while the helper writes the checkout: nothing of the repo or
+ * its deps runs in it before create returns. Its PID 1 is docker-init (the engine's), whose one
+ * child is KEEP_ALIVE, `/bin/sleep` by absolute path (never the image's PATH, which starts with
+ * /deps bins the install wrote); the install ran as 1000 after the prep step stripped every
+ * setuid/setgid bit, so it could write only under /deps (and its /tmp, which the box does not
+ * keep), never /bin, /etc/ld.so.preload or the image's config (ENTRYPOINT, ENV: the Dockerfile is
+ * ours). The isolation gate only inspects. The node_modules link (the one exec before create
+ * returns) runs after the dephash confirmed the image, with `env -i`, the system PATH and the
+ * base's node, exactly as on the sequential path.
+ */
+export class SpeculativeBox {
+  private readonly guess: Promise<LastDepsImage | undefined>;
+  private started: Promise<EarlyBox | undefined> = Promise.resolve(undefined);
+  private removal: Promise<unknown> | undefined;
+  /** Set once the box is not wanted any more: nothing starts after that. */
+  private settled = false;
+
+  constructor(private readonly ctx: CreateContext) {
+    this.guess = mayStartEarly(ctx)
+      ? ctx.beside(lastDepsImage(cacheSource(ctx))).catch(() => undefined)
+      : Promise.resolve(undefined);
+  }
+
+  /**
+   * After a create that may start early: the source's `-last` tag goes to the image its box got
+   * (no engine call when it named it already). Never fails the create.
+   */
+  async remember(prepared: PreparedImage): Promise<void> {
+    if (!mayStartEarly(this.ctx)) return;
+    const known = (await this.guess)?.id;
+    await rememberDepsImage(cacheSource(this.ctx), prepared, known).catch((error: Error) =>
+      this.ctx.log(`the source's last deps image was not recorded: ${error.message}`),
+    );
+  }
+
+  /** Whether the source has a last deps image to start from (a cache hit is then likely). */
+  async likelyHit(): Promise<boolean> {
+    return (await this.guess) !== undefined;
+  }
+
+  /** Called once the volume exists (a box started before would get one the engine makes). */
+  start(): void {
+    this.started = this.ctx.beside(this.guess.then((guess) => (guess ? this.run(guess) : undefined)));
+  }
+
+  private async run(guess: LastDepsImage): Promise<EarlyBox | undefined> {
+    if (this.settled) return undefined;
+    const labels = boxRecordLabels(this.ctx, guess.prepared, []);
+    try {
+      const box = await startBox(this.ctx, guess.prepared, [], () => {});
+      this.ctx.log(
+        `early box: started beside the clone from ${guess.prepared.image}, this source's last deps image`,
+      );
+      return { guess, box, labels };
+    } catch (error) {
+      // Not fatal: the box then starts after the dephash, where a failure is the create's.
+      this.ctx.log(`early box start failed: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** The helper's dephash names `image`: a box of another image is removed at once, beside the build. */
+  dephashKnown(image: string): void {
+    void this.guess.then((guess) => {
+      if (guess && guess.prepared.image !== image) this.discard();
+    });
+  }
+
+  private discard(): Promise<unknown> {
+    this.settled = true;
+    this.removal ??= this.ctx.beside(
+      this.started.then(async (early) => {
+        if (!early) return;
+        await engine.container.remove(early.box.name, { force: true });
+        this.ctx.log(
+          `early box removed: it ran ${early.guess.prepared.image}, not the box this checkout gets`,
+        );
+      }),
+    );
+    return this.removal;
+  }
+
+  /**
+   * The box to hand out, when the one started early runs exactly what the sequential path would
+   * start (phase 'run' done, 'verify' started); else undefined, with the early box gone.
+   */
+  async adopt(prepared: PreparedImage, egress: EgressSummaryRow[]): Promise<RunningContainer | undefined> {
+    this.settled = true;
+    const early = await this.started;
+    if (early && !this.removal && (await this.keeps(early, prepared, egress))) {
+      this.ctx.log(`early box kept: the checkout's deps image is ${prepared.image}`);
+      this.ctx.progress.done(`${early.box.name} (started beside the clone)`);
+      this.ctx.progress.start('verify');
+      return early.box;
+    }
+    await this.discard();
+    return undefined;
+  }
+
+  private async keeps(early: EarlyBox, prepared: PreparedImage, egress: EgressSummaryRow[]) {
+    if (!prepared.cacheHit || prepared.image !== early.guess.prepared.image) return false;
+    // What decides the box's environment besides the policy (boxEnv): empty on no network anyway.
+    if (prepared.trustedCa !== early.guess.prepared.trustedCa) return false;
+    if (!isDeepStrictEqual(boxRecordLabels(this.ctx, prepared, egress), early.labels)) return false;
+    // The tag may have moved since the box started: the image it runs must be the one it names now.
+    const now = await engine.image.inspect(prepared.image);
+    return now?.Id === early.guess.id && early.box.inspect.Image === early.guess.id;
+  }
+}
