@@ -129,6 +129,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     opts,
     files,
     detection,
+    provider,
     builder,
     baseImage: base.image,
     baseImageId,

@@ -74,6 +74,10 @@ describe.skipIf(!READY)('a root without a manifest gets the toolchain of its sou
     const again = await create(dir, ['--network', 'clone-then-cut']);
     expect(again.record).toMatchObject({ provider: 'node', imageCacheHit: true, image: built.record.image });
     expect(again.stderr).toContain('the node toolchain image');
+    // The image's cache label names the chosen provider: the box started from the source's last
+    // deps image beside the clone is the one the dephash selects, and is kept.
+    expect(again.stderr).toContain('started beside the clone');
+    expect((await runBin(['exec', again.id, '--', 'node', 'index.mjs'])).stdout).toMatch(/^node \d+\n$/);
   }, 600_000);
 
   it('a .py file added beside two .mjs files keeps node; two more make it python, a new cache key', async () => {
