@@ -154,6 +154,13 @@ try {
   made.add(warm);
   const first = await createSandbox({ source: repo, name: warm, network: 'clone-then-cut' });
   await destroy(warm);
+  if (baseline) {
+    // The baseline's own cache entry (its dephash key may differ from this checkout's).
+    const baseWarm = `bench-${randomUUID().slice(0, 8)}`;
+    made.add(baseWarm);
+    await baseline.createSandbox({ source: repo, name: baseWarm, network: 'clone-then-cut' });
+    await destroy(baseWarm);
+  }
   const image = first.image;
   console.log(`deps image: ${image} (cache hit on the warm-up: ${first.imageCacheHit})`);
   console.log(
