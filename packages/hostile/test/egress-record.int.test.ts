@@ -1,6 +1,7 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LABEL_ID, LABEL_ROLE } from '@ca-sandbox/docker';
 import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -132,4 +133,45 @@ describe('the egress record cannot be forged with requests squid rejects before 
     await destroyBox(box.id);
     expect(await labeledLeft(box.id)).toEqual([]);
   });
+});
+
+describe('the gateway log on the host', () => {
+  it('a box flooding its gateway with URLs of raw 0xff bytes cannot grow its log file past the cap (runc)', async () => {
+    const box = await createBox(boxRepo, { network: 'allowlist', extra: ['--allow', 'registry.npmjs.org'] });
+    // 3,000 refused requests whose URL is 6,000 bytes 0xff, on one kept-alive connection: squid
+    // logs the raw bytes, the daemon's json-file writes each as `\ufffd` (6 bytes), so about
+    // 100 MB on the host's disk if the cap counted the bytes squid wrote.
+    const flood = [
+      "const net = require('net');",
+      'const proxy = new URL(process.env.HTTP_PROXY || process.env.http_proxy);',
+      'const s = net.connect({ host: proxy.hostname, port: Number(proxy.port) });',
+      "const request = Buffer.concat([Buffer.from('GET http://flood.invalid/'), Buffer.alloc(6000, 0xff), Buffer.from(' HTTP/1.1\\r\\nHost: flood.invalid\\r\\n\\r\\n')]);",
+      "let answered = 0, buffered = '';",
+      "s.on('connect', () => s.write(request));",
+      "s.on('data', (d) => { buffered += d; let at; while ((at = buffered.indexOf('HTTP/1.1 403')) >= 0) { buffered = buffered.slice(at + 12); answered++; if (answered < 3000) s.write(request); else { console.log('answered ' + answered); s.destroy(); } } });",
+      "s.on('close', () => { if (answered < 3000) console.log('closed after ' + answered); });",
+    ].join('\n');
+    const run = await execBox(box.id, ['node', '-e', flood], ['--timeout', '300']);
+    expect(run.stdout).toContain('answered 3000');
+    const gateway = (
+      await docker([
+        'ps',
+        '-q',
+        '--filter',
+        `label=${LABEL_ID}=${box.id}`,
+        '--filter',
+        `label=${LABEL_ROLE}=gateway`,
+      ])
+    ).stdout.trim();
+    expect(gateway).toMatch(/^[0-9a-f]+$/);
+    const logPath = (await docker(['inspect', '--format', '{{.LogPath}}', gateway])).stdout.trim();
+    expect((await stat(logPath)).size).toBeLessThan(18 * 1024 * 1024);
+    const record = await cli(['egress', box.id, '--json']);
+    expect(record.exitCode, record.stderr).toBe(0);
+    expect(parseJson<Row[]>(record)).toContainEqual(
+      expect.objectContaining({ phase: 'box', allowed: false, destination: CUT }),
+    );
+    await destroyBox(box.id);
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 600_000);
 });

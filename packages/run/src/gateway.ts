@@ -43,16 +43,28 @@ export const GATEWAY_LOG_CUT_LINE = 'ca-sandbox: gateway access log cut: later r
 const DIAGNOSTICS_FIFO = '/tmp/squid-diagnostics';
 
 /**
+ * What the daemon's json-file adds to each line it keeps: `{"log":"`, the newline as `\n`,
+ * `","stream":"stdout","time":"<RFC 3339 with nanoseconds>"}` and its own newline (about 71
+ * bytes), rounded up.
+ */
+const JSON_FILE_LINE_FRAMING = 80;
+
+/**
  * An awk that passes its input through, line by line as it comes (the start-up wait reads squid's
  * ready line as soon as it is written: mawk, Debian's awk, reads a pipe in blocks unless
  * `-W interactive`, set in $AWK when this awk takes it; fflush for the others), until `cap`
- * bytes, then writes `cut` once and drops the rest. It keeps reading, so squid never blocks or
- * dies on a full pipe.
+ * bytes of the daemon's log file, then writes `cut` once and drops the rest. It keeps reading, so
+ * squid never blocks or dies on a full pipe. A line costs what the json-file keeps of it, not its
+ * length: the framing, and up to 6 bytes for each byte outside printable ASCII or among `"\<>&`
+ * (an invalid UTF-8 byte is written `\ufffd`, `<` as `\u003c`): squid logs a URL's raw bytes, so a
+ * box sending bytes 0xff grew the file six times past the cap.
  */
 function capLines(cap: number, cut: string): string {
-  const program =
-    '{ n += length($0) + 1; if (n <= cap) { print; fflush() } else if (!done) { print cut; fflush(); done = 1 } }';
-  return `$AWK -v cap=${cap} -v 'cut=${cut}' '${program}'`;
+  const program = [
+    '{ n += length($0) + 1 + framing + 5 * gsub(/[^ -~]|["\\\\<>&]/, "&")',
+    'if (n <= cap) { print; fflush() } else if (!done) { print cut; fflush(); done = 1 } }',
+  ].join('; ');
+  return `$AWK -v cap=${cap} -v framing=${JSON_FILE_LINE_FRAMING} -v 'cut=${cut}' '${program}'`;
 }
 
 /**
