@@ -55,7 +55,8 @@ export async function prepareBoxImage(
       }
     },
   });
-  progress.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
+  const image = prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image;
+  progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   for (const note of prepared.notes) ctx.log(note);
   ctx.checkAborted();
   return prepared;
