@@ -28,7 +28,7 @@ import { InstallLog } from './install-log.js';
 import type { ManifestFile } from './manifests.js';
 import { ensurePrepImage } from './prep-image.js';
 import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
-import type { Detection } from './provider.js';
+import type { Detection, Provider } from './provider.js';
 import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
 import { runBuild } from './run-build.js';
@@ -39,6 +39,8 @@ export interface BuildImageInput {
   opts: ResolvedPrepareOptions;
   files: ManifestFile[];
   detection: Detection;
+  /** The box's provider, for the cache label: a manifest-less root's choice, else detection's. */
+  provider: Provider;
   builder: Builder;
   baseImage: string;
   /** Its id: the key of its prep image. */
@@ -143,7 +145,7 @@ export async function buildImage(
         [CACHE_LABEL_DEPHASH]: input.dephash,
         [CACHE_LABEL_REPO]: opts.repoPart,
         [CACHE_LABEL_SOURCE]: opts.imageSource,
-        [LABEL_CACHE_PROVIDER]: input.detection.provider,
+        [LABEL_CACHE_PROVIDER]: input.provider,
         [LABEL_CACHE_BUILDER]: builder.name,
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),

@@ -155,3 +155,14 @@ describe('computeDepHash and the CA bundle', () => {
     expect(computeDepHash(files, { ...key, ca: 'a'.repeat(64) })).toBe(one);
   });
 });
+
+describe('computeDepHash and a root chosen by its source files', () => {
+  it('the chosen provider is its own cache entry; without one the hash is unchanged', () => {
+    const plain = computeDepHash([], key);
+    expect(computeDepHash([], { ...key, rootProvider: undefined })).toBe(plain);
+    const python = computeDepHash([], { ...key, rootProvider: 'python' });
+    expect(python).not.toBe(plain);
+    expect(computeDepHash([], { ...key, rootProvider: 'node' })).not.toBe(python);
+    expect(computeDepHash([], { ...key, rootProvider: 'python' })).toBe(python);
+  });
+});

@@ -11,6 +11,11 @@ export interface DepHashKey {
   addOns?: readonly string[];
   /** The digest of the user's CA bundle the image trusts (ExtraCa.hash): a distinct cache entry. */
   ca?: string | undefined;
+  /**
+   * The provider a manifest-less root's source files chose (root-sources.ts): it selects the base
+   * image, so it is a distinct cache entry.
+   */
+  rootProvider?: string | undefined;
 }
 
 /** Hex characters of the dephash: 96 bits, short enough for a readable tag. */
@@ -55,6 +60,11 @@ export function computeDepHash(files: readonly ManifestFile[], key: DepHashKey):
   if (key.ca) {
     field(hash, 'ca');
     field(hash, key.ca);
+  }
+  // Only for a root chosen by its source files: every other key keeps its hash.
+  if (key.rootProvider) {
+    field(hash, 'root-provider');
+    field(hash, key.rootProvider);
   }
   return hash.digest('hex').slice(0, DEPHASH_LENGTH);
 }

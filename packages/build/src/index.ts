@@ -63,7 +63,9 @@ export {
 export { type LinkResult, linkDependencies } from './link.js';
 export {
   type ManifestFile,
+  type ManifestSet,
   type ReadManifestsOptions,
+  readManifestSet,
   readManifests,
   type SkippedManifest,
 } from './manifests.js';
@@ -78,5 +80,10 @@ export type {
 } from './prepare-options.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
 export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
+export {
+  chooseRootProvider,
+  type RootSourceChoice,
+  type RootSourceCounts,
+} from './root-sources.js';
 export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';
 export { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';

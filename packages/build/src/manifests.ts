@@ -21,6 +21,13 @@ import {
   unsafePathReason,
   VENDOR_DIR,
 } from './manifest-names.js';
+import {
+  parseRootSourcesLine,
+  ROOT_SOURCE_EXTENSIONS,
+  ROOT_SOURCES_MARKER,
+  ROOT_SOURCES_MAX_BYTES,
+  type RootSourceCounts,
+} from './root-sources.js';
 
 /** One manifest or lockfile read out of the sandbox volume. */
 export interface ManifestFile {
@@ -71,8 +78,14 @@ function findScript(): string {
     ...[...MANIFEST_NAMES, ...MANIFEST_GLOBS].map((n) => `-name ${quote(n)}`),
     ...MANIFEST_PATH_GLOBS.map((p) => `-path ${quote(p)}`),
   ].join(' -o ');
+  // The root's regular files (never a symlink: find -P) by source extension, one token per file,
+  // as the first stderr line: extensions only, never a name, so a hostile name cannot forge it.
+  const sources = ROOT_SOURCE_EXTENSIONS.map(
+    (ext) => `-name ${quote(`*.${ext}`)} -printf ${quote(`${ext} `)}`,
+  ).join(' -o ');
   return [
     'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
+    `printf '${ROOT_SOURCES_MARKER} %s\\n' "$(find . -mindepth 1 -maxdepth 1 -type f \\( ${sources} \\) 2>/dev/null | head -c ${ROOT_SOURCES_MAX_BYTES})" >&2`,
     // A vendor directory is entered for its Go vendor list alone: every other entry in it is
     // pruned (its subdirectories are never walked, its files never listed).
     `find . \\( ${prune} \\) -prune -o -type f -path ${quote(`*/${GO_VENDOR_LIST}`)} -print0 -o -path ${quote(`*/${VENDOR_DIR}/*`)} -prune -o \\( -type f -o -type l \\) \\( ${names} \\) -print0 2>/dev/null` +
@@ -91,6 +104,21 @@ export async function readManifests(
   containerId: string,
   options: ReadManifestsOptions = {},
 ): Promise<ManifestFile[]> {
+  return (await readManifestSet(containerId, options)).files;
+}
+
+/** What one read of the checkout tells: the manifests, and the root's source files by extension. */
+export interface ManifestSet {
+  files: ManifestFile[];
+  /** Regular files directly at the repo root per source extension (symlinks never count). */
+  rootSources: RootSourceCounts;
+}
+
+/** readManifests, with the root's source-file counts the same exec prints on its stderr. */
+export async function readManifestSet(
+  containerId: string,
+  options: ReadManifestsOptions = {},
+): Promise<ManifestSet> {
   const opts = resolveReadManifestsOptions(options);
   if (!DOCKER_NAME_PATTERN.test(containerId))
     throw new ManifestReadError(`invalid container reference: ${JSON.stringify(containerId.slice(0, 80))}`);
@@ -115,13 +143,20 @@ export async function readManifests(
     const result = await child;
     if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
     if (result.error) throw result.error;
+    const errText = Buffer.concat(stderr).toString('utf8');
     if (result.exitCode !== 0) {
-      const text = Buffer.concat(stderr).toString('utf8').trim().split('\n')[0] ?? '';
+      const text =
+        errText
+          .split('\n')
+          .filter((line) => !line.startsWith(ROOT_SOURCES_MARKER))
+          .join('\n')
+          .trim()
+          .split('\n')[0] ?? '';
       throw new ManifestReadError(
         `reading manifests from ${containerId} failed (exit ${result.exitCode ?? 'killed'}): ${text || 'no output'}`,
       );
     }
-    return files;
+    return { files, rootSources: parseRootSourcesLine(errText.split('\n')[0] ?? '') };
   } catch (error) {
     stop();
     await child;

@@ -6,7 +6,7 @@ import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { cachedImage } from './image-cache.js';
 import { imageToolchain } from './image-toolchain.js';
-import { readManifests } from './manifests.js';
+import { readManifestSet } from './manifests.js';
 import {
   type PrepareEvent,
   type PrepareImageOptions,
@@ -14,6 +14,7 @@ import {
   resolvePrepareOptions,
 } from './prepare-options.js';
 import { detectProvider, type Provider } from './provider.js';
+import { chooseRootProvider } from './root-sources.js';
 import { imageTag } from './tag.js';
 import { parseToolchain, type Toolchain } from './toolchain.js';
 
@@ -35,6 +36,8 @@ export interface PreparedImage {
    * ca-trust.ts), '' when it has none (no bundle set, or the bare base of an offline box).
    */
   trustedCa: string;
+  /** Why the box got this toolchain when the root has no manifest (root-sources.ts); shown by `create`. */
+  selection?: string;
 }
 
 /** Said (without --verbose) whenever a box gets no dependencies. */
@@ -58,8 +61,13 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     );
   const { files, builder } = found;
   const detection = detectProvider(files);
-  const base = resolveBaseImage(detection.provider, opts);
-  const baseImageId = await ensureBaseImage(base.image, detection.provider, opts.signal);
+  // No manifest: the root's source files pick the toolchain image; the recipe stays plain's
+  // (nothing to install), built on that provider's base.
+  const choice = detection.provider === 'plain' ? chooseRootProvider(found.rootSources) : undefined;
+  const provider = choice?.provider ?? detection.provider;
+  if (choice) notes.push(choice.reason);
+  const base = resolveBaseImage(provider, opts);
+  const baseImageId = await ensureBaseImage(base.image, provider, opts.signal);
   // Read once: the digest in the key and the bytes baked into the image are the same bundle.
   const ca = opts.caFile ? loadExtraCa(opts.caFile) : undefined;
   const dephash = computeDepHash(files, {
@@ -68,13 +76,19 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     baseImageId,
     ...(opts.withClaude ? { addOns: [CLAUDE_CODE_ADDON] } : {}),
     ca: ca?.hash,
+    rootProvider: choice?.provider,
   });
   const image = imageTag(opts.repoName, dephash, opts.source);
   emit({ type: 'dephash', dephash, image });
   log(
-    `dephash ${dephash} (${files.length} manifests, provider ${detection.provider}, builder ${builder.name}, base ${base.image})`,
+    `dephash ${dephash} (${files.length} manifests, provider ${provider}, builder ${builder.name}, base ${base.image})`,
   );
-  const result = { dephash, builder: builder.name, provider: detection.provider };
+  const result = {
+    dephash,
+    builder: builder.name,
+    provider,
+    ...(choice ? { selection: choice.reason } : {}),
+  };
   const built = { ...result, imageSource: opts.imageSource };
 
   const cached = await cachedImage(image, opts.repoPart, opts.imageSource);
@@ -94,15 +108,17 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   }
   if (opts.policy === 'offline') {
     emit({ type: 'no-install', image: base.image });
-    notes.push(
-      `${OFFLINE_NOTICE} (no cached image for dephash ${dephash}): the toolchain base ${base.image} without dependencies`,
-    );
+    // A root chosen by its source files has nothing to install: offline misses nothing there.
+    if (!choice)
+      notes.push(
+        `${OFFLINE_NOTICE} (no cached image for dephash ${dephash}): the toolchain base ${base.image} without dependencies`,
+      );
     return {
       ...result,
       imageSource: '',
       image: base.image,
       cacheHit: false,
-      depsInstalled: false,
+      depsInstalled: choice !== undefined,
       notes,
       linkNodeModules: false,
       toolchain: await imageToolchain(base.image),
@@ -113,6 +129,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     opts,
     files,
     detection,
+    provider,
     builder,
     baseImage: base.image,
     baseImageId,
@@ -122,7 +139,8 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     emit,
     log,
   });
-  notes.push(...recipe.notes);
+  // plain's recipe note ('no known provider') would contradict the choice said above.
+  if (!choice) notes.push(...recipe.notes);
   return {
     ...built,
     image,
@@ -141,8 +159,8 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
  */
 async function lookAround(opts: ResolvedPrepareOptions) {
   const skipped: string[] = [];
-  const [files, builder] = await Promise.all([
-    readManifests(opts.containerId, {
+  const [{ files, rootSources }, builder] = await Promise.all([
+    readManifestSet(opts.containerId, {
       ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
       ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
       ...(opts.maxTotalBytes ? { maxTotalBytes: opts.maxTotalBytes } : {}),
@@ -151,5 +169,5 @@ async function lookAround(opts: ResolvedPrepareOptions) {
     }),
     selectBuilder(opts.builder),
   ]);
-  return { files, builder, skipped };
+  return { files, rootSources, builder, skipped };
 }

@@ -53,6 +53,13 @@ export interface SandboxHostConfig {
 /** The create body of a sandbox container (the container name goes in the query). */
 export interface SandboxContainerConfig {
   Image: string;
+  /**
+   * Always empty: the image's ENTRYPOINT never runs. Official images name theirs by a bare name
+   * (`docker-entrypoint.sh`), looked up on the image's PATH, where a deps image puts the
+   * dependencies' bins first: a dependency could plant one that runs at every start.
+   */
+  Entrypoint: [];
+  /** Our main process, named by an absolute path (never looked up on the image's PATH). */
   Cmd: string[];
   User: string;
   Hostname: string;
@@ -65,6 +72,7 @@ export interface SandboxContainerConfig {
 
 const CONFIG_KEYS = new Set([
   'Image',
+  'Entrypoint',
   'Cmd',
   'User',
   'Hostname',
@@ -110,6 +118,8 @@ export function assertSandboxConfig(config: SandboxContainerConfig): void {
     throw new Error('container create: CapDrop must be [ALL] and the root read-only');
   if (!host.Mounts.every((mount) => mount.Type === 'volume' && Object.keys(mount).length === 4))
     throw new Error('container create: only volume mounts are allowed');
+  if (!Array.isArray(config.Entrypoint) || config.Entrypoint.length !== 0 || !config.Cmd[0]?.startsWith('/'))
+    throw new Error('container create: no entrypoint, and the command named by an absolute path');
 }
 
 /** Creates the container (not started); its id. A name in use is a DockerEngineError with status 409. */

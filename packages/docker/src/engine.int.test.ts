@@ -18,6 +18,7 @@ function sandboxConfig(
 ): SandboxContainerConfig {
   return {
     Image: 'ca-sbx-base:debian',
+    Entrypoint: [],
     Cmd: cmd,
     User: '1000:1000',
     Hostname: 'sandbox',
@@ -81,7 +82,7 @@ describe('engine verbs on the real engine', () => {
   it('container: run (create + start), inspect, list, exec, logs, archive, stop, start, wait, remove', async () => {
     const started = await engine.container.run(
       name,
-      sandboxConfig(['sh', '-c', 'echo started; echo warn >&2; exec sleep 600']),
+      sandboxConfig(['/bin/sh', '-c', 'echo started; echo warn >&2; exec sleep 600']),
     );
     expect(started).toMatch(/^[0-9a-f]{64}$/);
     const inspect = await engine.container.inspect(name);
@@ -104,7 +105,7 @@ describe('engine verbs on the real engine', () => {
     });
     expect(inspect.Config).toMatchObject({ User: '1000:1000', Labels: labels });
     // A taken name: 409, told by isNameConflict, and the container that has it is left alone.
-    const taken = await engine.container.run(name, sandboxConfig(['true'])).catch((error) => error);
+    const taken = await engine.container.run(name, sandboxConfig(['/bin/true'])).catch((error) => error);
     expect(taken).toBeInstanceOf(DockerEngineError);
     expect(taken.status).toBe(409);
     expect(isNameConflict(taken)).toBe(true);
@@ -178,7 +179,7 @@ describe('engine verbs on the real engine', () => {
     // 4 MiB of 'a' lines on stdout, then a marker line that a capped read never reaches.
     await engine.container.run(
       flooder,
-      sandboxConfig(['sh', '-c', 'yes aaaaaaa | head -c 4194304; echo END-OF-LOG; exec sleep 600']),
+      sandboxConfig(['/bin/sh', '-c', 'yes aaaaaaa | head -c 4194304; echo END-OF-LOG; exec sleep 600']),
     );
     let whole = await engine.container.logs(flooder);
     for (let tries = 0; !whole.stdout.includes('END-OF-LOG') && tries < 100; tries++) {
@@ -197,25 +198,29 @@ describe('engine verbs on the real engine', () => {
 
   it('container: create leaves it created; a start that fails removes what was created', async () => {
     const other = `${name}-b`;
-    const made = await engine.container.create(other, sandboxConfig(['true']));
+    const made = await engine.container.create(other, sandboxConfig(['/bin/true']));
     expect((await engine.container.inspect(other)).State.Status).toBe('created');
     expect(await engine.container.remove(made, { force: true })).toBe(true);
     // A user the image does not have: the create is accepted, the start refused.
     const failed = await engine.container
-      .run(other, sandboxConfig(['true'], { User: 'ca-sbx-no-such-user' }))
+      .run(other, sandboxConfig(['/bin/true'], { User: 'ca-sbx-no-such-user' }))
       .catch((error) => error);
     expect(failed).toBeInstanceOf(DockerEngineError);
     expect(failed.message).toMatch(/user/i);
     expect(await engine.container.find(other)).toBeUndefined();
     // A body outside the sandbox shape never reaches the engine.
     const privileged = {
-      ...sandboxConfig(['true']),
-      HostConfig: { ...sandboxConfig(['true']).HostConfig, Privileged: true },
+      ...sandboxConfig(['/bin/true']),
+      HostConfig: { ...sandboxConfig(['/bin/true']).HostConfig, Privileged: true },
     } as SandboxContainerConfig;
     await expect(engine.container.create(other, privileged)).rejects.toThrow(/HostConfig.Privileged/);
-    const bind = sandboxConfig(['true']);
+    const bind = sandboxConfig(['/bin/true']);
     bind.HostConfig.Mounts = [{ Type: 'bind', Source: '/etc', Target: '/x', ReadOnly: true } as never];
     await expect(engine.container.create(other, bind)).rejects.toThrow(/only volume mounts/);
+    // The image's entrypoint never runs, and the main process is never looked up on its PATH.
+    const entrypoint = { ...sandboxConfig(['/bin/true']), Entrypoint: ['docker-entrypoint.sh'] } as never;
+    await expect(engine.container.create(other, entrypoint)).rejects.toThrow(/no entrypoint/);
+    await expect(engine.container.create(other, sandboxConfig(['true']))).rejects.toThrow(/absolute path/);
     expect(await engine.container.find(other)).toBeUndefined();
   }, 120_000);
 

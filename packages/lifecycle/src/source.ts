@@ -1,5 +1,4 @@
 import { realpath, stat } from 'node:fs/promises';
-import { BlockList, isIP } from 'node:net';
 import { basename, resolve } from 'node:path';
 import { hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { isSandboxId } from '@ca-sandbox/docker/process';
@@ -229,12 +228,12 @@ export function repoNameOf(path: string): string {
 }
 
 /** This machine's own addresses, as a client reads them: loopback, and "any" (which connects there). */
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('0.0.0.0', 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-LOOPBACK.addAddress('::', 'ipv6');
-LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+/**
+ * Loopback and "any" (which connects there), as the WHATWG URL parser writes an address: IPv4 in
+ * dotted decimal, IPv6 compressed and lower-case (IPv4-mapped and -compatible 127/8 and 0.0.0.0
+ * in their hex form). No node:net here: only @ca-sandbox/docker opens a network API.
+ */
+const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|0\.0\.0\.0|::1?|::(ffff:)?(7f[0-9a-f]{2}:[0-9a-f]{1,4}|0:0))$/;
 
 /**
  * Names of ::1 that the engine writes into every container's /etc/hosts, the gateway's included
@@ -251,19 +250,13 @@ const LOOPBACK_NAMES = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
 function refuseLoopbackHost(host: string): void {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
   const name = bare.replace(/\.$/, '');
-  let address = bare;
-  if (!bare.includes(':')) {
-    try {
-      address = new URL(`http://${bare}/`).hostname;
-    } catch {
-      return;
-    }
+  let address: string;
+  try {
+    address = new URL(`http://${bare.includes(':') ? `[${bare}]` : bare}/`).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return;
   }
-  const loopback =
-    LOOPBACK_NAMES.has(name) ||
-    name.endsWith('.localhost') ||
-    (isIP(address) === 4 && LOOPBACK.check(address, 'ipv4')) ||
-    (isIP(address) === 6 && LOOPBACK.check(address, 'ipv6'));
+  const loopback = LOOPBACK_NAMES.has(name) || name.endsWith('.localhost') || LOOPBACK_ADDRESS.test(address);
   if (loopback)
     throw new InvalidSourceError(
       `the repo's host ${sanitizeName(bare, 80)} is a loopback address: the clone runs in a container, where it names the container itself, and never reaches this host; clone the repo on the host and give its directory`,

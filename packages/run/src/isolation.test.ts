@@ -14,6 +14,8 @@ function goodInspect(): Record<string, any> {
       Env: ['HOME=/tmp'],
       Labels: { 'ca.sandbox': '1', 'ca.sandbox.id': 'abc' },
       WorkingDir: '/work/repo',
+      Cmd: ['/bin/sleep', 'infinity'],
+      Entrypoint: null,
     },
     HostConfig: {
       Binds: null,
@@ -84,6 +86,9 @@ describe('verifyIsolation', () => {
   });
 
   it.each<[string, string, (doc: Record<string, any>) => void]>([
+    ['an image entrypoint', 'own-main-process', (d) => (d.Config.Entrypoint = ['docker-entrypoint.sh'])],
+    ['a command looked up on the PATH', 'own-main-process', (d) => (d.Config.Cmd = ['sleep', 'infinity'])],
+    ['no command at all', 'own-main-process', (d) => (d.Config.Cmd = null)],
     ['a bind in Binds', 'no-host-mounts', (d) => (d.HostConfig.Binds = ['/etc:/host-etc'])],
     [
       'a bind in Mounts',

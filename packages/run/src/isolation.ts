@@ -343,6 +343,19 @@ const RULES: Rule[] = [
       pass: !blackhole || (servers.length === 1 && servers[0] === BLACKHOLE_DNS),
     };
   },
+  (i) => {
+    const entrypoint = i.Config.Entrypoint ?? [];
+    const main = i.Config.Cmd?.[0] ?? '';
+    return {
+      id: 'own-main-process',
+      cis: '-',
+      title:
+        "the main process is ours, by absolute path: no image entrypoint, nothing looked up on the image's PATH",
+      expected: 'no entrypoint; the command an absolute path',
+      seen: `${entrypoint.length ? `entrypoint ${entrypoint.join(' ').slice(0, 80)}` : 'no entrypoint'}; command ${main.slice(0, 80) || '(none)'}`,
+      pass: entrypoint.length === 0 && main.startsWith('/'),
+    };
+  },
   (i, e) => ({
     id: 'no-host-log',
     cis: '-',

@@ -65,6 +65,8 @@ export const RunOptionsSchema = z.strictObject({
   command: z
     .array(z.string().refine((arg) => !arg.includes('\0')))
     .min(1)
+    // Never looked up on the image's PATH, where a deps image puts the dependencies' bins first.
+    .refine((argv) => argv[0]?.startsWith('/'), 'the command must be named by an absolute path')
     .optional(),
 });
 

@@ -74,7 +74,7 @@ describe('buildRunArgs', () => {
         network: 'ca-sbx-abc',
         runtime: 'runsc',
         volumeReadOnly: true,
-        command: ['git', 'version'],
+        command: ['/usr/bin/git', 'version'],
       }),
     );
     expect(flagValues(custom, '--memory')).toEqual([String(512 * 1024 ** 2)]);
@@ -87,7 +87,7 @@ describe('buildRunArgs', () => {
     expect(flagValues(custom, '--mount')).toEqual([
       'type=volume,source=ca-sbx-abc,target=/work/repo,readonly',
     ]);
-    expect(custom.slice(-2)).toEqual(['git', 'version']);
+    expect(custom.slice(-2)).toEqual(['/usr/bin/git', 'version']);
   });
 
   it('passes no host environment variable, only the named ones, HOME=/tmp and blank proxies', () => {
@@ -186,7 +186,8 @@ function configOfArgv(argv: string[]): { name: string; config: SandboxContainerC
       at += 1;
       return argv[at] ?? '';
     };
-    if (flag === '--read-only') host.ReadonlyRootfs = true;
+    if (flag === '--entrypoint') config.Entrypoint = takes() === '' ? [] : ['(an image entrypoint)'];
+    else if (flag === '--read-only') host.ReadonlyRootfs = true;
     else if (flag === '--init') host.Init = true;
     else if (flag === '--hostname') config.Hostname = takes();
     else if (flag === '--user') config.User = takes();

@@ -80,6 +80,7 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
   const maxFileSize = bytes(options.maxFileSize);
   return {
     Image: options.image,
+    Entrypoint: [],
     Cmd: [...(options.command ?? KEEP_ALIVE)],
     User: BOX_USER,
     Hostname: options.role === 'gateway' ? 'gateway' : 'sandbox',
@@ -154,6 +155,8 @@ const CONFIG_FLAGS: {
     value: SandboxContainerConfig[K],
   ) => string[];
 } = {
+  // `--entrypoint ''`: docker's way of saying "none, not the image's".
+  Entrypoint: () => ['--entrypoint', ''],
   Hostname: (hostname) => ['--hostname', hostname],
   User: (user) => ['--user', user],
   WorkingDir: (dir) => ['--workdir', dir],

@@ -27,7 +27,7 @@ export const RUN_COMBOS: RunCombo[] = [
       pidsLimit: 64,
       tmpfsSize: '64m',
       maxFileSize: '1g',
-      command: ['git', 'version'],
+      command: ['/usr/bin/git', 'version'],
     }),
   },
   {

@@ -42,6 +42,26 @@ describe('CreateProgress', () => {
     expect(sent.every((p) => p.progressToken === 'tok' && p.total === undefined)).toBe(true);
   });
 
+  it('a line held back by the throttle goes out under the phase that printed it', async () => {
+    vi.useFakeTimers();
+    const sent: ProgressParams[] = [];
+    const progress = new CreateProgress(async (params) => void sent.push(params), 'tok', {
+      minIntervalMs: 500,
+      heartbeatMs: 60_000,
+    });
+    progress.onPhase({ phase: 'build', status: 'start' });
+    progress.onPhase({ phase: 'build', status: 'done' });
+    progress.onLog('offline: no dependency install');
+    progress.onPhase({ phase: 'run', status: 'start' });
+    await closed(progress);
+    expect(sent.map((p) => p.message)).toEqual([
+      'build start',
+      'build done',
+      'build: offline: no dependency install',
+      'run start',
+    ]);
+  });
+
   it('sends a heartbeat while nothing else happens (a quiet install)', async () => {
     vi.useFakeTimers();
     const sent: ProgressParams[] = [];

@@ -61,8 +61,9 @@ export class CreateProgress {
 
   /** A phase event of createSandbox. */
   onPhase(event: { phase: string; status: string; detail?: string }): void {
-    this.phase = event.phase;
+    // A line still held back belongs to the phase that printed it, not to the one starting now.
     this.flush();
+    this.phase = event.phase;
     const detail = event.detail ? `: ${event.detail}` : '';
     this.emit(`${event.phase} ${event.status}${detail}`);
   }

@@ -55,8 +55,10 @@ export async function prepareBoxImage(
       }
     },
   });
-  progress.done(prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image);
+  const image = prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image;
+  // The notes belong to this phase: logged before its end, not under the next phase's spinner.
   for (const note of prepared.notes) ctx.log(note);
+  progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   ctx.checkAborted();
   return prepared;
 }

@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FixtureRepo } from '../test/fixture-volume.js';
+import { ManifestReadError } from './errors.js';
+import { readManifestSet } from './manifests.js';
+
+const repos: FixtureRepo[] = [];
+afterEach(async () => {
+  await Promise.all(repos.splice(0).map((fixture) => fixture.cleanup()));
+});
+
+describe('readManifestSet: the root source counts of the same exec (real helper)', () => {
+  it('counts regular root files per extension: not deeper, not symlinks, not other names', async () => {
+    const fixture = await new FixtureRepo().start({
+      'main.py': 'print(1)\n',
+      'util.py': '',
+      'tool.mjs': '',
+      'x.ts': '',
+      'README.md': '# x\n',
+      'link.py': { symlink: '/etc/passwd' },
+      'sub/deep.go': '',
+      'sub/requirements.txt': 'left-pad\n',
+    });
+    repos.push(fixture);
+    const set = await readManifestSet(fixture.container);
+    expect(set.rootSources).toEqual({ py: 2, mjs: 1, ts: 1 });
+    // The manifests are read as before, from the same exec.
+    expect(set.files.map((file) => file.path)).toEqual(['sub/requirements.txt']);
+  }, 120_000);
+
+  it('a root it cannot enter fails with its own line, not the count line', async () => {
+    const fixture = await new FixtureRepo().start({ 'a.py': '' });
+    repos.push(fixture);
+    const failed = await readManifestSet(fixture.container, { root: '/work/nope' }).catch((error) => error);
+    expect(failed).toBeInstanceOf(ManifestReadError);
+    expect(failed.message).toMatch(/\(exit 97\): .*\/work\/nope/);
+    expect(failed.message).not.toContain('ca-sbx-root-sources');
+  }, 120_000);
+});
