@@ -47,6 +47,14 @@ export function sandboxNames(id: string): { box: string; helper: string; volume:
   return { box: base, helper: `${HELPER_PREFIX}${id}`, volume: base, network: base };
 }
 
+/**
+ * The egress gateway's hostname, which its own /etc/hosts maps to itself: squid resolves a
+ * clone's host there too, so it must be a name no repo host has (it was `gateway`:
+ * `http://gateway:3128/x.git` reached squid itself, and a LAN host of that name was hidden).
+ * `.invalid` is reserved (RFC 2606); a source naming it is refused like localhost.
+ */
+export const GATEWAY_HOSTNAME = 'ca-sandbox-gateway.invalid';
+
 /** Where the source volume is mounted in a box or helper: the only mount of a named volume. */
 export const REPO_DIR = '/work/repo';
 /** Where a deps image keeps what the install wrote (outside the volume, read-only in the box). */

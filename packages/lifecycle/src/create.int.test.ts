@@ -115,6 +115,36 @@ describe.skipIf(!ready)('createSandbox from a local directory', () => {
     expect(inspect.Config.Labels['ca.sandbox.created']).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
+  it('lists a box whose helper is still there as creating, then incomplete (a create killed with its box started beside the clone)', async () => {
+    const dir = join(work, 'killed-beside');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'a.txt'), 'a');
+    const id = uniqueId(created);
+    await createSandbox({ source: dir, name: id });
+    expect((await listSandboxes()).find((sandbox) => sandbox.id === id)?.status).toBe('running');
+    // What a SIGKILL leaves when the box started beside the clone: the box and the create's helper.
+    const helper = `ca-sbx_helper-${id}`;
+    await docker([
+      'run',
+      '--detach',
+      '--name',
+      helper,
+      ...Object.entries({ ...sandboxLabels(id), 'ca.sandbox.role': 'helper' }).flatMap(([k, v]) => [
+        '--label',
+        `${k}=${v}`,
+      ]),
+      HELPER,
+      '/bin/sleep',
+      '60',
+    ]);
+    expect((await listSandboxes()).find((sandbox) => sandbox.id === id)?.status).toBe('creating');
+    await docker(['stop', '--time', '0', helper]);
+    expect((await listSandboxes()).find((sandbox) => sandbox.id === id)?.status).toBe('incomplete');
+    await destroySandbox(id);
+    created.delete(id);
+    expect((await listSandboxes()).some((sandbox) => sandbox.id === id)).toBe(false);
+  });
+
   it('copies a plain directory (no .git) straight into /work/repo', async () => {
     const dir = join(work, 'plain');
     await mkdir(join(dir, 'sub'), { recursive: true });

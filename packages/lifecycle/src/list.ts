@@ -33,7 +33,9 @@ import { redactUserinfo } from './source.js';
  * Every sandbox, its record read from labels only: there is no state file to drift from the
  * engine. A box (role box) gives the full record; an id with objects but no box (a create still
  * running, or one that was killed: helper, volume or network left) is listed too, with status
- * `creating` while its helper runs and `incomplete` otherwise. Sorted by creation time.
+ * `creating` while its helper runs and `incomplete` otherwise, and so is a box whose helper is
+ * still there (started beside the clone by a create that has not returned, or was killed). Sorted
+ * by creation time.
  */
 export async function listSandboxes(): Promise<SandboxRecord[]> {
   const [containers, volumes, networks] = await Promise.all([
@@ -43,6 +45,12 @@ export async function listSandboxes(): Promise<SandboxRecord[]> {
   ]);
   const boxes = containers.filter((row) => row.role === 'box').map((row) => row.name);
   const records = boxes.length > 0 ? await inspectBoxes(boxes) : [];
+  // A box beside a helper is a create that has not returned (a box started beside the clone, or a
+  // create killed meanwhile): a create removes its helper before it hands the box out.
+  for (const record of records) {
+    const helper = containers.find((row) => row.id === record.id && row.role === 'helper');
+    if (helper) record.status = helper.state === 'running' ? 'creating' : 'incomplete';
+  }
   const complete = new Set(records.map((record) => record.id));
   const partial = new Map<string, SandboxRecord>();
   for (const row of [...containers, ...volumes, ...networks]) {

@@ -100,6 +100,7 @@ describe('parseSource refuses', () => {
     'http://[::ffff:127.0.0.1]/r.git',
     'git@localhost:r.git',
     'git@127.0.0.1:r.git',
+    'http://ca-sandbox-gateway.invalid:3128/x.git',
     'https://ip6-localhost/r.git',
     'ssh://git@IP6-LOOPBACK./r.git',
     'git@ip6-loopback:r.git',

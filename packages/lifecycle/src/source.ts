@@ -1,6 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
+import { GATEWAY_HOSTNAME, hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { isSandboxId } from '@ca-sandbox/docker/process';
 import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError } from './errors.js';
 
@@ -237,9 +237,10 @@ const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|0\.0\.0\.0|::1?|::(ffff:)?(7f[0-9
 
 /**
  * Names of ::1 that the engine writes into every container's /etc/hosts, the gateway's included
- * (squid reads it): like localhost, they name the gateway's own loopback there.
+ * (squid reads it): like localhost, they name the gateway's own loopback there; and the gateway's
+ * own hostname, which that file maps to the gateway itself.
  */
-const LOOPBACK_NAMES = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
+const LOOPBACK_NAMES = new Set(['localhost', 'ip6-localhost', 'ip6-loopback', GATEWAY_HOSTNAME]);
 
 /**
  * A URL clone runs in a container: `localhost` there is the container itself, never this host

@@ -1,4 +1,9 @@
-import { LABEL_EXTRA_NETWORKS, parseSize, type SandboxContainerConfig } from '@ca-sandbox/docker';
+import {
+  GATEWAY_HOSTNAME,
+  LABEL_EXTRA_NETWORKS,
+  parseSize,
+  type SandboxContainerConfig,
+} from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
 import { RUN_COMBOS } from '../test/run-combos.js';
 import { InvalidRunOptionsError } from './errors.js';
@@ -300,7 +305,7 @@ describe('buildContainerConfig', () => {
     expect(body.HostConfig.NetworkMode).toBe('ca-sbx-abc-out');
     expect(body.HostConfig.Mounts).toEqual([]);
     expect(body.Labels[LABEL_EXTRA_NETWORKS]).toBe('ca-sbx-abc-out-in');
-    expect(body).toMatchObject({ WorkingDir: '/tmp', Hostname: 'gateway' });
+    expect(body).toMatchObject({ WorkingDir: '/tmp', Hostname: GATEWAY_HOSTNAME });
     // Its log is the egress record: the daemon's driver.
     expect(body.HostConfig.LogConfig).toBeUndefined();
   });

@@ -1,6 +1,7 @@
 import {
   BOX_USER,
   DOCKER_CLI_PROXY_VARIABLES,
+  GATEWAY_HOSTNAME,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
@@ -83,7 +84,7 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
     Entrypoint: [],
     Cmd: [...(options.command ?? KEEP_ALIVE)],
     User: BOX_USER,
-    Hostname: options.role === 'gateway' ? 'gateway' : 'sandbox',
+    Hostname: options.role === 'gateway' ? GATEWAY_HOSTNAME : 'sandbox',
     WorkingDir: options.volume === undefined ? '/tmp' : REPO_DIR,
     Env: Object.entries(containerEnv(options)).map(([key, value]) => `${key}=${value}`),
     Labels: containerLabels(options),
