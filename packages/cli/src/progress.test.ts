@@ -83,6 +83,8 @@ describe('Progress', () => {
     const screen = renderTerminal(streams.stderr.text);
     expect(screen.fullClears).toBe(0);
     expect(screen.rows).toEqual(['✓ clone     500ms ok', '⠋ build     0ms', '']);
+    // What comes after the frame (the summary, a shell's prompt) starts a clean line.
+    expect(streams.stderr.text.endsWith('\n')).toBe(true);
   });
 
   it('is silent under --json and --quiet', () => {

@@ -170,7 +170,9 @@ export class Progress {
     // the whole screen into its history on every redraw, ten times a second.
     const up = this.drawnLines > 0 ? `\u001b[${this.drawnLines}F` : '';
     const drawn = lines.map((line) => `${ERASE_LINE}${line}`).join('\n');
-    this.out.streams.stderr.write(`${up}${drawn}\n\u001b[J`);
+    // The clear goes at the end of the last line, before its newline: what is written after the
+    // frame (the summary, a prompt) then starts a clean line, not one that begins with ESC[J.
+    this.out.streams.stderr.write(`${up}${drawn}\u001b[J\n`);
     this.drawnLines = lines.length;
   }
 }
