@@ -168,7 +168,8 @@ try {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  const times = { raw: [], floor: [], devcontainer: [] };
+  // A column only for the jobs that run (no devcontainer CLI: no devcontainer column).
+  const times = { raw: [], floor: [], ...(devcontainer ? { devcontainer: [] } : {}) };
   const phases = {};
   for (const policy of policies) {
     times[`bin ${policy}`] = [];

@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 import { FirewallUnavailableError } from './errors.js';
 import type { Family } from './iptables.js';
@@ -92,6 +91,9 @@ async function ipJson(args: string[]): Promise<unknown> {
       'install iproute2 (apt-get install iproute2)',
     );
   }
+  // Loaded on use: execa costs every command that loads the network package ~40 ms of start-up,
+  // and only a create that opens a gateway or a firewall reads the host's ranges.
+  const { execa } = await import('execa');
   const result = await execa(ip, ['-j', ...args], {
     reject: false,
     stdin: 'ignore',

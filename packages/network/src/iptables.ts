@@ -1,6 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { execa } from 'execa';
 import { FirewallCommandError, FirewallUnavailableError } from './errors.js';
 
 export type Family = 4 | 6;
@@ -50,6 +49,9 @@ export async function iptables(
   options: { allowFailure?: boolean } = {},
 ): Promise<IptablesResult> {
   const argv = ['-w', '10', ...args];
+  // Loaded on use: execa costs every command that loads the network package ~40 ms of start-up,
+  // and only an allowlist of addresses (its set-up, check and teardown) runs iptables.
+  const { execa } = await import('execa');
   const result = await execa(binary(family), argv, {
     env: { PATH: process.env.PATH ?? SBIN.join(delimiter), LC_ALL: 'C' },
     extendEnv: false,
