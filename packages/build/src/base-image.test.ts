@@ -14,7 +14,9 @@ writeFileSync(config, JSON.stringify({ baseImages: { node: 'cfg-node:1', go: 'cf
 
 describe('resolveBaseImage', () => {
   it('defaults to the official images', () => {
-    expect(resolveBaseImage('node', { env: {} })).toEqual({
+    // No configuration file: the user's own (setup.sh writes one) must not decide this test.
+    const none = { XDG_CONFIG_HOME: join(dir, 'no-config'), HOME: join(dir, 'no-home') };
+    expect(resolveBaseImage('node', { env: none })).toEqual({
       image: 'node:22-bookworm',
       source: 'default',
     });

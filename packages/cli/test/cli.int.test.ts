@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -237,6 +237,25 @@ describe.skipIf(!READY)('ca-sandbox end to end through the bin (real engine)', (
     expect(readFileSync(join(dir, 'main.sh'), 'utf8')).toContain('main ran');
   });
 
+  it('cp of a missing path says so; under /proc, /sys or /dev it says why and how to read it', async () => {
+    const missing = await runBin(['cp', `${id}:no/such/file`, join(work, 'missing-out')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe("error: '/work/repo/no/such/file' does not exist in the sandbox\n");
+    const proc = await runBin(['cp', `${id}:/proc/self/environ`, join(work, 'environ-out')]);
+    expect(proc.code).toBe(2);
+    expect(proc.stderr).toMatch(
+      /^error: '\/proc\/self\/environ' cannot be copied out: \/proc, \/sys and \/dev are the kernel's views/,
+    );
+    expect(proc.stderr).toContain(`hint: read it with: ca-sandbox exec ${id} -- cat /proc/self/environ\n`);
+    const json = await runBin(['cp', `${id}:/sys/kernel/it's here`, join(work, 'sys-out'), '--json']);
+    expect(json.code).toBe(2);
+    expect(jsonError(json.stderr)).toMatchObject({
+      code: 'CP_SOURCE',
+      hint: `read it with: ca-sandbox exec ${id} -- cat '/sys/kernel/it'\\''s here'`,
+    });
+    expect(existsSync(join(work, 'environ-out'))).toBe(false);
+  });
+
   it('cp never prints a hostile file name raw', async () => {
     const script = 'mkdir -p h && ln -s /etc/passwd "h/$(printf "x\\033[2Jy")" && echo ok > h/file';
     expect((await runBin(['exec', id, '--', 'sh', '-c', script])).code).toBe(0);
@@ -351,6 +370,13 @@ describe.skipIf(!READY)('run: create, shell, destroy', () => {
     const unknown = await runBin(['destroy', `${id}-unknown`, '--json']);
     expect(unknown.code).toBe(2);
     expect(jsonError(unknown.stderr).code).toBe('SANDBOX_NOT_FOUND');
+    // Several ids, none known: one error per id, and no "nothing to remove" before them (it read
+    // as a success ahead of the failures).
+    const none = await runBin(['destroy', `${id}-unknown-a`, `${id}-unknown-b`]);
+    expect(none.code).toBe(2);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).not.toMatch(/nothing to remove/);
+    expect(none.stderr.match(/^error: sandbox '[^']+': no such sandbox$/gm)).toHaveLength(2);
   });
 });
 

@@ -12,20 +12,30 @@ import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects,
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
+/**
+ * This machine's own address on docker's default bridge. The engine lists it as the bridge's
+ * IPAM Gateway on some machines and leaves that field out on others (a fresh Debian dockerd
+ * here): then it is the subnet's first address, which the engine gives the bridge.
+ */
+function bridgeHostAddress(): string {
+  const config = JSON.parse(
+    execFileSync('docker', ['network', 'inspect', 'bridge', '--format', '{{json .IPAM.Config}}']).toString(),
+  ) as { Subnet?: string; Gateway?: string }[];
+  const v4 = config.find((entry) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(entry.Subnet ?? ''));
+  if (v4?.Gateway) return v4.Gateway;
+  const [network = '', bits = '32'] = (v4?.Subnet ?? '').split('/');
+  const value = network.split('.').reduce((acc, part) => acc * 256 + Number(part), 0);
+  const size = 2 ** (32 - Number(bits));
+  const first = value - (value % size) + 1;
+  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join('.');
+}
+
 describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (real engine)', () => {
   const id = `sbx-${randomUUID().slice(0, 8)}`;
   afterAll(() => forceRemoveSandbox(id));
 
   it("exits 1 with git's error and the gateway's side of it, and leaves nothing", async () => {
-    const host = execFileSync('docker', [
-      'network',
-      'inspect',
-      'bridge',
-      '--format',
-      '{{(index .IPAM.Config 0).Gateway}}',
-    ])
-      .toString()
-      .trim();
+    const host = bridgeHostAddress();
     expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     const result = await runBin(['create', `https://${host}:9/x.git`, '--name', id, '--json']);
     expect(result.code).toBe(1);

@@ -157,6 +157,27 @@ function resultOf(destination: string, summary: ExtractSummary, removedStaging: 
   };
 }
 
+/** The kernel's views in the box: the engine's archive reads the box's files, never these. */
+const KERNEL_VIEWS = /^\/(?:proc|sys|dev)(?:\/|$)/;
+
+/**
+ * The engine found nothing at `source`. Under /proc, /sys or /dev that is the engine's limit, not
+ * the box's: those are the kernel's views, which it does not copy (`docker cp` fails the same way).
+ */
+function notInBoxFiles(id: string, source: string): CpOutSourceError {
+  const shown = sanitizeName(source, SHOWN_NAME_MAX);
+  if (!KERNEL_VIEWS.test(source)) return new CpOutSourceError(`'${shown}' does not exist in the sandbox`);
+  return new CpOutSourceError(
+    `'${shown}' cannot be copied out: /proc, /sys and /dev are the kernel's views in the box, and the engine copies only the box's files`,
+    { hint: `read it with: ca-sandbox exec ${id} -- cat ${shellWord(shown)}` },
+  );
+}
+
+/** `word` as one POSIX shell word, for a hint the user may paste. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9._/+-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
+
 /** Streams the box path into `staging/<top>` through the extractor; throws when nothing came. */
 async function extractFromBox(
   id: string,
@@ -171,7 +192,7 @@ async function extractFromBox(
   } catch (error) {
     if (error instanceof DockerNotFoundError) {
       if (/no such container/i.test(error.engineMessage)) await assertBoxRunning(id);
-      throw new CpOutSourceError(`'${sanitizeName(source, SHOWN_NAME_MAX)}' does not exist in the sandbox`);
+      throw notInBoxFiles(id, source);
     }
     throw error;
   }
