@@ -13,21 +13,23 @@ import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects,
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
 /**
- * This machine's own address on docker's default bridge. The engine lists it as the bridge's
- * IPAM Gateway on some machines and leaves that field out on others (a fresh Debian dockerd
- * here): then it is the subnet's first address, which the engine gives the bridge.
+ * This machine's own address on docker's default bridge, read off the bridge interface itself:
+ * the engine's IPAM Gateway field is left out on some machines (a fresh Debian dockerd here).
  */
 function bridgeHostAddress(): string {
-  const config = JSON.parse(
-    execFileSync('docker', ['network', 'inspect', 'bridge', '--format', '{{json .IPAM.Config}}']).toString(),
-  ) as { Subnet?: string; Gateway?: string }[];
-  const v4 = config.find((entry) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(entry.Subnet ?? ''));
-  if (v4?.Gateway) return v4.Gateway;
-  const [network = '', bits = '32'] = (v4?.Subnet ?? '').split('/');
-  const value = network.split('.').reduce((acc, part) => acc * 256 + Number(part), 0);
-  const size = 2 ** (32 - Number(bits));
-  const first = value - (value % size) + 1;
-  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join('.');
+  const bridge = execFileSync('docker', [
+    'network',
+    'inspect',
+    'bridge',
+    '--format',
+    '{{index .Options "com.docker.network.bridge.name"}}',
+  ])
+    .toString()
+    .trim();
+  const links = JSON.parse(execFileSync('ip', ['-4', '-j', 'addr', 'show', 'dev', bridge]).toString()) as {
+    addr_info?: { local?: string }[];
+  }[];
+  return links[0]?.addr_info?.[0]?.local ?? '';
 }
 
 describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (real engine)', () => {

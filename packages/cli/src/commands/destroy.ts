@@ -25,7 +25,9 @@ export function reportTeardown(
   { json, verb = 'removed' }: { json: boolean; verb?: string },
 ): number {
   if (json) out.json(result);
-  else if (result.removed.length === 0 && result.failures.length === 0) out.info('nothing to remove');
+  // Ids that were all unknown: their errors follow, and "nothing to remove" would read as a success.
+  else if (result.removed.length === 0 && result.failures.length === 0 && !result.notFound?.length)
+    out.info('nothing to remove');
   else for (const name of result.removed) out.info(`${verb} ${sanitizeName(name)}`);
   // Under --json the result above carries the failures and leftovers; stderr stays JSON-only.
   if (json) return teardownExitCode(result);
@@ -93,15 +95,13 @@ export async function destroyCommand(
   );
   const merged = mergeTeardown(results);
   if (notFound.length === 0) return reportTeardown(out, merged, { json: out.options.json });
-  // Only unknown ids: their errors say it all ("nothing to remove" before them read as a success).
-  const onlyUnknown =
-    merged.removed.length === 0 && merged.failures.length === 0 && merged.leftovers.length === 0;
-  const code =
-    onlyUnknown && !out.options.json
-      ? 0
-      : reportTeardown(out, out.options.json ? { ...merged, notFound: notFound.map((n) => n.id) } : merged, {
-          json: out.options.json,
-        });
+  const code = reportTeardown(
+    out,
+    { ...merged, notFound: notFound.map((n) => n.id) },
+    {
+      json: out.options.json,
+    },
+  );
   // As any error: one line, or under --json one JSON object per id.
   for (const { error } of notFound) out.error(describeError(error));
   // A teardown failure (exit 1) outranks an unknown id (exit 2, a usage error).
