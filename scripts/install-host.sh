@@ -75,7 +75,12 @@ if ! docker_up; then
   if [ -f /run/containerd/containerd.pid ] && ! kill -0 "$(cat /run/containerd/containerd.pid)" 2>/dev/null; then
     rm -f /run/containerd/containerd.pid
   fi
-  pgrep -x dockerd >/dev/null || setsid nohup dockerd >/var/log/ca-sandbox-dockerd.log 2>&1 </dev/null &
+  # Only the simple command goes to the background: backgrounding the whole `pgrep || dockerd`
+  # list left a subshell alive as dockerd's parent, holding the caller's stdout open, so
+  # `install-host.sh | tail` never ended.
+  if ! pgrep -x dockerd >/dev/null; then
+    setsid nohup dockerd >/var/log/ca-sandbox-dockerd.log 2>&1 </dev/null &
+  fi
   for _ in $(seq 1 60); do
     docker_up && break
     sleep 1
