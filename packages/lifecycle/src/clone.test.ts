@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   buildLocalClonePlan,
@@ -198,6 +201,48 @@ describe('stepsScript (the clone steps of one exec)', () => {
       { argv: ['/bin/sh', '-c', 'exit 3'], optional: true },
     ]);
     expect(skipped).toMatchObject({ mark: 'ca-sbx-steps 3', out: [] });
+  });
+
+  it('runs a gated step only after a result whose verdict it names, and keeps that result as the code', () => {
+    const verdict = (line: string): CloneStep => ({
+      argv: ['/bin/sh', '-c', `printf '%s\\n' "$0"; exit 0`, line],
+      optional: true,
+      result: true,
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'ca-steps-'));
+    const write: CloneStep = { argv: ['/usr/bin/touch', 'written'], cwd: dir, whenVerdict: ['ok'] };
+    const config: CloneStep = {
+      argv: ['/usr/bin/touch', 'config'],
+      cwd: dir,
+      whenVerdict: ['ok', 'missing'],
+    };
+    const ran = () => ['written', 'config'].filter((file) => existsSync(join(dir, file)));
+    try {
+      expect(runSteps([verdict('ok 3 120'), write, config])).toMatchObject({
+        mark: 'ca-sbx-steps 0',
+        out: ['ok 3 120'],
+      });
+      expect(ran()).toEqual(['written', 'config']);
+      for (const file of ran()) rmSync(join(dir, file));
+      runSteps([verdict('missing'), write, config]);
+      expect(ran()).toEqual(['config']);
+      rmSync(join(dir, 'config'));
+      // A cap crossed, a forged verdict word, a word that only starts like one: nothing runs.
+      for (const line of ['bytes 9 99999', 'entries 7 1', 'okay 1 1', ' ok 1 1', 'failed 128'])
+        expect(runSteps([verdict(line), write, config]).mark).toBe('ca-sbx-steps 0');
+      expect(ran()).toEqual([]);
+      // A gated step that fails ends the batch and is named, as any step.
+      const failing = {
+        argv: ['/bin/sh', '-c', 'echo "fatal: checkout" >&2; exit 128'],
+        whenVerdict: ['ok'] as const,
+      };
+      const failed = runSteps([verdict('ok 1 1'), failing, config]);
+      expect(failed.mark).toBe('ca-sbx-steps failed 1 128');
+      expect(failed.stderr).toContain('fatal: checkout');
+      expect(ran()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('gives stdin only to the step that reads the input, and runs each step in its directory', () => {

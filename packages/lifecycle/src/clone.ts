@@ -54,12 +54,27 @@ export interface CloneStep {
   cwd?: string;
   /** Its stdout is the batch's result (the checkout measure's verdict); other steps' goes nowhere. */
   result?: boolean;
+  /**
+   * Runs only when the last result step's verdict (the first word of its last line) is one of
+   * these: the checkout goes in the same exec as the measure, and only after a measure within the
+   * caps. A step skipped this way is no failure; one that runs and fails ends the batch.
+   */
+  whenVerdict?: readonly CheckoutVerdictWord[];
 }
+
+/** The measure's verdicts (checkout-size.ts) a step can wait for. */
+export type CheckoutVerdictWord = 'ok' | 'missing';
+
+/** After the measure: the work tree is written only when the tree is within the caps. */
+const WRITE_TREE: readonly CheckoutVerdictWord[] = ['ok'];
+/** The repo's config (origin, credentials) is set after any measure that allows going on, empty repo included. */
+const AFTER_MEASURE: readonly CheckoutVerdictWord[] = ['ok', 'missing'];
 
 /**
  * A clone in three parts: `fetch` brings the objects into /work/repo/.git and writes no work tree,
  * then the caller measures the tree of `revision` against the source caps (a checkout bomb is a
- * few KB of objects that expand to GiB), and only then `checkout` writes the files.
+ * few KB of objects that expand to GiB), and only then `checkout` writes the files: all in one
+ * exec, each checkout step gated on the measure's verdict (`whenVerdict`).
  */
 export interface ClonePlan {
   fetch: CloneStep[];
@@ -95,7 +110,7 @@ export function gitCommand(protocol: CloneScheme | 'file', timeoutSeconds: numbe
 /** The checkout of the measured revision: the cloned branch, or the commit detached. */
 function checkoutStep(inRepo: string[], ref: { ref: string; commit: boolean } | undefined): CloneStep {
   const target = ref?.commit ? ['--detach', ref.ref] : [];
-  return { argv: [...inRepo, 'checkout', '--quiet', ...target, '--'] };
+  return { argv: [...inRepo, 'checkout', '--quiet', ...target, '--'], whenVerdict: WRITE_TREE };
 }
 
 /**
@@ -110,8 +125,8 @@ export function forgetCredentials(
   const clean = urlWithoutUserinfo(source);
   if (clean === source.url) return [];
   return [
-    { argv: [...inRepo, 'remote', 'set-url', 'origin', clean] },
-    { argv: [RM_BIN, '-f', '--', `${REPO_DIR}/.git/FETCH_HEAD`] },
+    { argv: [...inRepo, 'remote', 'set-url', 'origin', clean], whenVerdict: AFTER_MEASURE },
+    { argv: [RM_BIN, '-f', '--', `${REPO_DIR}/.git/FETCH_HEAD`], whenVerdict: AFTER_MEASURE },
   ];
 }
 
@@ -211,6 +226,7 @@ export function buildLocalClonePlan(
         argv: origin
           ? [...inRepo, 'remote', 'set-url', 'origin', origin]
           : [...inRepo, 'remote', 'remove', 'origin'],
+        whenVerdict: AFTER_MEASURE,
       },
     ],
   };
@@ -241,21 +257,35 @@ export const STEP_STDERR_TAIL_BYTES = 64 * 1024;
  * own error line).
  */
 export function stepsScript(steps: readonly CloneStep[]): string {
-  const lines = ['pf=0 c=0', ': > /tmp/.ca-sbx-step.fail'];
+  const lines = ['pf=0 c=0 v=', ': > /tmp/.ca-sbx-step.fail'];
+  const keepTail = `tail -c ${STEP_STDERR_TAIL_BYTES} /tmp/.ca-sbx-step.err > /tmp/.ca-sbx-step.fail`;
+  const failed = (index: number, code: string) =>
+    `cat /tmp/.ca-sbx-step.fail >&2; printf '\\n${STEPS_MARK} failed ${index} %d\\n' "${code}"; exit 0`;
   steps.forEach((step, index) => {
     const stdin = step.input ? '' : ' </dev/null';
-    const stdout = step.result ? '' : ' >/dev/null';
+    // A result step's stdout is kept in a file, then passed on: its last line is the verdict.
+    const stdout = step.result ? ' >/tmp/.ca-sbx-step.out' : ' >/dev/null';
     const cwd = quote(step.cwd ?? '/tmp');
     const run = `(cd ${cwd} && exec ${step.argv.map(quote).join(' ')})${stdin}${stdout} 2>/tmp/.ca-sbx-step.err`;
+    if (step.whenVerdict) {
+      // Never optional; on success the batch's code stays the result step's (the measure's).
+      lines.push(
+        `case "$v" in ${step.whenVerdict.map(quote).join('|')})`,
+        run,
+        `g=$?; if [ "$g" != 0 ]; then ${keepTail}; ${failed(index, '$g')}; fi`,
+        ';;',
+        'esac',
+      );
+      return;
+    }
     const body = [
       run,
       'c=$?; pf=0',
-      `if [ "$c" != 0 ]; then pf=1; tail -c ${STEP_STDERR_TAIL_BYTES} /tmp/.ca-sbx-step.err > /tmp/.ca-sbx-step.fail; fi`,
-      ...(step.optional
-        ? []
-        : [
-            `if [ "$c" != 0 ]; then cat /tmp/.ca-sbx-step.fail >&2; printf '\\n${STEPS_MARK} failed ${index} %d\\n' "$c"; exit 0; fi`,
-          ]),
+      ...(step.result
+        ? ['cat /tmp/.ca-sbx-step.out', "v=$(tail -n 1 /tmp/.ca-sbx-step.out | cut -d ' ' -f 1)"]
+        : []),
+      `if [ "$c" != 0 ]; then pf=1; ${keepTail}; fi`,
+      ...(step.optional ? [] : [`if [ "$c" != 0 ]; then ${failed(index, '$c')}; fi`]),
     ];
     if (step.fallback) lines.push('if [ "$pf" = 1 ]; then', ...body, 'fi');
     else lines.push(...body);

@@ -116,9 +116,10 @@ async function withGatewaySide(ctx: CreateContext, error: CloneFailedError): Pro
 }
 
 /**
- * Fetch without a work tree and measure what the checkout would write against the source caps (one
- * exec: CheckoutTooLargeError before any file is written), then check out (a second exec).
- * `before`: steps that go first in the fetch's exec (the local tree's unpack, with its input).
+ * Fetch without a work tree, measure what the checkout would write against the source caps, then
+ * check out: one exec, the checkout steps gated in the helper on the measure's verdict, so a tree
+ * over the caps (CheckoutTooLargeError here) never has a file of it written. `before`: steps that
+ * go first (the local tree's unpack, with its input).
  */
 async function fetchMeasureCheckout(
   ctx: CreateContext,
@@ -130,19 +131,20 @@ async function fetchMeasureCheckout(
   const signal = ctx.hooks.signal;
   const helper = ctx.names.helper;
   const limits = ctx.options.sourceLimits;
-  const steps = [...(before?.steps ?? []), ...plan.fetch, measureStep(plan.revision, limits, limit)];
+  const steps = [
+    ...(before?.steps ?? []),
+    ...plan.fetch,
+    measureStep(plan.revision, limits, limit),
+    ...plan.checkout,
+  ];
   const measured = await runCloneSteps(helper, steps, limit, signal, fetchEnv, before?.input);
   // A killed measure exits 0 with no verdict: an interrupted create must not read as a git failure.
   if (signal?.aborted) throw new CreateAbortedError();
   ctx.checkAborted();
   const size = checkoutVerdict(measured.stdout, measured.exitCode, measured.stderr, plan.revision, limits);
-  const checkout = size.empty
-    ? plan.checkout.filter((step) => !step.argv.includes('checkout'))
-    : plan.checkout;
   ctx.log(
     size.empty
       ? 'the repository is empty: nothing to check out'
       : `checkout: ${size.entries} entries, ${size.bytes} bytes of files`,
   );
-  if (checkout.length > 0) await runCloneSteps(helper, checkout, limit, signal);
 }
