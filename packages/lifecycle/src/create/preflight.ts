@@ -10,11 +10,22 @@ import type { CreateContext } from './context.js';
 /**
  * Before anything is made: the engine answers and can give the limits and the runtime, the helper
  * (and, when needed, gateway) images exist, the firewall works for an allowlist, and no sandbox of
- * this id exists. Fits ctx.limits and chooses ctx.runtime.
+ * this id exists. Fits ctx.limits and chooses ctx.runtime. The engine's answers are asked for at
+ * once (each is one round trip on the socket) and judged in this order, so the first failure said
+ * is the one a sequential check would say.
  */
 export async function preflight(ctx: CreateContext): Promise<string> {
   const { options } = ctx;
-  const info = await dockerInfo();
+  const filters = [SANDBOX_FILTER, sandboxIdFilter(ctx.id)];
+  const asked = {
+    info: dockerInfo(),
+    helper: imageExists(options.helperImage),
+    gateway: ctx.needsGateway() ? imageExists(gatewayImage()) : Promise.resolve(true),
+    taken: Promise.all([listIds('container', filters), listIds('volume', filters)]),
+  };
+  // None is left unhandled while an earlier one is awaited (and thrown) first.
+  for (const answer of Object.values(asked)) answer.catch(() => undefined);
+  const info = await asked.info;
   ctx.limits = fitToEngine(ctx.limits, options.chosen, info);
   if (options.runtime !== 'runc' && !info.runtimes.includes(options.runtime)) {
     throw new RuntimeUnavailableError(options.runtime, info.runtimes);
@@ -22,15 +33,10 @@ export async function preflight(ctx: CreateContext): Promise<string> {
   const choice = chooseRuntime(options, info);
   ctx.runtime = choice.runtime;
   if (choice.notice) ctx.progress.notice(choice.notice);
-  if (!(await imageExists(options.helperImage))) throw new HelperImageMissingError(options.helperImage);
-  if (ctx.needsGateway() && !(await imageExists(gatewayImage())))
-    throw new GatewayImageMissingError(gatewayImage());
+  if (!(await asked.helper)) throw new HelperImageMissingError(options.helperImage);
+  if (!(await asked.gateway)) throw new GatewayImageMissingError(gatewayImage());
   if (options.policy === 'allowlist' && options.allowVia === 'firewall') await assertFirewallUsable();
-  const filters = [SANDBOX_FILTER, sandboxIdFilter(ctx.id)];
-  const [containers, volumes] = await Promise.all([
-    listIds('container', filters),
-    listIds('volume', filters),
-  ]);
+  const [containers, volumes] = await asked.taken;
   if (containers.length > 0 || volumes.length > 0) throw new SandboxExistsError(ctx.id);
   return `docker ${info.serverVersion}`;
 }
