@@ -23,6 +23,11 @@ export interface LinkResult {
   entries?: number;
   /** Packages copied into the volume because they write into their own folder (repo-relative paths). */
   copied?: string[];
+  /**
+   * What the link made besides `dirs` (yarn's install-state link, the .yarn folder it made for
+   * it), deepest first once reversed: with `dirs`, everything to remove to undo the link.
+   */
+  made?: string[];
 }
 
 // Runs with the base's node (never a `node` bin of a dependency) in a container of the deps
@@ -35,7 +40,7 @@ const LINK_JS = `
 const fs = require('fs'), path = require('path');
 const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
 const WRITABLE = ${JSON.stringify(Object.keys(WRITABLE_PACKAGES))};
-const out = { dirs: [], kept: [], entries: 0, copied: [] };
+const out = { dirs: [], kept: [], entries: 0, copied: [], made: [] };
 function isLink(p) { try { return fs.lstatSync(p).isSymbolicLink(); } catch { return false; } }
 function exists(p) { try { fs.lstatSync(p); return true; } catch { return false; } }
 function plainDir(p) { try { return fs.realpathSync(p) === p && fs.statSync(p).isDirectory(); } catch { return false; } }
@@ -127,8 +132,12 @@ for (const rel of copies.length ? out.dirs : []) {
 for (const rel of ['.yarn/install-state.gz']) {
   const target = ROOT + '/' + rel;
   if (!exists(SRC + '/' + rel) || exists(target)) continue;
-  if (!exists(path.dirname(target))) { if (!plainDir(ROOT)) continue; fs.mkdirSync(path.dirname(target)); }
-  if (plainDir(path.dirname(target))) fs.symlinkSync(SRC + '/' + rel, target);
+  if (!exists(path.dirname(target))) {
+    if (!plainDir(ROOT)) continue;
+    fs.mkdirSync(path.dirname(target));
+    out.made.push(path.dirname(rel));
+  }
+  if (plainDir(path.dirname(target))) { fs.symlinkSync(SRC + '/' + rel, target); out.made.push(rel); }
 }
 process.stdout.write(JSON.stringify(out));
 `;
@@ -138,6 +147,7 @@ const LinkOutput = z.object({
   kept: z.array(z.string().max(4096)).max(100_000),
   entries: z.number().int().min(0),
   copied: z.array(z.string().max(4096)).max(1000),
+  made: z.array(z.string().max(4096)).max(16),
 });
 
 /**
@@ -171,7 +181,7 @@ export async function linkDependencies(
   const { stdout } = linked;
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
-  const { dirs, kept, entries, copied } = parsed.data;
+  const { dirs, kept, entries, copied, made } = parsed.data;
   if (dirs.length === 0)
     return {
       linked: false,
@@ -179,8 +189,9 @@ export async function linkDependencies(
       dirs,
       kept,
       entries,
+      made,
     };
-  return { linked: true, dirs, kept, entries, copied };
+  return { linked: true, dirs, kept, entries, copied, made };
 }
 
 function safeJson(text: string): unknown {

@@ -107,6 +107,10 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     expect(miss.record.imageCacheHit).toBe(false);
     expect(await sh(miss.record, 'node index.js')).toBe('6.0.0\n');
     expect(await containersOf(miss.record)).toEqual([sandboxNames(miss.record.id).box]);
+    // The early box linked node_modules beside the dephash, then removed its links before it
+    // went: the new box linked into a checkout without them (nothing 'kept' as the repo's own).
+    expect(miss.logs).toContainEqual(expect.stringMatching(/^early box: its node_modules links are removed/));
+    expect(miss.logs.filter((line) => line.startsWith('node_modules the repo has itself'))).toEqual([]);
     // offline, no image for these manifests: the bare base; the early box (of the 6.0.0 image,
     // now the -last) is gone.
     await writeFile(join(repo, 'package.json'), manifest('5.0.0'));
@@ -117,6 +121,10 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     expect(bare).toMatchObject({ kept: false, removed: true });
     expect(bare.record).toMatchObject({ imageCacheHit: false, depsInstalled: false });
     expect(await containersOf(bare.record)).toEqual([sandboxNames(bare.record.id).box]);
+    // The bare base links nothing: the early box's links went with it, none dangles here.
+    expect(await sh(bare.record, 'ls -A; test -e node_modules && echo linked || echo none')).toBe(
+      '.git\nindex.js\npackage.json\nnone\n',
+    );
     for (const record of [miss.record, bare.record]) {
       await import('./teardown.js').then(({ destroySandbox }) => destroySandbox(record.id));
       expect(await labeledObjects(record.id)).toEqual([]);

@@ -1,18 +1,20 @@
-import { linkDependencies, type PreparedImage } from '@ca-sandbox/build';
+import { type LinkResult, linkDependencies, type PreparedImage } from '@ca-sandbox/build';
 import { DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker/contracts';
 import type { CreateContext } from './context.js';
 
 /**
  * The box's node_modules: real directories in the volume linking to the baked deps. It runs in
  * the box (the helper has no /deps), before create returns and anything of the repo runs there.
+ * `ahead`: the link the box started beside the clone already made (speculate.ts).
  */
 export async function linkNodeModules(
   ctx: CreateContext,
   box: string,
   prepared: PreparedImage,
+  ahead?: Promise<LinkResult | undefined>,
 ): Promise<void> {
   ctx.checkAborted();
-  const link = await linkDependencies(box, prepared);
+  const link = (await ahead) ?? (await linkDependencies(box, prepared));
   if (link.linked)
     ctx.log(
       `node_modules: ${link.dirs?.length ?? 0} folder(s) in ${REPO_DIR} linking ${link.entries ?? 0} entries to the deps in ${DEPS_SRC}`,

@@ -19,8 +19,9 @@ export type { CreateHooks, CreatePhase, PhaseEvent } from './progress.js';
 export type { CreateOptions };
 
 /**
- * preflight → clone → dephash → build → run → verify, the box started beside the clone when the
- * source's last deps image is a likely hit (speculate.ts, which says why that is safe). The source is validated before anything
+ * preflight → clone → dephash → build → run → verify, the box started beside the clone (and its
+ * node_modules linked beside the dephash) when the source's last deps image is a likely hit
+ * (speculate.ts, which says why that is safe). The source is validated before anything
  * runs; git and the install run only in a hardened helper container; the box is handed out only
  * after the isolation gate passed; every object is labeled with this call's instance, and any
  * failure or abort removes everything this call created before the error is thrown.
@@ -36,13 +37,25 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     // The box may start beside the clone, from the deps image this source got last (speculate.ts).
     const early = new SpeculativeBox(ctx);
     await progress.phase('clone', () => cloneSource(ctx, early));
-    const prepared = await prepareBoxImage(ctx, (image) => early.dephashKnown(image));
-    ctx.stopHeartbeat();
-    // The helper goes while the box starts and is linked (nothing of the box depends on it; a
-    // container start and a removal each cost the engine a few hundred ms). It sits on the gateway's internal
-    // network, so it goes first, then the gateway. A box that uses a gateway gets a new one once
-    // the create's is gone, so it waits for both.
-    const helperGone = ctx.beside(removeHelper(id));
+    early.linkAhead();
+    // The helper goes as soon as the dephash is known: its last use is the manifest read (a deps
+    // build runs in a container of its own), and nothing of the box depends on it, while a
+    // container removal costs the engine about 100 ms. It sits on the gateway's internal network,
+    // so it goes first, then the gateway. A box that uses a gateway gets a new one once the
+    // create's is gone, so it waits for both.
+    let helperRemoval: Promise<void> | undefined;
+    const removeHelperOnce = () => {
+      if (!helperRemoval) {
+        ctx.stopHeartbeat();
+        helperRemoval = ctx.beside(removeHelper(id));
+      }
+      return helperRemoval;
+    };
+    const prepared = await prepareBoxImage(ctx, (image) => {
+      early.dephashKnown(image);
+      removeHelperOnce();
+    });
+    const helperGone = removeHelperOnce();
     const egress = await summariseEgress(ctx);
     const closing = ctx.boxUsesGateway()
       ? Promise.resolve()
@@ -50,12 +63,13 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     if (ctx.boxUsesGateway()) await helperGone;
     ctx.checkAborted();
     progress.start('run');
-    const box = (await early.adopt(prepared, egress)) ?? (await startBox(ctx, prepared, egress));
+    const adopted = await early.adopt(prepared, egress);
+    const box = adopted ?? (await startBox(ctx, prepared, egress));
     progress.done(`${box.report.checks.filter((check) => check.pass).length} isolation checks passed`);
     // The node_modules link and the source's last deps image go while the helper and the
     // create's gateway are removed: none of them touches the others.
     await Promise.all([
-      linkNodeModules(ctx, box.name, prepared),
+      linkNodeModules(ctx, box.name, prepared, adopted ? early.adoptedLink() : undefined),
       early.remember(prepared),
       helperGone,
       closing,

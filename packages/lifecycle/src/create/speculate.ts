@@ -2,11 +2,13 @@ import { isDeepStrictEqual } from 'node:util';
 import {
   type CacheSource,
   type LastDepsImage,
+  type LinkResult,
   lastDepsImage,
+  linkDependencies,
   type PreparedImage,
   rememberDepsImage,
 } from '@ca-sandbox/build';
-import { engine } from '@ca-sandbox/docker';
+import { BOX_USER, engine, REPO_DIR } from '@ca-sandbox/docker';
 import type { RunningContainer } from '@ca-sandbox/run';
 import type { EgressSummaryRow } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -51,14 +53,22 @@ interface EarlyBox {
  * setuid/setgid bit, so it could write only under /deps, its /tmp and /work/repo (the step
  * empties both before it ends: the engine copies an image's /work/repo into the new, empty volume
  * this box mounts first), never /bin, /etc/ld.so.preload or the image's config (ENTRYPOINT, ENV:
- * the Dockerfile is ours). The isolation gate only inspects. The node_modules link (the one exec before create
- * returns) runs after the dephash confirmed the image, with `env -i`, the system PATH and the
- * base's node, exactly as on the sequential path.
+ * the Dockerfile is ours). The isolation gate only inspects.
+ *
+ * The node_modules link (linkAhead) runs in this box as soon as the checkout is written, beside
+ * the manifest read and the dephash, with `env -i`, the system PATH and the base's node, exactly
+ * as on the sequential path. It writes only what it reports (the node_modules folders it made,
+ * yarn's install-state link): when the dephash then names another image, the box removes exactly
+ * those before it goes, so the next box links into the checkout as the clone left it. Nothing it
+ * writes is read by the manifest read going on beside it: that read prunes every node_modules,
+ * and yarn's install state is no manifest (build's manifest-names.ts).
  */
 export class SpeculativeBox {
   private readonly guess: Promise<LastDepsImage | undefined>;
   private started: Promise<EarlyBox | undefined> = Promise.resolve(undefined);
   private removal: Promise<unknown> | undefined;
+  /** The node_modules link run in the early box once the checkout is written (linkAhead). */
+  private linking: Promise<LinkResult | undefined> = Promise.resolve(undefined);
   /** Set once the box is not wanted any more: nothing starts after that. */
   private settled = false;
 
@@ -106,6 +116,24 @@ export class SpeculativeBox {
     }
   }
 
+  /**
+   * Called once the checkout is written: the early box (when it runs) links node_modules now,
+   * beside the manifest read and the dephash. Its result is the create's when the box is kept
+   * (adoptedLink); undone before the box goes when it is not (discard).
+   */
+  linkAhead(): void {
+    this.linking = this.ctx.beside(
+      this.started.then((early) =>
+        early && !this.settled ? linkDependencies(early.box.name, early.guess.prepared) : undefined,
+      ),
+    );
+  }
+
+  /** The link made by the kept early box (after adopt returned it). */
+  adoptedLink(): Promise<LinkResult | undefined> {
+    return this.linking;
+  }
+
   /** The helper's dephash names `image`: a box of another image is removed at once, beside the build. */
   dephashKnown(image: string): void {
     void this.guess.then((guess) => {
@@ -118,6 +146,7 @@ export class SpeculativeBox {
     this.removal ??= this.ctx.beside(
       this.started.then(async (early) => {
         if (!early) return;
+        await this.unlink(early);
         await engine.container.remove(early.box.name, { force: true });
         this.ctx.log(
           `early box removed: it ran ${early.guess.prepared.image}, not the box this checkout gets`,
@@ -144,8 +173,32 @@ export class SpeculativeBox {
     return undefined;
   }
 
+  /**
+   * Removes what linkAhead made in the volume, in the box that made it. A link that failed may
+   * have made part of what it would report: the create fails rather than hand out a checkout
+   * with another image's links in it.
+   */
+  private async unlink(early: EarlyBox): Promise<void> {
+    const link = await this.linking;
+    const made = [...(link?.dirs ?? []), ...(link?.made ?? [])];
+    if (made.length === 0) return;
+    // Repo-relative paths the link printed: never absolute, never a `..` step out of the checkout.
+    const paths = made.filter((rel) => rel !== '' && !rel.startsWith('/') && !rel.split('/').includes('..'));
+    const removed = await engine.exec.internal(
+      early.box.name,
+      ['/bin/rm', '-rf', '--', ...paths.map((rel) => `${REPO_DIR}/${rel}`)],
+      { user: BOX_USER, timeoutMs: 60_000 },
+    );
+    if (removed.exitCode !== 0)
+      throw new Error(
+        `the early box's node_modules links were not removed: ${removed.stderr.trim().slice(0, 200)}`,
+      );
+    this.ctx.log(`early box: its node_modules links are removed (${paths.length} path(s))`);
+  }
+
   private async keeps(early: EarlyBox, prepared: PreparedImage, egress: EgressSummaryRow[]) {
     if (!prepared.cacheHit || prepared.image !== early.guess.prepared.image) return false;
+    if (prepared.linkNodeModules !== early.guess.prepared.linkNodeModules) return false;
     // What decides the box's environment besides the policy (boxEnv): empty on no network anyway.
     if (prepared.trustedCa !== early.guess.prepared.trustedCa) return false;
     if (!isDeepStrictEqual(boxRecordLabels(this.ctx, prepared, egress), early.labels)) return false;
