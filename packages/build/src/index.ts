@@ -60,7 +60,7 @@ export {
   lastImageTag,
   rememberDepsImage,
 } from './last-image.js';
-export { type LinkResult, linkDependencies } from './link.js';
+export { type LinkOptions, type LinkResult, linkDependencies } from './link.js';
 export {
   type ManifestFile,
   type ManifestSet,
@@ -71,7 +71,13 @@ export {
 } from './manifests.js';
 export { nixpacksVersion } from './nixpacks.js';
 export { ensurePrepImage, prepImageTag } from './prep-image.js';
-export { OFFLINE_NOTICE, type PreparedImage, prepareImage } from './prepare.js';
+export {
+  type ManifestRead,
+  OFFLINE_NOTICE,
+  type PreparedImage,
+  prepareImage,
+  startManifestRead,
+} from './prepare.js';
 export type {
   NetworkPolicy,
   PrepareEvent,

@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import {
   BOX_USER,
   DEPS_SRC,
@@ -41,6 +42,12 @@ const fs = require('fs'), path = require('path');
 const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
 const WRITABLE = ${JSON.stringify(Object.keys(WRITABLE_PACKAGES))};
 const out = { dirs: [], kept: [], entries: 0, copied: [], made: [] };
+// Started ahead (linkDependencies' \`after\`): nothing is read or written until the host says the
+// checkout is complete ('go' on stdin); anything else (end of input, a killed exec) links nothing.
+if (process.argv[2] === 'wait' && fs.readFileSync(0, 'utf8') !== 'go\\n') {
+  process.stdout.write(JSON.stringify(out));
+  process.exit(0);
+}
 function isLink(p) { try { return fs.lstatSync(p).isSymbolicLink(); } catch { return false; } }
 function exists(p) { try { fs.lstatSync(p); return true; } catch { return false; } }
 function plainDir(p) { try { return fs.realpathSync(p) === p && fs.statSync(p).isDirectory(); } catch { return false; } }
@@ -150,6 +157,19 @@ const LinkOutput = z.object({
   made: z.array(z.string().max(4096)).max(16),
 });
 
+export interface LinkOptions {
+  /** Where the checkout is in the container (default /work/repo). */
+  root?: string;
+  /** The exec's time limit, the wait for `after` included (default 120 s). */
+  timeoutMs?: number;
+  /**
+   * Start the link now, link when this settles true: the exec and node start beside the work
+   * that writes the checkout (each costs about 100 ms), and nothing is read or written before the
+   * checkout is complete. False (or a rejection) ends the exec with nothing linked.
+   */
+  after?: Promise<boolean>;
+}
+
 /**
  * Makes /work/repo/node_modules (and each workspace package's) real, writable directories in the
  * volume whose entries link to the deps baked at /deps/src: vite's node_modules/.vite,
@@ -161,20 +181,27 @@ const LinkOutput = z.object({
 export async function linkDependencies(
   containerId: string,
   prepared: { linkNodeModules: boolean },
-  options: { root?: string; timeoutMs?: number } = {},
+  options: LinkOptions = {},
 ): Promise<LinkResult> {
   if (!prepared.linkNodeModules) return { linked: false, reason: 'not needed' };
   const root = options.root ?? REPO_DIR;
   if (!DOCKER_NAME_PATTERN.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
+  // The link's node starts now and waits on its stdin for the host's word (see LinkOptions.after).
+  const gate = options.after ? new PassThrough() : undefined;
+  options.after?.then(
+    (go) => gate?.end(go ? 'go\n' : ''),
+    () => gate?.end(''),
+  );
   // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
   const linked = await engine.exec.internal(
     containerId,
-    [SH_BIN, '-c', 'exec node -e "$1" "$2"', 'sh', LINK_JS, root],
+    [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3"', 'sh', LINK_JS, root, gate ? 'wait' : 'now'],
     {
       user: BOX_USER,
       timeoutMs: options.timeoutMs ?? 120_000,
+      ...(gate ? { input: gate } : {}),
     },
   );
   if (linked.exitCode !== 0) throw new DockerCommandError(['exec'], linked.exitCode, linked.stderr);
@@ -182,6 +209,8 @@ export async function linkDependencies(
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
   const { dirs, kept, entries, copied, made } = parsed.data;
+  if (options.after && !(await options.after.catch(() => false)))
+    return { linked: false, reason: 'the checkout was not written', dirs, kept, entries, made };
   if (dirs.length === 0)
     return {
       linked: false,

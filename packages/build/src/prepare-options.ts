@@ -24,6 +24,7 @@ import {
   settingMaxDepsSize,
 } from './build-settings.js';
 import { InvalidBuildOptionsError } from './errors.js';
+import type { ManifestRead } from './prepare.js';
 import { PROVIDERS, type Provider } from './provider.js';
 import { type Registries, RegistriesSchema, resolveRegistries } from './registries.js';
 import { sanitiseRepoName } from './tag.js';
@@ -129,6 +130,11 @@ const PrepareOptionsSchema = z.strictObject({
   onLog: z.custom<(line: string) => void>((v) => typeof v === 'function').optional(),
   onEvent: z.custom<(event: PrepareEvent) => void>((v) => typeof v === 'function').optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
+  /**
+   * The manifest read of the helper's checkout, already started (startManifestRead, gated on the
+   * clone): prepareImage then waits for it instead of starting one.
+   */
+  manifests: z.custom<Promise<ManifestRead>>((v) => v instanceof Promise).optional(),
 });
 export type PrepareImageOptions = z.input<typeof PrepareOptionsSchema>;
 

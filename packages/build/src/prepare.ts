@@ -6,7 +6,7 @@ import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { cachedImage } from './image-cache.js';
 import { imageToolchain } from './image-toolchain.js';
-import { readManifestSet } from './manifests.js';
+import { type ManifestSet, type ReadManifestsOptions, readManifestSet } from './manifests.js';
 import {
   type PrepareEvent,
   type PrepareImageOptions,
@@ -153,20 +153,40 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   };
 }
 
+/** What one manifest read of a checkout gave, with the entries it skipped (described). */
+export interface ManifestRead extends ManifestSet {
+  skipped: string[];
+}
+
+/**
+ * Starts the manifest read of the checkout in `containerId` now; with `after`, the exec starts
+ * beside the clone and reads once `after` settles true (prepareImage's `manifests`).
+ */
+export async function startManifestRead(
+  containerId: string,
+  options: Omit<ReadManifestsOptions, 'onSkip'> = {},
+): Promise<ManifestRead> {
+  const skipped: string[] = [];
+  const set = await readManifestSet(containerId, {
+    ...options,
+    onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
+  });
+  return { ...set, skipped };
+}
+
 /**
  * The cache-hit path is on every `create`: the manifest read and the builder probe run at once;
  * a hit then costs two image inspects (the base's id for the dephash, the tag it names).
  */
 async function lookAround(opts: ResolvedPrepareOptions) {
-  const skipped: string[] = [];
-  const [{ files, rootSources }, builder] = await Promise.all([
-    readManifestSet(opts.containerId, {
-      ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
-      ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
-      ...(opts.maxTotalBytes ? { maxTotalBytes: opts.maxTotalBytes } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      onSkip: (skip) => skipped.push(`${JSON.stringify(skip.path)}: ${skip.reason}`),
-    }),
+  const [{ files, rootSources, skipped }, builder] = await Promise.all([
+    opts.manifests ??
+      startManifestRead(opts.containerId, {
+        ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
+        ...(opts.maxFileBytes ? { maxFileBytes: opts.maxFileBytes } : {}),
+        ...(opts.maxTotalBytes ? { maxTotalBytes: opts.maxTotalBytes } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      }),
     selectBuilder(opts.builder),
   ]);
   return { files, rootSources, builder, skipped };

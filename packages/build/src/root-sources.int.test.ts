@@ -35,4 +35,31 @@ describe('readManifestSet: the root source counts of the same exec (real helper)
     expect(failed.message).toMatch(/\(exit 97\): .*\/work\/nope/);
     expect(failed.message).not.toContain('ca-sbx-root-sources');
   }, 120_000);
+
+  it('a read started ahead looks at nothing before the word: it sees the files written after it started', async () => {
+    const fixture = await new FixtureRepo().start({ 'early.txt': '' });
+    repos.push(fixture);
+    let go: (written: boolean) => void = () => {};
+    const after = new Promise<boolean>((resolve) => {
+      go = resolve;
+    });
+    const pending = readManifestSet(fixture.container, { after });
+    // The exec runs and waits; the checkout is written meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await fixture.write({ 'package.json': '{"name":"late"}', 'late.py': '' });
+    go(true);
+    const set = await pending;
+    expect(set.files.map((file) => file.path)).toEqual(['package.json']);
+    expect(set.rootSources).toEqual({ py: 1 });
+  }, 120_000);
+
+  it('a read started ahead whose checkout is never written reads nothing and says why', async () => {
+    const fixture = await new FixtureRepo().start({ 'package.json': '{}' });
+    repos.push(fixture);
+    for (const after of [() => Promise.resolve(false), () => Promise.reject(new Error('clone failed'))]) {
+      const failed = await readManifestSet(fixture.container, { after: after() }).catch((error) => error);
+      expect(failed).toBeInstanceOf(ManifestReadError);
+      expect(failed.message).toMatch(/\(exit 96\): the checkout was not written/);
+    }
+  }, 120_000);
 });

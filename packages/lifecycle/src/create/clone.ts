@@ -1,4 +1,4 @@
-import { readExtraCa, resolveCaCertificates } from '@ca-sandbox/build';
+import { readExtraCa, resolveCaCertificates, startManifestRead } from '@ca-sandbox/build';
 import { checkoutVerdict, measureStep } from '../checkout-size.js';
 import {
   buildLocalClonePlan,
@@ -54,6 +54,15 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
   ctx.checkAborted();
   const limit = options.cloneTimeoutSeconds;
   const helper = ctx.names.helper;
+  // The manifest read's exec starts now, beside the clone, and reads once the checkout is written
+  // (an exec's start costs the engine about 70 ms; the read itself a few).
+  ctx.manifests = ctx.beside(
+    startManifestRead(helper, {
+      after: ctx.checkoutWritten,
+      timeoutMs: (limit + 120) * 1000,
+      ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
+    }),
+  );
   if (source.kind === 'url') {
     // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.
     const relay = gateway && (source.scheme === 'git' || source.scheme === 'ssh');

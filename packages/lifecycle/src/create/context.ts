@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ManifestRead } from '@ca-sandbox/build';
 import {
   LABEL_CREATED,
   LABEL_POLICY,
@@ -34,6 +35,15 @@ export class CreateContext {
   firewallTouched = false;
   /** Stops the helper's heartbeat (set once the helper runs). */
   stopHeartbeat: () => void = () => {};
+  /**
+   * Settles when the clone phase ends: true once the checkout is written. The reads started
+   * beside the clone (the manifest read, the early box's link) wait for it before they look.
+   */
+  readonly checkoutWritten: Promise<boolean>;
+  /** Settles checkoutWritten (index.ts, when the clone phase ends either way). */
+  readonly checkoutDone: (written: boolean) => void;
+  /** The helper's manifest read, started beside the clone (clone.ts) and gated on checkoutWritten. */
+  manifests?: Promise<ManifestRead>;
   /** Work started beside another phase: a cleanup waits for it, so it sees all that it made. */
   private readonly inFlight: Promise<unknown>[] = [];
 
@@ -43,6 +53,11 @@ export class CreateContext {
     readonly source: ParsedSource,
     readonly hooks: CreateHooks,
   ) {
+    let settle: (written: boolean) => void = () => {};
+    this.checkoutWritten = new Promise<boolean>((resolve) => {
+      settle = resolve;
+    });
+    this.checkoutDone = settle;
     this.names = sandboxNames(id);
     this.limits = { memory: options.memory, cpus: options.cpus, pids: options.pids };
     this.runtime = options.runtime;

@@ -15,6 +15,7 @@ export async function prepareBoxImage(
   progress.start('dephash');
   const prepared = await prepareImage({
     containerId: ctx.names.helper,
+    ...(ctx.manifests ? { manifests: ctx.manifests } : {}),
     repoName: ctx.source.repoName,
     // The cache key holds the source's identity: another source with the same name and
     // manifests never gets this source's deps image (nor this one theirs).

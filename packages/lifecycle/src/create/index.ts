@@ -36,8 +36,16 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     await progress.phase('preflight', () => preflight(ctx));
     // The box may start beside the clone, from the deps image this source got last (speculate.ts).
     const early = new SpeculativeBox(ctx);
-    await progress.phase('clone', () => cloneSource(ctx, early));
-    early.linkAhead();
+    // The reads started beside the clone wait for the checkout; a failed clone lets them go.
+    await progress
+      .phase('clone', () => cloneSource(ctx, early))
+      .then(
+        () => ctx.checkoutDone(true),
+        (error: unknown) => {
+          ctx.checkoutDone(false);
+          throw error;
+        },
+      );
     // The helper goes as soon as the dephash is known: its last use is the manifest read (a deps
     // build runs in a container of its own), and nothing of the box depends on it, while a
     // container removal costs the engine about 100 ms. It sits on the gateway's internal network,

@@ -55,8 +55,10 @@ interface EarlyBox {
  * this box mounts first), never /bin, /etc/ld.so.preload or the image's config (ENTRYPOINT, ENV:
  * the Dockerfile is ours). The isolation gate only inspects.
  *
- * The node_modules link (linkAhead) runs in this box as soon as the checkout is written, beside
- * the manifest read and the dephash, with `env -i`, the system PATH and the base's node, exactly
+ * The node_modules link starts in this box once it passed its gate and waits, its node blocked on
+ * its stdin, until the host says the checkout is written (LinkOptions.after in @ca-sandbox/build);
+ * it then runs beside the manifest read and the dephash, with `env -i`, the system PATH and the
+ * base's node, exactly
  * as on the sequential path. It writes only what it reports (the node_modules folders it made,
  * yarn's install-state link): when the dephash then names another image, the box removes exactly
  * those before it goes, so the next box links into the checkout as the clone left it. Nothing it
@@ -67,7 +69,7 @@ export class SpeculativeBox {
   private readonly guess: Promise<LastDepsImage | undefined>;
   private started: Promise<EarlyBox | undefined> = Promise.resolve(undefined);
   private removal: Promise<unknown> | undefined;
-  /** The node_modules link run in the early box once the checkout is written (linkAhead). */
+  /** The node_modules link started in the early box, run once the checkout is written. */
   private linking: Promise<LinkResult | undefined> = Promise.resolve(undefined);
   /** Set once the box is not wanted any more: nothing starts after that. */
   private settled = false;
@@ -95,9 +97,24 @@ export class SpeculativeBox {
     return (await this.guess) !== undefined;
   }
 
-  /** Called once the volume exists (a box started before would get one the engine makes). */
+  /**
+   * Called once the volume exists (a box started before would get one the engine makes). The box's
+   * node_modules link starts as soon as the box passed its gate, and waits for ctx.checkoutWritten;
+   * its result is the create's when the box is kept (adoptedLink), undone when it is not (discard).
+   */
   start(): void {
     this.started = this.ctx.beside(this.guess.then((guess) => (guess ? this.run(guess) : undefined)));
+    this.linking = this.ctx.beside(
+      this.started.then((early) =>
+        early && !this.settled
+          ? linkDependencies(early.box.name, early.guess.prepared, {
+              after: this.ctx.checkoutWritten,
+              // The wait for the checkout is part of the exec: the clone's own limit, then the link's.
+              timeoutMs: (this.ctx.options.cloneTimeoutSeconds + 120) * 1000,
+            })
+          : undefined,
+      ),
+    );
   }
 
   private async run(guess: LastDepsImage): Promise<EarlyBox | undefined> {
@@ -114,19 +131,6 @@ export class SpeculativeBox {
       this.ctx.log(`early box start failed: ${(error as Error).message}`);
       return undefined;
     }
-  }
-
-  /**
-   * Called once the checkout is written: the early box (when it runs) links node_modules now,
-   * beside the manifest read and the dephash. Its result is the create's when the box is kept
-   * (adoptedLink); undone before the box goes when it is not (discard).
-   */
-  linkAhead(): void {
-    this.linking = this.ctx.beside(
-      this.started.then((early) =>
-        early && !this.settled ? linkDependencies(early.box.name, early.guess.prepared) : undefined,
-      ),
-    );
   }
 
   /** The link made by the kept early box (after adopt returned it). */
@@ -174,7 +178,7 @@ export class SpeculativeBox {
   }
 
   /**
-   * Removes what linkAhead made in the volume, in the box that made it. A link that failed may
+   * Removes what the early link made in the volume, in the box that made it. A link that failed may
    * have made part of what it would report: the create fails rather than hand out a checkout
    * with another image's links in it.
    */
