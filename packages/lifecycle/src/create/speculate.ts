@@ -8,7 +8,7 @@ import {
   type PreparedImage,
   rememberDepsImage,
 } from '@ca-sandbox/build';
-import { BOX_USER, engine, REPO_DIR } from '@ca-sandbox/docker';
+import { BOX_USER, DockerCommandError, engine, REPO_DIR } from '@ca-sandbox/docker';
 import type { RunningContainer } from '@ca-sandbox/run';
 import type { EgressSummaryRow } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -58,8 +58,7 @@ interface EarlyBox {
  * The node_modules link starts in this box once it passed its gate and waits, its node blocked on
  * its stdin, until the host says the checkout is written (LinkOptions.after in @ca-sandbox/build);
  * it then runs beside the manifest read and the dephash, with `env -i`, the system PATH and the
- * base's node, exactly
- * as on the sequential path. It writes only what it reports (the node_modules folders it made,
+ * base's node, exactly as on the sequential path. It writes only what it reports (the node_modules folders it made,
  * yarn's install-state link): when the dephash then names another image, the box removes exactly
  * those before it goes, so the next box links into the checkout as the clone left it. Nothing it
  * writes is read by the manifest read going on beside it: that read prunes every node_modules,
@@ -177,14 +176,19 @@ export class SpeculativeBox {
     return undefined;
   }
 
+  /** What the early link wrote in the volume (repo-relative); it throws what the link threw. */
+  private async linkMade(): Promise<string[]> {
+    const link = await this.linking;
+    return [...(link?.dirs ?? []), ...(link?.made ?? [])];
+  }
+
   /**
    * Removes what the early link made in the volume, in the box that made it. A link that failed may
    * have made part of what it would report: the create fails rather than hand out a checkout
    * with another image's links in it.
    */
   private async unlink(early: EarlyBox): Promise<void> {
-    const link = await this.linking;
-    const made = [...(link?.dirs ?? []), ...(link?.made ?? [])];
+    const made = await this.linkMade();
     if (made.length === 0) return;
     // Repo-relative paths the link printed: never absolute, never a `..` step out of the checkout.
     const paths = made.filter((rel) => rel !== '' && !rel.startsWith('/') && !rel.split('/').includes('..'));
@@ -193,16 +197,16 @@ export class SpeculativeBox {
       ['/bin/rm', '-rf', '--', ...paths.map((rel) => `${REPO_DIR}/${rel}`)],
       { user: BOX_USER, timeoutMs: 60_000 },
     );
-    if (removed.exitCode !== 0)
-      throw new Error(
-        `the early box's node_modules links were not removed: ${removed.stderr.trim().slice(0, 200)}`,
-      );
+    if (removed.exitCode !== 0) throw new DockerCommandError(['exec'], removed.exitCode, removed.stderr);
     this.ctx.log(`early box: its node_modules links are removed (${paths.length} path(s))`);
   }
 
   private async keeps(early: EarlyBox, prepared: PreparedImage, egress: EgressSummaryRow[]) {
     if (!prepared.cacheHit || prepared.image !== early.guess.prepared.image) return false;
-    if (prepared.linkNodeModules !== early.guess.prepared.linkNodeModules) return false;
+    // The guess links by the image's provider label; a root the dephash chose node for by its
+    // source files links nothing (no install: no /deps node_modules). Whatever the early link
+    // made must be what this box gets.
+    if (!prepared.linkNodeModules && (await this.linkMade()).length > 0) return false;
     // What decides the box's environment besides the policy (boxEnv): empty on no network anyway.
     if (prepared.trustedCa !== early.guess.prepared.trustedCa) return false;
     if (!isDeepStrictEqual(boxRecordLabels(this.ctx, prepared, egress), early.labels)) return false;
