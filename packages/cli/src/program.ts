@@ -9,6 +9,7 @@ import {
 } from '@ca-sandbox/docker/contracts';
 import { Command, Option } from 'commander';
 import { Interrupt, type InterruptMode } from './interrupt.js';
+import { runsOnce } from './lifecycle-api.js';
 import { type GlobalOptions, Output } from './output.js';
 
 /** The package version, from package.json (dist/ or dist/bundle/ are one or two levels below it). */
@@ -116,6 +117,8 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
     (load: () => Promise<Action>, interruptMode: InterruptMode = 'exit') =>
     async (...args: unknown[]): Promise<void> => {
       const command = args.at(-1) as Command;
+      // Every command but the MCP server runs once and exits (lifecycle-api.ts says why it matters).
+      if (command.name() !== 'mcp') runsOnce();
       const out = outputFor(command, streams);
       state.output = out;
       const interrupt = new Interrupt(interruptMode);
