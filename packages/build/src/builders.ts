@@ -1,8 +1,8 @@
 import { NixpacksMissingError } from './errors.js';
 import type { ManifestFile } from './manifests.js';
-import { nixpacksPlan, nixpacksRecipe, nixpacksVersion } from './nixpacks.js';
+import { nixpacksVersion } from './nixpacks-run.js';
 import type { Detection } from './provider.js';
-import { builtinRecipe, type InstallRecipe } from './recipe.js';
+import type { InstallRecipe } from './recipe.js';
 
 export type BuilderName = 'builtin' | 'nixpacks';
 
@@ -28,18 +28,22 @@ export interface Builder {
   recipe(input: RecipeInput): Promise<InstallRecipe>;
 }
 
+// The recipes (and yaml, which they parse with) load on a cache miss only: a cache hit needs the
+// builder's name and version for the dephash, never its recipe.
 export const builtinBuilder: Builder = {
   name: 'builtin',
   version: BUILTIN_VERSION,
-  recipe: async ({ files, detection }) => builtinRecipe(files, detection),
+  recipe: async ({ files, detection }) => (await import('./recipe.js')).builtinRecipe(files, detection),
 };
 
 function nixpacksBuilder(version: string): Builder {
   return {
     name: 'nixpacks',
     version: `${version}+${BUILTIN_VERSION}`,
-    recipe: async ({ files, detection, manifestsDir }) =>
-      nixpacksRecipe(await nixpacksPlan(manifestsDir), files, detection),
+    recipe: async ({ files, detection, manifestsDir }) => {
+      const { nixpacksPlan, nixpacksRecipe } = await import('./nixpacks.js');
+      return nixpacksRecipe(await nixpacksPlan(manifestsDir), files, detection);
+    },
   };
 }
 

@@ -69,7 +69,7 @@ export {
   readManifests,
   type SkippedManifest,
 } from './manifests.js';
-export { nixpacksVersion } from './nixpacks.js';
+export { nixpacksVersion } from './nixpacks-run.js';
 export { ensurePrepImage, prepImageTag } from './prep-image.js';
 export {
   type ManifestRead,

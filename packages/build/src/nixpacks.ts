@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +6,12 @@ import { DEPS_DIR, DEPS_SRC, hasControlCharacter } from '@ca-sandbox/docker/cont
 import { z } from 'zod';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
 import type { ManifestFile } from './manifests.js';
+import { nixpacksEnv, runNixpacks } from './nixpacks-run.js';
 import { NODE_FINISH } from './node-layout.js';
 import type { Detection, Provider } from './provider.js';
 import { builtinRecipe, type EnvEntry, type InstallRecipe, providerEnv } from './recipe.js';
+
+export { nixpacksEnv, nixpacksVersion } from './nixpacks-run.js';
 
 const MAX_CMDS = 32;
 const MAX_CMD_CHARS = 4096;
@@ -206,53 +208,11 @@ export function nixpacksRecipe(
   };
 }
 
-/** The environment nixpacks runs with: PATH only, so no host NIXPACKS_* variable steers the plan. */
-export function nixpacksEnv(home: string): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home };
-}
-
-function run(
-  argv: string[],
-  env: Record<string, string>,
-  timeout: number,
-): Promise<{ stdout: string; stderr: string; code: number | string | null }> {
-  return new Promise((resolve) => {
-    execFile(
-      argv[0] ?? 'nixpacks',
-      argv.slice(1),
-      { env, timeout, maxBuffer: 8 * 1024 * 1024, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        const code = error
-          ? ((error as NodeJS.ErrnoException).code ?? (error as { status?: number }).status ?? 1)
-          : 0;
-        resolve({ stdout, stderr, code: code as number | string | null });
-      },
-    );
-  });
-}
-
-/** `nixpacks --version` → the version, or undefined when nixpacks is not on PATH. */
-export async function nixpacksVersion(): Promise<string | undefined> {
-  const home = await mkdtemp(join(tmpdir(), 'ca-sbx-nixpacks-'));
-  try {
-    const result = await run(
-      [process.env.CA_SANDBOX_NIXPACKS_BIN ?? 'nixpacks', '--version'],
-      nixpacksEnv(home),
-      10_000,
-    );
-    if (result.code !== 0) return undefined;
-    const match = /(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)/.exec(result.stdout);
-    return match?.[1] ?? (result.stdout.trim().slice(0, 64) || 'unknown');
-  } finally {
-    await rm(home, { recursive: true, force: true });
-  }
-}
-
 /** `nixpacks plan <dir> -f json` on a manifests-only context. */
 export async function nixpacksPlan(contextDir: string): Promise<unknown> {
   const home = await mkdtemp(join(tmpdir(), 'ca-sbx-nixpacks-'));
   try {
-    const result = await run(
+    const result = await runNixpacks(
       [process.env.CA_SANDBOX_NIXPACKS_BIN ?? 'nixpacks', 'plan', contextDir, '-f', 'json'],
       nixpacksEnv(home),
       60_000,

@@ -1,5 +1,4 @@
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
-import { buildImage } from './build-image.js';
 import { type BuilderName, selectBuilder } from './builders.js';
 import { loadExtraCa } from './ca-trust.js';
 import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
@@ -125,6 +124,8 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       trustedCa: '',
     };
   }
+  // The cold path's code (context writing, Dockerfile, install log, the recipes) loads only here.
+  const { buildImage } = await import('./build-image.js');
   const { recipe, toolchain } = await buildImage({
     opts,
     files,

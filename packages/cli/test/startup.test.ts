@@ -79,6 +79,18 @@ describe.skipIf(!existsSync(META))('start-up is lazy (built bundle)', () => {
     expect(modules.filter((url) => url.endsWith('/docker/dist/index.js'))).toEqual([]);
   });
 
+  it('create loads the cold build path (recipes, yaml, the Dockerfile writer) only on a cache miss', () => {
+    // No engine here: create stops at the preflight, having loaded what every create loads.
+    const source = mkdtempSync(join(dir, 'src-'));
+    const { status, modules } = loaded(['create', source, '--json']);
+    expect(status).not.toBe(0);
+    const lifecycle = chunksHolding(/\/lifecycle\/dist\/create\//);
+    expect(modules.some((url) => lifecycle.has(url))).toBe(true);
+    const cold = chunksHolding(/\/yaml\/|\/build\/dist\/(recipe|build-image|node-context)\.js$/);
+    expect(cold.size).toBeGreaterThan(0);
+    expect(modules.filter((url) => cold.has(url))).toEqual([]);
+  });
+
   it('an exec usage error fails before the lifecycle or docker are loaded', () => {
     const { status, modules } = loaded(['exec', 'Bad Id', '--', 'true']);
     expect(status).toBe(125);
