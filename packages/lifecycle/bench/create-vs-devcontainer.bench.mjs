@@ -8,7 +8,7 @@
 // derived image of the devcontainer are removed after it.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -61,9 +61,13 @@ async function oursCreate() {
   return { ms, hit };
 }
 
+/**
+ * One cold `devcontainer up`, timed alone (the goal's figure), plus the `git clone` its user runs
+ * first (ours clones inside its create): the same committed tree as ours gets, no node_modules.
+ */
 async function devcontainerOnce() {
-  const dir = mkdtempSync(join(tmpdir(), 'ca-bench-dc-'));
-  cpSync(repo, dir, { recursive: true, filter: (src) => !src.includes('/node_modules') });
+  const dir = join(mkdtempSync(join(tmpdir(), 'ca-bench-dc-')), 'repo');
+  const cloneMs = await timed(() => run('git', ['clone', '--quiet', '--no-local', repo, dir]));
   mkdirSync(join(dir, '.devcontainer'), { recursive: true });
   const env = {};
   if (caBundle) {
@@ -81,9 +85,10 @@ async function devcontainerOnce() {
     }),
   );
   try {
-    return await timed(() =>
+    const upMs = await timed(() =>
       run(devcontainer, ['up', '--workspace-folder', dir], { maxBuffer: 64 * 1024 * 1024 }),
     );
+    return { upMs, cloneMs };
   } finally {
     const ids = (await raw('ps', '-aq', '--filter', `label=devcontainer.local_folder=${dir}`))
       .split('\n')
@@ -95,23 +100,27 @@ async function devcontainerOnce() {
       : [];
     if (ids.length) await raw('rm', '-f', ...ids);
     if (images.length) await raw('image', 'rm', '--force', ...images);
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(join(dir, '..'), { recursive: true, force: true });
   }
 }
 
 const ours = [];
 const theirs = [];
+const theirsWithClone = [];
 for (let round = 0; round < rounds; round += 1) {
   // Alternate who goes first: the registry's and the engine's caches warm for both alike.
+  let dc;
   if (round % 2 === 0) {
     ours.push(await oursOnce());
-    theirs.push(await devcontainerOnce());
+    dc = await devcontainerOnce();
   } else {
-    theirs.push(await devcontainerOnce());
+    dc = await devcontainerOnce();
     ours.push(await oursOnce());
   }
+  theirs.push(dc.upMs);
+  theirsWithClone.push(dc.cloneMs + dc.upMs);
   console.log(
-    `round ${round + 1}: ours ${ours.at(-1).toFixed(0)} ms, devcontainer up ${theirs.at(-1).toFixed(0)} ms`,
+    `round ${round + 1}: ours ${ours.at(-1).toFixed(0)} ms, devcontainer up ${dc.upMs.toFixed(0)} ms (its git clone first: ${dc.cloneMs.toFixed(0)} ms)`,
   );
 }
 const ratio = median(ours) / median(theirs);
@@ -119,3 +128,7 @@ console.log(
   `cold create vs devcontainer up (${repo}, ${baseImage}): ours median ${median(ours).toFixed(0)} ms, devcontainer median ${median(theirs).toFixed(0)} ms`,
 );
 console.log(`ratio ${ratio.toFixed(2)}x (goal <= 1.00x) ${ratio <= 1 ? 'ok' : 'OVER'}`);
+// Information, not the goal: ours clones the repo inside create, a devcontainer user clones first.
+console.log(
+  `with the clone a devcontainer user runs first: git clone + up median ${median(theirsWithClone).toFixed(0)} ms, ratio ${(median(ours) / median(theirsWithClone)).toFixed(2)}x`,
+);
