@@ -19,7 +19,7 @@ const PACKAGES = join(ROOT, 'packages');
 
 /** Files outside @ca-sandbox/docker that may start processes, and the program each one runs. */
 const PROCESS_ALLOWED: Record<string, string> = {
-  'packages/build/src/nixpacks.ts': 'nixpacks (the plan of a repo, on the host; it never builds)',
+  'packages/build/src/nixpacks-run.ts': 'nixpacks (the plan of a repo, on the host; it never builds)',
   'packages/network/src/iptables.ts': 'iptables / ip6tables (the allowlist rules)',
   'packages/network/src/host-ranges.ts': 'ip -j (the host addresses and routes)',
 };
