@@ -7,6 +7,21 @@ import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
 rmSync(`${root}dist/bundle`, { recursive: true, force: true });
+
+// zod's barrel exports `locales` (every language's error messages) on the `z` namespace, which a
+// named `import { z }` keeps whole: 264 KB of the zod chunk that every command with a schema
+// parsed at start-up. The CLI speaks English (zod configures `en` itself, from locales/en.js),
+// and nothing in the bundle reads z.locales, so the barrel of languages is cut to English.
+const englishOnlyZod = {
+  name: 'english-only-zod',
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({
+      contents: 'export { default as en } from "./en.js";',
+      loader: 'js',
+    }));
+  },
+};
+
 const result = await build({
   absWorkingDir: root,
   // main.js for the bin, index.js for `import 'ca-sandbox'`: the published package carries no
@@ -22,6 +37,7 @@ const result = await build({
   sourcemap: 'linked',
   metafile: true,
   legalComments: 'linked',
+  plugins: [englishOnlyZod],
   // Some dependencies are CommonJS and require node builtins.
   banner: {
     js: "import { createRequire as __caSbxRequire } from 'node:module'; const require = __caSbxRequire(import.meta.url);",

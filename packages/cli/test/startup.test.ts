@@ -91,6 +91,14 @@ describe.skipIf(!existsSync(META))('start-up is lazy (built bundle)', () => {
     expect(modules.filter((url) => cold.has(url))).toEqual([]);
   });
 
+  it("the bundle carries zod's English messages only (its other languages were most of the zod chunk)", () => {
+    const meta = JSON.parse(readFileSync(META, 'utf8')) as { inputs: Record<string, unknown> };
+    const locales = Object.keys(meta.inputs)
+      .filter((input) => /\/zod\/v4\/locales\//.test(input))
+      .map((input) => input.split('/').pop());
+    expect(locales.sort()).toEqual(['en.js', 'index.js']);
+  });
+
   it('an exec usage error fails before the lifecycle or docker are loaded', () => {
     const { status, modules } = loaded(['exec', 'Bad Id', '--', 'true']);
     expect(status).toBe(125);
