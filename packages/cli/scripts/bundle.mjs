@@ -71,6 +71,7 @@ await build({
     sourcefile: 'docker-barrel.js',
   },
   outfile: `dist/bundle/${DOCKER_BARREL}`,
+  plugins: [englishOnlyZod],
   bundle: true,
   format: 'esm',
   platform: 'node',
