@@ -4,6 +4,7 @@ import {
   DEPS_SRC,
   DOCKER_NAME_PATTERN,
   DockerCommandError,
+  DockerEngineError,
   engine,
   REPO_DIR,
   SH_BIN,
@@ -160,7 +161,10 @@ const LinkOutput = z.object({
 export interface LinkOptions {
   /** Where the checkout is in the container (default /work/repo). */
   root?: string;
-  /** The exec's time limit, the wait for `after` included (default 120 s). */
+  /**
+   * The link's time limit (default 120 s); with `after`, counted from the moment `after` settles:
+   * the wait for the checkout is bounded by the clone's own limits (it always settles `after`).
+   */
   timeoutMs?: number;
   /**
    * Start the link now, link when this settles true: the exec and node start beside the work
@@ -190,20 +194,40 @@ export async function linkDependencies(
   }
   // The link's node starts now and waits on its stdin for the host's word (see LinkOptions.after).
   const gate = options.after ? new PassThrough() : undefined;
+  const budget = options.timeoutMs ?? 120_000;
+  const deadline = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let finished = false;
+  const arm = () => {
+    if (!finished) timer = setTimeout(() => deadline.abort(), budget);
+  };
   options.after?.then(
-    (go) => gate?.end(go ? 'go\n' : ''),
-    () => gate?.end(''),
-  );
-  // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
-  const linked = await engine.exec.internal(
-    containerId,
-    [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3"', 'sh', LINK_JS, root, gate ? 'wait' : 'now'],
-    {
-      user: BOX_USER,
-      timeoutMs: options.timeoutMs ?? 120_000,
-      ...(gate ? { input: gate } : {}),
+    (go) => {
+      arm();
+      gate?.end(go ? 'go\n' : '');
+    },
+    () => {
+      arm();
+      gate?.end('');
     },
   );
+  if (!options.after) arm();
+  let linked: Awaited<ReturnType<typeof engine.exec.internal>>;
+  try {
+    // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
+    linked = await engine.exec.internal(
+      containerId,
+      [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3"', 'sh', LINK_JS, root, gate ? 'wait' : 'now'],
+      { user: BOX_USER, signal: deadline.signal, ...(gate ? { input: gate } : {}) },
+    );
+  } catch (error) {
+    if (deadline.signal.aborted)
+      throw new DockerEngineError('exec', 0, `linking node_modules did not finish within ${budget} ms`);
+    throw error;
+  } finally {
+    finished = true;
+    clearTimeout(timer);
+  }
   if (linked.exitCode !== 0) throw new DockerCommandError(['exec'], linked.exitCode, linked.stderr);
   const { stdout } = linked;
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));

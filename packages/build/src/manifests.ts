@@ -54,6 +54,8 @@ const ReadManifestsOptionsSchema = z.strictObject({
   maxFiles: z.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_FILES),
   maxFileBytes: z.number().int().min(1).default(DEFAULT_MAX_FILE_BYTES),
   maxTotalBytes: z.number().int().min(1).default(DEFAULT_MAX_TOTAL_BYTES),
+  /** The read's time limit; with `after`, counted from the moment `after` settles (the wait for
+   * the checkout is the clone's, bounded by its own limits, and always settles). */
   timeoutMs: z.number().int().min(1).default(120_000),
   onSkip: z.custom<(skipped: SkippedManifest) => void>((v) => typeof v === 'function').optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal).optional(),
@@ -141,23 +143,43 @@ export async function readManifestSet(
     { user: BOX_USER, ...(gated ? { stdin: true } : {}) },
   );
   const child = engine.exec.start(containerId, spec, { stdout: 'pipe', stderr: 'pipe' });
+  // Dropping the connection ends the stream; tar in the container then dies on its closed pipe.
+  const stop = () => child.kill();
+  // The time limit is the read's own: a slow but valid clone must not use it up while we wait.
+  let timer: NodeJS.Timeout | undefined;
+  let finished = false;
+  let timedOut = false;
+  const arm = () => {
+    if (finished) return;
+    timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, opts.timeoutMs);
+  };
   opts.after?.then(
-    (go) => child.stdin?.end(go ? 'go\n' : ''),
-    () => child.stdin?.end(''),
+    (go) => {
+      arm();
+      child.stdin?.end(go ? 'go\n' : '');
+    },
+    () => {
+      arm();
+      child.stdin?.end('');
+    },
   );
+  if (!gated) arm();
+  const timeoutError = () =>
+    new ManifestReadError(`reading manifests from ${containerId} did not finish within ${opts.timeoutMs} ms`);
   const stderr: Buffer[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {
     if (stderr.length < 64) stderr.push(chunk);
   });
-  // Dropping the connection ends the stream; tar in the container then dies on its closed pipe.
-  const stop = () => child.kill();
-  const timer = setTimeout(stop, opts.timeoutMs);
   opts.signal?.addEventListener('abort', stop, { once: true });
   if (opts.signal?.aborted) stop();
   try {
     const files = await parseManifestTar(child.stdout as NodeJS.ReadableStream, opts);
     const result = await child;
     if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
+    if (timedOut) throw timeoutError();
     if (result.error) throw result.error;
     const errText = Buffer.concat(stderr).toString('utf8');
     if (result.exitCode !== 0) {
@@ -176,9 +198,12 @@ export async function readManifestSet(
   } catch (error) {
     stop();
     await child;
+    // A stream cut by the time limit fails the tar parser too: the limit is the cause to say.
+    if (timedOut && !(error instanceof ManifestLimitError)) throw timeoutError();
     if (error instanceof ManifestLimitError || error instanceof ManifestReadError) throw error;
     throw new ManifestReadError(`reading manifests from ${containerId} failed: ${(error as Error).message}`);
   } finally {
+    finished = true;
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', stop);
   }

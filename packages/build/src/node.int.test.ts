@@ -94,8 +94,11 @@ describe('prepareImage: node (real engine)', () => {
       expect(events.map((e) => e.type)).toEqual(['manifests', 'dephash', 'build', 'built']);
 
       // The box links node_modules (the helper has no /deps): a real directory of the volume.
+      // Started ahead, as a create does: its time limit counts from the word, not from its start
+      // (a limit shorter than the wait would have killed it while the checkout was written).
       const boxName = await fixture.startBox(result.image);
-      expect(await linkDependencies(boxName, result)).toMatchObject({
+      const written = new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 4000));
+      expect(await linkDependencies(boxName, result, { after: written, timeoutMs: 3000 })).toMatchObject({
         linked: true,
         dirs: ['node_modules'],
         kept: [],

@@ -53,6 +53,18 @@ describe('readManifestSet: the root source counts of the same exec (real helper)
     expect(set.rootSources).toEqual({ py: 1 });
   }, 120_000);
 
+  it('a read started ahead has its whole time limit after the word (a slow clone does not use it up)', async () => {
+    const fixture = await new FixtureRepo().start({ 'package.json': '{"name":"slow-clone"}' });
+    repos.push(fixture);
+    const written = new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 4000));
+    const set = await readManifestSet(fixture.container, { after: written, timeoutMs: 3000 });
+    expect(set.files.map((file) => file.path)).toEqual(['package.json']);
+    // A limit that does fire is said as such (an exec's start alone takes longer than 1 ms).
+    const late = await readManifestSet(fixture.container, { timeoutMs: 1 }).catch((error) => error);
+    expect(late).toBeInstanceOf(ManifestReadError);
+    expect(late.message).toMatch(/did not finish within 1 ms$/);
+  }, 120_000);
+
   it('a read started ahead whose checkout is never written reads nothing and says why', async () => {
     const fixture = await new FixtureRepo().start({ 'package.json': '{}' });
     repos.push(fixture);

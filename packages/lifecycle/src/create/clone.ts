@@ -58,8 +58,8 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
   // (an exec's start costs the engine about 70 ms; the read itself a few).
   ctx.manifests = ctx.beside(
     startManifestRead(helper, {
+      // Its 120 s start at the word: the clone before it has limits of its own.
       after: ctx.checkoutWritten,
-      timeoutMs: (limit + 120) * 1000,
       ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
     }),
   );

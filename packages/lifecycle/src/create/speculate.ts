@@ -107,9 +107,8 @@ export class SpeculativeBox {
       this.started.then((early) =>
         early && !this.settled
           ? linkDependencies(early.box.name, early.guess.prepared, {
+              // The link's 120 s start at the word: the wait for the checkout is the clone's.
               after: this.ctx.checkoutWritten,
-              // The wait for the checkout is part of the exec: the clone's own limit, then the link's.
-              timeoutMs: (this.ctx.options.cloneTimeoutSeconds + 120) * 1000,
             })
           : undefined,
       ),
