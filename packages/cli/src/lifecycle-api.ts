@@ -29,7 +29,10 @@ export function runsOnce(): void {
 /** The lifecycle package, imported on first use. */
 export function loadLifecycle(): Promise<Lifecycle> {
   loaded ??= (async () => {
-    // The bundle's one zod, shared by every package in it: set before any schema parses.
+    // The bundle's zod, shared by every package in its chunks. zod reads the setting when a
+    // schema is built, so it is set before the lifecycle's packages build theirs; the command's own
+    // flag schemas (cli/src/options.ts, built with its module) and the exec fast path's separate
+    // docker barrel keep the compiled parse, a few schemas parsed once.
     if (oneShot) (await import('zod')).config({ jitless: true });
     return import('@ca-sandbox/lifecycle');
   })();

@@ -67,7 +67,13 @@ async function oursCreate() {
  */
 async function devcontainerOnce() {
   const dir = join(mkdtempSync(join(tmpdir(), 'ca-bench-dc-')), 'repo');
-  const cloneMs = await timed(() => run('git', ['clone', '--quiet', '--no-local', repo, dir]));
+  let cloneMs;
+  try {
+    cloneMs = await timed(() => run('git', ['clone', '--quiet', '--no-local', repo, dir]));
+  } catch (error) {
+    rmSync(join(dir, '..'), { recursive: true, force: true });
+    throw error;
+  }
   mkdirSync(join(dir, '.devcontainer'), { recursive: true });
   const env = {};
   if (caBundle) {

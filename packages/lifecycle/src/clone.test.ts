@@ -231,6 +231,13 @@ describe('stepsScript (the clone steps of one exec)', () => {
       for (const line of ['bytes 9 99999', 'entries 7 1', 'okay 1 1', ' ok 1 1', 'failed 128'])
         expect(runSteps([verdict(line), write, config]).mark).toBe('ca-sbx-steps 0');
       expect(ran()).toEqual([]);
+      // The word counts only from a measure that exited 0 (the host's rule, checkoutVerdict).
+      const failedMeasure: CloneStep = {
+        ...verdict('ok 3 120'),
+        argv: ['/bin/sh', '-c', 'echo ok 3 120; exit 3'],
+      };
+      expect(runSteps([failedMeasure, write, config]).mark).toBe('ca-sbx-steps 3');
+      expect(ran()).toEqual([]);
       // A gated step that fails ends the batch and is named, as any step.
       const failing = {
         argv: ['/bin/sh', '-c', 'echo "fatal: checkout" >&2; exit 128'],

@@ -269,8 +269,10 @@ export function stepsScript(steps: readonly CloneStep[]): string {
     const run = `(cd ${cwd} && exec ${step.argv.map(quote).join(' ')})${stdin}${stdout} 2>/tmp/.ca-sbx-step.err`;
     if (step.whenVerdict) {
       // Never optional; on success the batch's code stays the result step's (the measure's).
+      // The gate is the host's rule (checkoutVerdict): the word counts only from a measure that
+      // exited 0, so no disagreement between the two can write a file the host then refuses.
       lines.push(
-        `case "$v" in ${step.whenVerdict.map(quote).join('|')})`,
+        `case "$c:$v" in ${step.whenVerdict.map((word) => quote(`0:${word}`)).join('|')})`,
         run,
         `g=$?; if [ "$g" != 0 ]; then ${keepTail}; ${failed(index, '$g')}; fi`,
         ';;',
