@@ -10,6 +10,7 @@ import {
   SH_BIN,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
+import { limitFrom } from './_utils.js';
 import { ManifestReadError } from './errors.js';
 import { WRITABLE_PACKAGES } from './node-layout.js';
 
@@ -196,22 +197,11 @@ export async function linkDependencies(
   const gate = options.after ? new PassThrough() : undefined;
   const budget = options.timeoutMs ?? 120_000;
   const deadline = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let finished = false;
-  const arm = () => {
-    if (!finished) timer = setTimeout(() => deadline.abort(), budget);
-  };
+  const limit = limitFrom(options.after, budget, () => deadline.abort());
   options.after?.then(
-    (go) => {
-      arm();
-      gate?.end(go ? 'go\n' : '');
-    },
-    () => {
-      arm();
-      gate?.end('');
-    },
+    (go) => gate?.end(go ? 'go\n' : ''),
+    () => gate?.end(''),
   );
-  if (!options.after) arm();
   let linked: Awaited<ReturnType<typeof engine.exec.internal>>;
   try {
     // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
@@ -221,12 +211,11 @@ export async function linkDependencies(
       { user: BOX_USER, signal: deadline.signal, ...(gate ? { input: gate } : {}) },
     );
   } catch (error) {
-    if (deadline.signal.aborted)
+    if (limit.expired)
       throw new DockerEngineError('exec', 0, `linking node_modules did not finish within ${budget} ms`);
     throw error;
   } finally {
-    finished = true;
-    clearTimeout(timer);
+    limit.clear();
   }
   if (linked.exitCode !== 0) throw new DockerCommandError(['exec'], linked.exitCode, linked.stderr);
   const { stdout } = linked;

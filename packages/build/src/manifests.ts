@@ -8,7 +8,7 @@ import {
 } from '@ca-sandbox/docker';
 import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
-import { parseOptions } from './_utils.js';
+import { limitFrom, parseOptions } from './_utils.js';
 import { ManifestLimitError, ManifestReadError } from './errors.js';
 import {
   GO_VENDOR_LIST,
@@ -146,27 +146,11 @@ export async function readManifestSet(
   // Dropping the connection ends the stream; tar in the container then dies on its closed pipe.
   const stop = () => child.kill();
   // The time limit is the read's own: a slow but valid clone must not use it up while we wait.
-  let timer: NodeJS.Timeout | undefined;
-  let finished = false;
-  let timedOut = false;
-  const arm = () => {
-    if (finished) return;
-    timer = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, opts.timeoutMs);
-  };
+  const limit = limitFrom(opts.after, opts.timeoutMs, stop);
   opts.after?.then(
-    (go) => {
-      arm();
-      child.stdin?.end(go ? 'go\n' : '');
-    },
-    () => {
-      arm();
-      child.stdin?.end('');
-    },
+    (go) => child.stdin?.end(go ? 'go\n' : ''),
+    () => child.stdin?.end(''),
   );
-  if (!gated) arm();
   const timeoutError = () =>
     new ManifestReadError(`reading manifests from ${containerId} did not finish within ${opts.timeoutMs} ms`);
   const stderr: Buffer[] = [];
@@ -179,7 +163,7 @@ export async function readManifestSet(
     const files = await parseManifestTar(child.stdout as NodeJS.ReadableStream, opts);
     const result = await child;
     if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
-    if (timedOut) throw timeoutError();
+    if (limit.expired) throw timeoutError();
     if (result.error) throw result.error;
     const errText = Buffer.concat(stderr).toString('utf8');
     if (result.exitCode !== 0) {
@@ -199,12 +183,11 @@ export async function readManifestSet(
     stop();
     await child;
     // A stream cut by the time limit fails the tar parser too: the limit is the cause to say.
-    if (timedOut && !(error instanceof ManifestLimitError)) throw timeoutError();
+    if (limit.expired && !(error instanceof ManifestLimitError)) throw timeoutError();
     if (error instanceof ManifestLimitError || error instanceof ManifestReadError) throw error;
     throw new ManifestReadError(`reading manifests from ${containerId} failed: ${(error as Error).message}`);
   } finally {
-    finished = true;
-    clearTimeout(timer);
+    limit.clear();
     opts.signal?.removeEventListener('abort', stop);
   }
 }

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { installScript, renderDockerfile } from './dockerfile.js';
 import { NixpacksPlanError } from './errors.js';
-import { nixpacksEnv, nixpacksRecipe, planJsonFromSnapshot, relocate, translatePlan } from './nixpacks.js';
+import { nixpacksRecipe, planJsonFromSnapshot, relocate, translatePlan } from './nixpacks.js';
+import { nixpacksEnv } from './nixpacks-run.js';
 import type { Provider } from './provider.js';
 
 const plansDir = fileURLToPath(new URL('../../../../shared/fixtures/nixpacks-plans/', import.meta.url));

@@ -11,8 +11,6 @@ import { NODE_FINISH } from './node-layout.js';
 import type { Detection, Provider } from './provider.js';
 import { builtinRecipe, type EnvEntry, type InstallRecipe, providerEnv } from './recipe.js';
 
-export { nixpacksEnv, nixpacksVersion } from './nixpacks-run.js';
-
 const MAX_CMDS = 32;
 const MAX_CMD_CHARS = 4096;
 const MAX_VARIABLES = 64;
