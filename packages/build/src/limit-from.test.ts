@@ -1,15 +1,21 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { limitFrom } from './_utils.js';
 
+/** A start the test settles by hand (the checkout's word). */
+function deferred(): { start: Promise<boolean>; settle: (value: boolean) => void } {
+  let settle: (value: boolean) => void = () => {};
+  const start = new Promise<boolean>((resolve) => {
+    settle = resolve;
+  });
+  return { start, settle };
+}
+
 describe('limitFrom (a time limit that starts when its start settles)', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
   it('does not run while the start is pending, then runs its full time after it settles', async () => {
-    let settle: (value: boolean) => void = () => {};
-    const start = new Promise<boolean>((resolve) => {
-      settle = resolve;
-    });
+    const { start, settle } = deferred();
     const onExpire = vi.fn();
     const limit = limitFrom(start, 1000, onExpire);
     await vi.advanceTimersByTimeAsync(5000);
@@ -33,10 +39,7 @@ describe('limitFrom (a time limit that starts when its start settles)', () => {
   });
 
   it('cleared before its start settles, it never arms (no timer outlives the work)', async () => {
-    let settle: (value: boolean) => void = () => {};
-    const start = new Promise<boolean>((resolve) => {
-      settle = resolve;
-    });
+    const { start, settle } = deferred();
     const onExpire = vi.fn();
     const limit = limitFrom(start, 10, onExpire);
     limit.clear();
