@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { staleBuildDirectories } from '@ca-sandbox/build';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
 
@@ -39,8 +40,11 @@ describe.skipIf(!READY)('a repo whose dependency install fails, through the bin 
   it('exits 1 with the cause in the message, the npm lines, the kept log, and nothing left', async () => {
     const id = `sbx-${randomUUID().slice(0, 8)}`;
     ids.push(id);
+    // A context directory the create left is one whose process (the bin's) is gone; a test running
+    // beside this one has live contexts of its own, so counting them all would race with it.
     const contexts = () => readdirSync(tmpdir()).filter((name) => name.startsWith('ca-sbx-build-')).length;
     const before = contexts();
+    const staleBefore = new Set(await staleBuildDirectories());
     const result = await runBin(['create', repo, '--name', id, '--network', 'clone-then-cut', '--json'], {
       ...caEnv,
       XDG_STATE_HOME: state,
@@ -61,7 +65,10 @@ describe.skipIf(!READY)('a repo whose dependency install fails, through the bin 
     expect(error.logFile.startsWith(join(state, 'ca-sandbox', 'logs'))).toBe(true);
     expect(readFileSync(error.logFile, 'utf8')).toContain('ca-sbx-no-such-package-9d2e');
     expect(remainingObjects(id)).toEqual([]);
-    expect(contexts()).toBeLessThanOrEqual(before);
+    expect((await staleBuildDirectories()).filter((dir) => !staleBefore.has(dir))).toEqual([]);
+    // And the count as before, when no other process is building (all contexts left are stale).
+    const stale = await staleBuildDirectories();
+    if (stale.length === contexts()) expect(contexts()).toBeLessThanOrEqual(before);
   });
 
   it('says the same in text mode without --verbose: cause, npm lines, log path', async () => {
