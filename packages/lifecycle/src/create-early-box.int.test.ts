@@ -1,4 +1,4 @@
-import { mkdir, realpath, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lastImageTag } from '@ca-sandbox/build';
 import { dockerInfo, engine, imageExists, sandboxNames } from '@ca-sandbox/docker';
@@ -101,7 +101,17 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     git.execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qam', 'v6'], {
       cwd: repo,
     });
+    // Untracked files to copy in make a clone that outlasts the early box's start (under runsc
+    // too, on a loaded machine): its link then runs and has links to undo. With a tiny checkout
+    // the dephash can name the new image before the box passed its gate, and nothing is linked.
+    await mkdir(join(repo, 'bulk-miss'));
+    for (let index = 0; index < 3000; index += 1)
+      await writeFile(join(repo, 'bulk-miss', `f${index}.txt`), 'x'.repeat(512));
     const miss = await create(repo, runtime, 'clone-then-cut');
+    await rm(join(repo, 'bulk-miss'), { recursive: true });
+    const boxStarted = miss.logs.findIndex((line) => line.startsWith('early box: started'));
+    expect(boxStarted).toBeGreaterThanOrEqual(0);
+    expect(boxStarted).toBeLessThan(miss.logs.findIndex((line) => line.startsWith('dephash ')));
     expect(miss).toMatchObject({ kept: false, removed: true });
     expect(miss.record.image).not.toBe(first.image);
     expect(miss.record.imageCacheHit).toBe(false);

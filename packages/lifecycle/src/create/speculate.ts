@@ -104,14 +104,21 @@ export class SpeculativeBox {
   start(): void {
     this.started = this.ctx.beside(this.guess.then((guess) => (guess ? this.run(guess) : undefined)));
     this.linking = this.ctx.beside(
-      this.started.then((early) =>
-        early && !this.settled
-          ? linkDependencies(early.box.name, early.guess.prepared, {
-              // The link's 120 s start at the word: the wait for the checkout is the clone's.
-              after: this.ctx.checkoutWritten,
-            })
-          : undefined,
-      ),
+      this.started.then((early) => {
+        if (!early) return undefined;
+        if (this.settled) {
+          // The dephash came before the box passed its gate: a kept box links after it, as a box
+          // started then would; one removed has nothing to undo.
+          this.ctx.log(
+            'early box: no link beside the clone, the dephash came before the box passed its gate',
+          );
+          return undefined;
+        }
+        return linkDependencies(early.box.name, early.guess.prepared, {
+          // The link's 120 s start at the word: the wait for the checkout is the clone's.
+          after: this.ctx.checkoutWritten,
+        });
+      }),
     );
   }
 
