@@ -5,7 +5,12 @@ import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { cachedImage } from './image-cache.js';
 import { imageToolchain } from './image-toolchain.js';
-import { type ManifestSet, type ReadManifestsOptions, readManifestSet } from './manifests.js';
+import {
+  type ManifestFile,
+  type ManifestSet,
+  type ReadManifestsOptions,
+  readManifestSet,
+} from './manifests.js';
 import {
   type PrepareEvent,
   type PrepareImageOptions,
@@ -14,6 +19,7 @@ import {
 } from './prepare-options.js';
 import { detectProvider, type Provider } from './provider.js';
 import { chooseRootProvider } from './root-sources.js';
+import { runtimeMismatches } from './runtime-pins.js';
 import { imageTag } from './tag.js';
 import { parseToolchain, type Toolchain } from './toolchain.js';
 
@@ -37,6 +43,11 @@ export interface PreparedImage {
   trustedCa: string;
   /** Why the box got this toolchain when the root has no manifest (root-sources.ts); shown by `create`. */
   selection?: string;
+  /**
+   * One line per runtime the repo pins at its root (`.nvmrc`, `.python-version`, go.mod's `go`)
+   * that the image's toolchain misses (runtime-pins.ts); shown by `create` whatever the verbosity.
+   */
+  runtimeMismatches: string[];
 }
 
 /** Said (without --verbose) whenever a box gets no dependencies. */
@@ -101,7 +112,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: true,
       notes,
       linkNodeModules: detection.provider === 'node',
-      toolchain: parseToolchain(cached.toolchain),
+      ...withToolchain(files, parseToolchain(cached.toolchain)),
       trustedCa: cached.ca,
     };
   }
@@ -120,7 +131,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: choice !== undefined,
       notes,
       linkNodeModules: false,
-      toolchain: await imageToolchain(base.image),
+      ...withToolchain(files, await imageToolchain(base.image)),
       trustedCa: '',
     };
   }
@@ -149,9 +160,14 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     depsInstalled: true,
     notes,
     linkNodeModules: recipe.linkNodeModules,
-    toolchain,
+    ...withToolchain(files, toolchain),
     trustedCa: ca?.hash ?? '',
   };
+}
+
+/** The image's toolchain and what of the repo's runtime pins it misses. */
+function withToolchain(files: readonly ManifestFile[], toolchain: Toolchain) {
+  return { toolchain, runtimeMismatches: runtimeMismatches(files, toolchain) };
 }
 
 /** What one manifest read of a checkout gave, with the entries it skipped (described). */

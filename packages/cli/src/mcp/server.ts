@@ -181,6 +181,9 @@ export function createMcpServer(version: string): McpServer {
       try {
         const record = await lifecycle.createSandbox(request, {
           signal: extra.signal,
+          // What the CLI prints whatever the verbosity (a runtime pin the box misses, no gVisor
+          // for a --with-claude box) goes to the agent beside the record.
+          onNotice: (line) => notes.push(`warning: ${line}`),
           ...(progress
             ? { onPhase: (event) => progress.onPhase(event), onLog: (line) => progress.onLog(line) }
             : {}),

@@ -59,6 +59,7 @@ export async function prepareBoxImage(
   const image = prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image;
   // The notes belong to this phase: logged before its end, not under the next phase's spinner.
   for (const note of prepared.notes) ctx.log(note);
+  for (const mismatch of prepared.runtimeMismatches) progress.notice(mismatch);
   progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   ctx.checkAborted();
   return prepared;
