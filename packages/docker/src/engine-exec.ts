@@ -306,10 +306,20 @@ export async function collectExec(
   options: { input?: string | Buffer | Readable; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<ExecOutcome> {
   const child = startExec(container, { ...spec, stdin: options.input !== undefined || spec.stdin === true });
+  // A stream that fails (a local file that changed while it was packed) ends nothing by itself:
+  // pipe() leaves the exec's stdin open and the command waits for the rest until the time limit.
+  // The exec is dropped at once and the stream's error is the outcome.
+  let inputError: Error | undefined;
   if (child.stdin) {
     const input = options.input;
     if (input === undefined || typeof input === 'string' || Buffer.isBuffer(input)) child.stdin.end(input);
-    else input.pipe(child.stdin);
+    else {
+      input.once('error', (error: Error) => {
+        inputError = error;
+        child.kill();
+      });
+      input.pipe(child.stdin);
+    }
   }
   const timer = options.timeoutMs ? setTimeout(() => child.kill(), options.timeoutMs) : undefined;
   // An abort drops the connection, as killing the docker client did (the caller removes the container).
@@ -318,6 +328,7 @@ export async function collectExec(
   else options.signal?.addEventListener('abort', abort, { once: true });
   try {
     const [stdout, stderr, end] = await Promise.all([text(child.stdout), text(child.stderr), child]);
+    if (inputError) throw inputError;
     if (end.error) throw end.error;
     if (end.exitCode === undefined) {
       const why = options.signal?.aborted

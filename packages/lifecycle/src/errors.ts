@@ -146,6 +146,20 @@ export class SandboxStartRefusedError extends CaSandboxError {
   }
 }
 
+/**
+ * A file of the local directory changed (or was replaced, or shrank) while create copied it in:
+ * the box would get a tree that never existed. Nothing is kept.
+ */
+export class SourceChangedError extends CaSandboxError {
+  readonly code = 'SOURCE_CHANGED';
+  readonly kind = 'failure';
+  constructor(path: string, how: 'changed' | 'shrank') {
+    super(`'${sanitizeName(path, SHOWN_NAME_MAX)}' ${how} while create copied the directory in`, {
+      hint: 'stop what writes into it (a watcher, a build, a download) and create again, or create from a copy or a commit of it',
+    });
+  }
+}
+
 /** The local directory is over the packing caps (bytes or entries). */
 export class SourceTooLargeError extends CaSandboxError {
   readonly code = 'SOURCE_TOO_LARGE';

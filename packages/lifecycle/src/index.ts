@@ -32,6 +32,7 @@ export {
   SandboxNotRunningError,
   SandboxStartRefusedError,
   ShellNeedsTerminalError,
+  SourceChangedError,
   SourceTooLargeError,
   UnsupportedHostError,
 } from './errors.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { BOX_GID, BOX_UID, formatSize, SOURCE_LIMITS } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
-import { SourceTooLargeError } from './errors.js';
+import { SourceChangedError, SourceTooLargeError } from './errors.js';
 
 export interface PackLimits {
   /** Total bytes of regular files. */
@@ -139,7 +139,7 @@ async function packEntry(pack: tar.Pack, root: string, entry: ScannedEntry, pref
   try {
     const info = await handle.stat();
     if (!info.isFile() || info.ino !== entry.ino || info.dev !== entry.dev || info.size !== entry.size) {
-      throw new SourceTooLargeError(`'${entry.path}' changed while it was being packed`);
+      throw new SourceChangedError(entry.path, 'changed');
     }
     const { sink, done } = startEntry(pack, { ...header, type: 'file', size: entry.size });
     const buffer = Buffer.allocUnsafe(64 * 1024);
@@ -151,7 +151,7 @@ async function packEntry(pack: tar.Pack, root: string, entry: ScannedEntry, pref
         Math.min(buffer.length, entry.size - position),
         position,
       );
-      if (bytesRead === 0) throw new SourceTooLargeError(`'${entry.path}' shrank while it was being packed`);
+      if (bytesRead === 0) throw new SourceChangedError(entry.path, 'shrank');
       position += bytesRead;
       if (!sink.write(Buffer.from(buffer.subarray(0, bytesRead)))) await drained(sink);
     }
