@@ -137,6 +137,13 @@ describe('formatElapsed', () => {
     expect(formatElapsed(850)).toBe('850ms');
     expect(formatElapsed(1234)).toBe('1.2s');
     expect(formatElapsed(125_000)).toBe('2m05s');
+    // Never a 60 in the seconds (a new-user trial saw `clone: still running after 1m60s`).
+    expect(formatElapsed(119_600)).toBe('2m00s');
+    expect(formatElapsed(90_000)).toBe('1m30s');
+    expect(formatElapsed(59_970)).toBe('1m00s');
+    expect(formatElapsed(59_940)).toBe('59.9s');
+    expect(formatElapsed(999.6)).toBe('1.0s');
+    expect(formatElapsed(3_599_999)).toBe('60m00s');
   });
 });
 

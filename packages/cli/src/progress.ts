@@ -28,11 +28,11 @@ const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '
 
 /** `1.2s`, `850ms`, `2m05s`. */
 export function formatElapsed(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const minutes = Math.floor(ms / 60_000);
-  const seconds = Math.round((ms % 60_000) / 1000);
-  return `${minutes}m${String(seconds).padStart(2, '0')}s`;
+  // Rounded once, then split: rounding the remainder after flooring gave `1m60s`, and 59.97 s `60.0s`.
+  if (Math.round(ms) < 1000) return `${Math.round(ms)}ms`;
+  if (Math.round(ms / 100) < 600) return `${(Math.round(ms / 100) / 10).toFixed(1)}s`;
+  const total = Math.round(ms / 1000);
+  return `${Math.floor(total / 60)}m${String(total % 60).padStart(2, '0')}s`;
 }
 
 /**
