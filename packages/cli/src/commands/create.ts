@@ -18,8 +18,12 @@ export async function createWithProgress(
   const warning = request.network === 'allowlist' ? await allowlistWarning(request.allow ?? []) : undefined;
   if (warning) out.warn(warning);
   const lifecycle = await loadLifecycle();
+  // Loaded before anything is created: the code after createSandbox loads nothing more, so an
+  // install replaced under a running create (a chunk gone) cannot leave a box nobody was told of.
+  const { OFFLINE_NOTICE } = await import('@ca-sandbox/build');
   const progress = new Progress(out);
   const started = Date.now();
+  let made: SandboxRecord | undefined;
   try {
     const record = await lifecycle.createSandbox(request, {
       onPhase: progress.onPhase,
@@ -30,17 +34,16 @@ export async function createWithProgress(
     });
     // A signal that lands after the last check inside createSandbox: the box is whole, but the
     // user asked to stop, so it goes as an aborted create's objects go.
-    if (signal.aborted) {
-      await lifecycle.destroySandbox(record.id);
-      throw new lifecycle.CreateAbortedError();
-    }
+    made = record;
+    if (signal.aborted) throw new lifecycle.CreateAbortedError();
     progress.stop();
-    // Loaded with the lifecycle already: no extra cost on --help.
-    const { OFFLINE_NOTICE } = await import('@ca-sandbox/build');
     out.info(summary(out, record, Date.now() - started, { showNext, offlineNotice: OFFLINE_NOTICE }));
     return record;
   } catch (error) {
     progress.stop();
+    // The box is whole but its id never reached the user (an abort, a failed summary): it goes
+    // as an aborted create's objects go, not left running unknown.
+    if (made) await lifecycle.destroySandbox(made.id);
     throw error;
   }
 }
