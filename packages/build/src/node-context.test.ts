@@ -296,7 +296,9 @@ describe('which package manager, which version', () => {
       ]),
     ).toMatchObject({
       npmPackage: '@yarnpkg/cli-dist',
-      spec: '4.1.0',
+      // The version is the release's own (its file name); the npm package only launches it.
+      spec: '4',
+      source: "the repo's release .yarn/releases/yarn-4.1.0.cjs, which it launches",
       yarnPath: '.yarn/releases/yarn-4.1.0.cjs',
     });
     expect(

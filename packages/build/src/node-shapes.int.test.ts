@@ -102,11 +102,30 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     const tree = readFixture(join(fixtures, 'yarn-berry'));
     tree[`.yarn/releases/yarn-${YARN_VERSION}.cjs`] = yarnRelease;
     const { exec, result } = await boxOf(tree);
-    expect(result.notes.join('\n')).toMatch(/@yarnpkg\/cli-dist@4\.5\.3 \(from packageManager\)/);
+    expect(result.notes.join('\n')).toMatch(
+      /@yarnpkg\/cli-dist@4 \(from packageManager; it launches the repo's release \.yarn\/releases\/yarn-4\.5\.3\.cjs\)/,
+    );
     const test = await exec('yarn --version && yarn test');
     expectOk(test);
     expect(test.stdout).toMatch(/^4\.5\.3$/m);
     expect(test.stdout).toContain('yarn yarn/4.5.3 ok');
+  });
+
+  it('yarn berry pinned to a release the registry never had (an rc in .yarn/releases): the repo’s release runs', async () => {
+    // typanion's shape: packageManager yarn@4.0.0-rc.2 and that release committed; npm has no
+    // @yarnpkg/cli-dist@4.0.0-rc.2. (The file here is 4.5.3's code under the rc's name.)
+    const tree = readFixture(join(fixtures, 'yarn-berry'));
+    const release = '.yarn/releases/yarn-4.0.0-rc.2.cjs';
+    tree[release] = yarnRelease;
+    tree['.yarnrc.yml'] = `yarnPath: ${release}\nenableTelemetry: false\n`;
+    tree['package.json'] = String(tree['package.json']).replace('yarn@4.5.3', 'yarn@4.0.0-rc.2');
+    const { exec, result } = await boxOf(tree);
+    expect(result.notes.join('\n')).toContain(
+      `@yarnpkg/cli-dist@4 (from packageManager; it launches the repo's release ${release})`,
+    );
+    const test = await exec('yarn --version && yarn test');
+    expectOk(test);
+    expect(test.stdout).toMatch(/^4\.5\.3$/m);
   });
 
   it('npm workspaces: per-package node_modules and .bin resolve, workspace links reach the source', async () => {

@@ -100,11 +100,20 @@ export function planPackageManager(files: readonly ManifestFile[], detection: De
       const rc = root(files, '.yarnrc.yml');
       const paths = new Set(files.map((file) => file.path));
       const yarnPath = rc ? filterYarnrcYml(rc.content.toString('utf8'), '', paths).yarnPath : undefined;
+      const wanted = declared ?? berrySpec(files, yarnPath);
+      if (!yarnPath) return { name: 'yarn-berry', npmPackage: '@yarnpkg/cli-dist', ...wanted };
+      // With the repo's release in the context, the npm package is only the launcher that hands
+      // over to it, in the build and in the box: its major will do. The exact version may be one
+      // the registry never had (typanion pins yarn-4.0.0-rc.2.cjs: npm's ETARGET sank the build).
       return {
         name: 'yarn-berry',
         npmPackage: '@yarnpkg/cli-dist',
-        ...(declared ?? berrySpec(files, yarnPath)),
-        ...(yarnPath ? { yarnPath } : {}),
+        spec: wanted.spec.split('.')[0] ?? wanted.spec,
+        source:
+          wanted.source === yarnPath
+            ? `the repo's release ${yarnPath}, which it launches`
+            : `${wanted.source}; it launches the repo's release ${yarnPath}`,
+        yarnPath,
       };
     }
     case 'npm':
