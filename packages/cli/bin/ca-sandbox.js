@@ -7,6 +7,9 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
 } else {
   // V8 code cache on disk (Node >= 22.1): the bundle is parsed once, not on every run.
   require('node:module').enableCompileCache?.();
+  // --verbose prints stacks: with the bundle's maps they name our source files, not minified
+  // chunks. Only then: reading the maps costs every module load.
+  if (args.includes('--verbose')) process.setSourceMapsEnabled?.(true);
   // `ca-sandbox ... | head` closes our stdout early: that is the reader's choice, not an error.
   process.stdout.on('error', (error) => {
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);

@@ -1,4 +1,4 @@
-import { safeJsonStringify, sanitizeName } from '@ca-sandbox/docker/contracts';
+import { isCaSandboxError, safeJsonStringify, sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { ErrorReport } from './error-report.js';
 
 /** The options every command takes. */
@@ -102,7 +102,7 @@ export class Output {
       if (report.hint) this.streams.stderr.write(`${this.dim('hint:')} ${sanitizeName(report.hint)}\n`);
     }
     if (this.options.verbose && error instanceof Error && error.stack) {
-      this.streams.stderr.write(`${this.dim(sanitizeName(error.stack).replace(/\\n/g, '\n'))}\n`);
+      this.streams.stderr.write(`${this.dim(sanitizeName(stackText(error)).replace(/\\n/g, '\n'))}\n`);
     }
   }
 
@@ -120,4 +120,17 @@ export class Output {
     this.result(this.bold(format(headers)));
     for (const row of cells) this.result(format(row));
   }
+}
+
+/**
+ * The stack as --verbose prints it, headed by the error's code for one of ours: the bundle's
+ * minifier renames classes, so `name` (and the stack's first line) reads `L: dependency install
+ * failed`. The frames name the source files when the bin enabled source maps (it does so under
+ * --verbose).
+ */
+export function stackText(error: Error): string {
+  const stack = error.stack ?? '';
+  const header = `${error.name}: ${error.message}`;
+  if (!isCaSandboxError(error) || !stack.startsWith(header)) return stack;
+  return `${error.code}: ${error.message}${stack.slice(header.length)}`;
 }
