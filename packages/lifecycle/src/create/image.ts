@@ -1,5 +1,6 @@
-import { type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import { ImageBuildError, type PreparedImage, prepareImage } from '@ca-sandbox/build';
 import { claudeInstallEgressRules, installEgressRules } from '@ca-sandbox/network';
+import { describeFailedDecisions } from '../egress.js';
 import { redactUserinfo } from '../source.js';
 import type { CreateContext } from './context.js';
 
@@ -55,6 +56,8 @@ export async function prepareBoxImage(
         progress.start('build', event.image);
       }
     },
+  }).catch(async (error: unknown) => {
+    throw error instanceof ImageBuildError ? await withGatewaySide(ctx, error) : error;
   });
   const image = prepared.cacheHit ? `cache hit ${prepared.image}` : prepared.image;
   // The notes belong to this phase: logged before its end, not under the next phase's spinner.
@@ -63,4 +66,20 @@ export async function prepareBoxImage(
   progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   ctx.checkAborted();
   return prepared;
+}
+
+/**
+ * A failed install with what the gateway refused or could not reach: npm and pip only see
+ * "CONNECT tunnel failed, response 403" for a dependency on a host the install may not reach (a
+ * git dependency on github.com, a tarball URL), while the gateway knows which one and why.
+ */
+async function withGatewaySide(ctx: CreateContext, error: ImageBuildError): Promise<ImageBuildError> {
+  await ctx.egress.collect().catch(() => undefined);
+  const why = describeFailedDecisions(ctx.egress.decisions, 'install');
+  if (!why) return error;
+  const refused = /refused by the gateway/.test(why)
+    ? '; the install reaches its registries and configured mirrors only: the install.allow setting (CA_SANDBOX_INSTALL_ALLOW) adds a destination'
+    : '';
+  error.message = `${error.message} (egress gateway: ${why}${refused})`;
+  return error;
 }
