@@ -157,6 +157,12 @@ export interface ContainerVerbs {
   /** Waits until it stops; its exit code. */
   wait(ref: string): Promise<number>;
   /**
+   * How many times the kernel killed a process of the container for want of memory (its `oom`
+   * events) from `sinceSeconds` (unix time, to the millisecond) until now: an exec'd command that exited 137 was
+   * killed by the memory limit when this is not 0.
+   */
+  oomKillsSince(ref: string, sinceSeconds: number): Promise<number>;
+  /**
    * Creates a sandbox container from the body @ca-sandbox/run made (the hardened configuration and
    * the gate that checks it live there), not started; its id. A taken name is a DockerEngineError
    * with status 409 (`isNameConflict`).
@@ -405,6 +411,19 @@ const container: ContainerVerbs = {
     if (typeof answer?.StatusCode !== 'number')
       throw new DockerResponseError('docker wait gave no status code');
     return answer.StatusCode;
+  },
+  async oomKillsSince(ref, sinceSeconds) {
+    // until = now: the engine answers the events logged so far and ends the stream.
+    const until = Math.ceil(Date.now() / 1000);
+    const since = sinceSeconds.toFixed(3);
+    const path = `/events${query({ since, until, filters: { container: [ref], event: ['oom'] } })}`;
+    const response = await engineRequest('GET', path, { verb: 'events' });
+    if (response.status !== 200) throw statusError('events', response.status, response.body);
+    // One JSON object per event; only the count is read (nothing of it is shown).
+    return response.body
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.includes('"Action":"oom"')).length;
   },
   create: createContainer,
   run: runContainerConfig,

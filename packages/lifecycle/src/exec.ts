@@ -32,6 +32,11 @@ export interface ExecResult {
   /** The command ran past `timeoutMs` and was killed inside the box (exitCode is then 124). */
   timedOut: boolean;
   durationMs: number;
+  /**
+   * Set (true) when the command exited 137 because the kernel killed a process of it for want of
+   * memory: the box reached its memory limit (`create --memory` gives a new box more).
+   */
+  outOfMemory?: true;
 }
 
 export interface ExecOptions {
@@ -63,6 +68,8 @@ export interface StreamExecResult {
   exitCode: number;
   timedOut: boolean;
   durationMs: number;
+  /** As ExecResult.outOfMemory. */
+  outOfMemory?: true;
 }
 
 export const DEFAULT_EXEC_MAX_BYTES = 1024 * 1024;
@@ -241,6 +248,8 @@ class BoxExec {
   // process.hrtime, not performance.now(): the `performance` global loads perf_hooks on first
   // use, 4 ms of the exec hot path for a duration in whole milliseconds.
   readonly started = process.hrtime.bigint();
+  /** Wall clock at the start, in seconds: where the box's `oom` events of this exec begin. */
+  private readonly startedAtSeconds = Date.now() / 1000;
   timedOut = false;
   interrupted: string | undefined;
   private stopping: Promise<void> | undefined;
@@ -353,6 +362,25 @@ class BoxExec {
   exitCode(result: ExecEnd): number {
     return this.timedOut ? EXEC_TIMEOUT_EXIT_CODE : (result.exitCode ?? -1);
   }
+
+  /**
+   * `{ outOfMemory: true }` when the command exited 137 (SIGKILL) and the engine logged an `oom`
+   * event of the box since it started; else nothing. Asked only then (one engine call), and a
+   * failure to ask is no answer: the exit code stands on its own.
+   */
+  async memoryVerdict(result: ExecEnd): Promise<{ outOfMemory?: true }> {
+    if (this.timedOut || this.interrupted !== undefined || result.exitCode !== 137) return {};
+    try {
+      const { engine } = await import('@ca-sandbox/docker');
+      const asked = () => engine.container.oomKillsSince(this.container, this.startedAtSeconds);
+      // The engine logs the event from containerd's OOM notice, which may come after the exit.
+      if ((await asked()) > 0) return { outOfMemory: true };
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      return (await asked()) > 0 ? { outOfMemory: true } : {};
+    } catch {
+      return {};
+    }
+  }
 }
 
 /**
@@ -377,13 +405,15 @@ export async function execInSandbox(
     run.finish(),
   ]);
   await run.checkRun(id, result);
+  const durationMs = run.durationMs;
   return {
     exitCode: run.exitCode(result),
     stdout: decodeUtf8(out.data),
     stderr: decodeUtf8(err.data),
     truncated: out.truncated || err.truncated,
     timedOut: run.timedOut,
-    durationMs: run.durationMs,
+    durationMs,
+    ...(await run.memoryVerdict(result)),
   };
 }
 
@@ -419,7 +449,13 @@ export async function streamExecInSandbox(
   );
   const result = await run.finish();
   await run.checkRun(id, result);
-  return { exitCode: run.exitCode(result), timedOut: run.timedOut, durationMs: run.durationMs };
+  const durationMs = run.durationMs;
+  return {
+    exitCode: run.exitCode(result),
+    timedOut: run.timedOut,
+    durationMs,
+    ...(await run.memoryVerdict(result)),
+  };
 }
 
 /**

@@ -20,6 +20,10 @@ function notStartedExitCode(error: unknown): number | undefined {
 }
 const NOT_STARTED_CODES = new Set(['COMMAND_NOT_FOUND', 'EXEC_START_FAILED']);
 
+/** Said after a command the kernel killed at the box's memory limit (exit 137, an `oom` event). */
+export const OUT_OF_MEMORY_WARNING =
+  "the command was killed for want of memory (exit 137): the box reached its memory limit; a box created with --memory (e.g. 'ca-sandbox create <repo> --memory 8g') gets more";
+
 /** The signals that stop the command in the box, and the shell's exit code for each (128 + n). */
 const STOP_SIGNALS = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 type StopSignal = keyof typeof STOP_SIGNALS;
@@ -60,17 +64,20 @@ export async function runExec(out: Output, rawId: string, argv: string[], flags:
     }
     const stdout = await sink(out.streams.stdout, process.stdout);
     const stderr = await sink(out.streams.stderr, process.stderr);
+    let result: Awaited<ReturnType<typeof lifecycle.streamExecInSandbox>>;
     try {
-      const result = await lifecycle.streamExecInSandbox(id, argv, {
+      result = await lifecycle.streamExecInSandbox(id, argv, {
         ...options,
         stdout: stdout.sink,
         stderr: stderr.sink,
       });
-      return execExitCode(result);
     } finally {
       await stdout.done();
       await stderr.done();
     }
+    // After the command's own output: its last word is often just "Killed".
+    if (result.outOfMemory) out.warn(OUT_OF_MEMORY_WARNING);
+    return execExitCode(result);
   } catch (error) {
     const reason =
       isCaSandboxError(error) && error.code === 'EXEC_INTERRUPTED'

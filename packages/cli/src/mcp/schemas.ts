@@ -39,6 +39,10 @@ export const OUTPUT = {
     truncated: z.boolean(),
     timedOut: z.boolean(),
     durationMs: z.number(),
+    outOfMemory: z
+      .literal(true)
+      .optional()
+      .describe('exit 137 because the box reached its memory limit (create a box with a larger memory)'),
   }),
   cpOut: loose({
     destination: z.string().describe('the host path written'),
