@@ -85,6 +85,8 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(installScript(berry)).toContain("'@yarnpkg/cli-dist@4'");
     // node_modules, not PnP, in the install and in the box alike.
     expect(berry.env).toContainEqual({ name: 'YARN_NODE_LINKER', value: 'node-modules' });
+    // PnP is yarn berry's default: the user is told it was replaced (not when the repo chose it).
+    expect(berry.notes.join()).toContain("installed with nodeLinker node-modules, not Plug'n'Play");
     // With its release in the context, the repo's own yarn runs the install (no YARN_IGNORE_PATH).
     const release = '.yarn/releases/yarn-3.6.4.cjs';
     const own = builtinRecipe(

@@ -27,18 +27,32 @@ export interface LinkResult {
   /** Packages copied into the volume because they write into their own folder (repo-relative paths). */
   copied?: string[];
   /**
-   * What the link made besides `dirs` (yarn's install-state link, the .yarn folder it made for
+   * What the link made besides `dirs` (yarn's install-state copy, the .yarn folder it made for
    * it), deepest first once reversed: with `dirs`, everything to remove to undo the link.
    */
   made?: string[];
+  /**
+   * Root lockfiles the install rewrote (yarn berry's install is not immutable): the box has the
+   * repo's copy, which no longer matches what was installed, so yarn there may want to install
+   * again. The installed copy stays at /deps/src/<name>.
+   */
+  changedLocks?: string[];
 }
+
+/** The root lockfiles the link compares with the installed ones (LinkResult.changedLocks). */
+const CHECKED_LOCKFILES = [
+  'yarn.lock',
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'pnpm-lock.yaml',
+] as const;
 
 // Runs with the base's node (never a `node` bin of a dependency) in a container of the deps
 // image with the volume at `root`: for every node_modules of /deps/src (the root's and each
 // workspace package's, never one inside another), a real directory at the same place in the
 // volume whose entries link to the baked ones; `.bin` and `@scope` folders are real directories
-// too, so tools can add to them. Anything the repo has at that path is kept. Yarn berry's install
-// state goes next to the repo's .yarn so `yarn run` knows the project is installed.
+// too, so tools can add to them. Anything the repo has at that path is kept. A copy of yarn berry's
+// install state goes in the repo's .yarn so `yarn run` knows the project is installed.
 const LINK_JS = `
 const fs = require('fs'), path = require('path');
 const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
@@ -146,7 +160,17 @@ for (const rel of ['.yarn/install-state.gz']) {
     fs.mkdirSync(path.dirname(target));
     out.made.push(path.dirname(rel));
   }
-  if (plainDir(path.dirname(target))) { fs.symlinkSync(SRC + '/' + rel, target); out.made.push(rel); }
+  // A copy, not a link: yarn rewrites its state when the project changed (a stale lockfile the
+  // install rewrote, a manifest edited in the box), and a link into /deps is read-only (EROFS).
+  if (plainDir(path.dirname(target))) { fs.copyFileSync(SRC + '/' + rel, target, fs.constants.COPYFILE_EXCL); out.made.push(rel); }
+}
+// A root lockfile the install rewrote: compared with the checkout's (the repo's file: only a
+// regular file of sane size is read, never what a link of it names).
+out.changedLocks = [];
+for (const name of ${JSON.stringify(CHECKED_LOCKFILES)}) {
+  const regular = (p) => { try { const s = fs.lstatSync(p); return s.isFile() && s.size <= 64 * 1024 * 1024; } catch { return false; } };
+  if (!regular(SRC + '/' + name) || !regular(ROOT + '/' + name)) continue;
+  if (!fs.readFileSync(SRC + '/' + name).equals(fs.readFileSync(ROOT + '/' + name))) out.changedLocks.push(name);
 }
 process.stdout.write(JSON.stringify(out));
 `;
@@ -157,6 +181,7 @@ const LinkOutput = z.object({
   entries: z.number().int().min(0),
   copied: z.array(z.string().max(4096)).max(1000),
   made: z.array(z.string().max(4096)).max(16),
+  changedLocks: z.array(z.enum(CHECKED_LOCKFILES)).max(CHECKED_LOCKFILES.length).default([]),
 });
 
 export interface LinkOptions {
@@ -221,7 +246,7 @@ export async function linkDependencies(
   const { stdout } = linked;
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
-  const { dirs, kept, entries, copied, made } = parsed.data;
+  const { dirs, kept, entries, copied, made, changedLocks } = parsed.data;
   if (options.after && !(await options.after.catch(() => false)))
     return { linked: false, reason: 'the checkout was not written', dirs, kept, entries, made };
   if (dirs.length === 0)
@@ -233,7 +258,7 @@ export async function linkDependencies(
       entries,
       made,
     };
-  return { linked: true, dirs, kept, entries, copied, made };
+  return { linked: true, dirs, kept, entries, copied, made, changedLocks };
 }
 
 function safeJson(text: string): unknown {

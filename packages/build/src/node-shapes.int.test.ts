@@ -101,10 +101,12 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
   it('yarn berry with its release in .yarn/releases: `yarn test` runs offline with that release', async () => {
     const tree = readFixture(join(fixtures, 'yarn-berry'));
     tree[`.yarn/releases/yarn-${YARN_VERSION}.cjs`] = yarnRelease;
-    const { exec, result } = await boxOf(tree);
+    const { exec, result, link } = await boxOf(tree);
     expect(result.notes.join('\n')).toMatch(
       /@yarnpkg\/cli-dist@4 \(from packageManager; it launches the repo's release \.yarn\/releases\/yarn-4\.5\.3\.cjs\)/,
     );
+    // The lockfile matched its manifests: the install left it as the repo has it.
+    expect(link.changedLocks).toEqual([]);
     const test = await exec('yarn --version && yarn test');
     expectOk(test);
     expect(test.stdout).toMatch(/^4\.5\.3$/m);
@@ -126,6 +128,27 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     const test = await exec('yarn --version && yarn test');
     expectOk(test);
     expect(test.stdout).toMatch(/^4\.5\.3$/m);
+  });
+
+  it('yarn berry whose yarn.lock does not match package.json: the install rewrites it, and the link says so', async () => {
+    // The install is not immutable (a stale lockfile would sink it otherwise): the box's copy is
+    // the repo's, no longer what was installed; yarn there reports the project as not installed.
+    const tree = readFixture(join(fixtures, 'yarn-berry'));
+    tree[`.yarn/releases/yarn-${YARN_VERSION}.cjs`] = yarnRelease;
+    tree['package.json'] = String(tree['package.json']).replace(
+      '"is-number": "7.0.0"',
+      '"is-number": "6.0.0"',
+    );
+    const { exec, link } = await boxOf(tree);
+    expect(link.changedLocks).toEqual(['yarn.lock']);
+    const installed = await exec(
+      'grep -q "is-number@npm:6.0.0" /deps/src/yarn.lock && echo installed-6; grep -q "is-number@npm:6.0.0" yarn.lock || echo repo-7',
+    );
+    expect(installed.stdout.trim().split('\n')).toEqual(['installed-6', 'repo-7']);
+    // yarn rewrites its install state then: a copy in the volume (a link into /deps was EROFS).
+    const test = await exec('yarn test && test -f .yarn/install-state.gz -a ! -L .yarn/install-state.gz');
+    expectOk(test);
+    expect(test.stdout).toContain('yarn yarn/4.5.3 ok');
   });
 
   it('npm workspaces: per-package node_modules and .bin resolve, workspace links reach the source', async () => {

@@ -145,8 +145,13 @@ function nodeInstall(
     case 'yarn':
       install.push(`yarn install --non-interactive ${has('yarn.lock') ? '--frozen-lockfile' : ''}`.trim());
       break;
-    case 'yarn-berry':
+    case 'yarn-berry': {
       env.push(...BERRY_ENV);
+      const rc = files.find((file) => file.path === '.yarnrc.yml')?.content.toString('utf8') ?? '';
+      if (!/^nodeLinker:\s*["']?node-modules["']?\s*$/m.test(rc))
+        notes.push(
+          "yarn berry: installed with nodeLinker node-modules, not Plug'n'Play (its loader would live in the read-only image); yarn in the box agrees",
+        );
       installEnv.push(
         { name: 'YARN_ENABLE_IMMUTABLE_INSTALLS', value: 'false' },
         { name: 'YARN_ENABLE_GLOBAL_CACHE', value: 'false' },
@@ -157,6 +162,7 @@ function nodeInstall(
       if (!pm.yarnPath) installEnv.push({ name: 'YARN_IGNORE_PATH', value: '1' });
       install.push('yarn install');
       break;
+    }
     default: {
       if (pm.name === 'bun') notes.push('bun is not available in the build: dependencies installed with npm');
       const lock = has('package-lock.json') || has('npm-shrinkwrap.json');

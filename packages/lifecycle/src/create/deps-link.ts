@@ -25,4 +25,8 @@ export async function linkNodeModules(
     );
   if (link.kept?.length)
     ctx.log(`node_modules the repo has itself were kept: ${link.kept.slice(0, 5).join(', ')}`);
+  for (const lock of link.changedLocks ?? [])
+    ctx.progress.notice(
+      `the dependency install changed ${lock} (the repo's did not match its manifests): the box has the repo's copy, so the package manager there may want to install again; the installed one is ${DEPS_SRC}/${lock}`,
+    );
 }

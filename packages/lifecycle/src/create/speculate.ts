@@ -59,7 +59,7 @@ interface EarlyBox {
  * its stdin, until the host says the checkout is written (LinkOptions.after in @ca-sandbox/build);
  * it then runs beside the manifest read and the dephash, with `env -i`, the system PATH and the
  * base's node, exactly as on the sequential path. It writes only what it reports (the node_modules folders it made,
- * yarn's install-state link): when the dephash then names another image, the box removes exactly
+ * yarn's install-state copy): when the dephash then names another image, the box removes exactly
  * those before it goes, so the next box links into the checkout as the clone left it. Nothing it
  * writes is read by the manifest read going on beside it: that read prunes every node_modules,
  * and yarn's install state is no manifest (build's manifest-names.ts).
