@@ -72,15 +72,19 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
 });
 
 describe.skipIf(!READY)('a local partial clone (git clone --filter), through the bin (real engine)', () => {
-  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  const ids: string[] = [];
   const dirs: string[] = [];
-  afterAll(() => {
-    forceRemoveSandbox(id);
+  afterAll(async () => {
+    for (const id of ids) {
+      await runBin(['destroy', id]).catch(() => undefined);
+      forceRemoveSandbox(id);
+      expect(remainingObjects(id)).toEqual([]);
+    }
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('exits 1 saying it is a partial clone (not only git\'s "pack-objects died"), and leaves nothing', async () => {
-    // A history whose first blob the partial clone leaves out (blob:none keeps only HEAD's).
+  /** A history whose first blob the partial clone leaves out (blob:none keeps only HEAD's). */
+  function partialClone(): { partial: string; first: string } {
     const source = mkdtempSync(join(tmpdir(), 'ca-partial-src-'));
     const partial = join(mkdtempSync(join(tmpdir(), 'ca-partial-')), 'repo');
     dirs.push(source, join(partial, '..'));
@@ -90,11 +94,39 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
     writeFileSync(join(source, 'f'), 'v1\n');
     git(source, 'add', 'f');
     git(source, 'commit', '-qm', '1');
+    const first = git(source, 'rev-parse', 'HEAD').toString().trim();
     writeFileSync(join(source, 'f'), 'v2\n');
     git(source, 'commit', '-qam', '2');
     git(source, 'config', 'uploadpack.allowFilter', 'true');
     git(tmpdir(), 'clone', '-q', '--filter=blob:none', `file://${source}`, partial);
-    const result = await runBin(['create', partial, '--name', id, '--json']);
+    return { partial, first };
+  }
+
+  it('gets a shallow clone of its last commit, and create says why (the history is not all there)', async () => {
+    const { partial } = partialClone();
+    const id = `sbx-${randomUUID().slice(0, 8)}`;
+    ids.push(id);
+    const result = await runBin(['create', partial, '--name', id]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      'warning: the repository is a partial clone (made with --filter) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
+    );
+    // (The bare image of a root without manifests has no git: the shallow file tells.)
+    const inBox = await runBin([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      'cat f && test -s .git/shallow && echo shallow',
+    ]);
+    expect(inBox).toMatchObject({ code: 0, stdout: 'v2\nshallow\n' });
+  }, 180_000);
+
+  it('a commit ref deeper than the last one: exits 1 saying it is a partial clone (not only git\'s "pack-objects died"), and leaves nothing', async () => {
+    const { partial, first } = partialClone();
+    const id = `sbx-${randomUUID().slice(0, 8)}`;
+    const result = await runBin(['create', partial, '--name', id, '--ref', first, '--json']);
     expect(result.code).toBe(1);
     const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
       code: string;

@@ -148,6 +148,12 @@ describe('buildLocalClonePlan', () => {
     ]);
   });
 
+  it('shallow (a partial clone): one commit over the pack protocol of a file:// URL', () => {
+    const clone = buildLocalClonePlan(undefined, 600, undefined, true).fetch[0]?.argv ?? [];
+    expect(clone).toEqual(expect.arrayContaining(['--no-local', '--depth', '1']));
+    expect(clone.slice(-3)).toEqual(['--', 'file:///tmp/src', '/work/repo']);
+  });
+
   it('a commit is measured and checked out detached', () => {
     const sha = 'c'.repeat(40);
     const plan = buildLocalClonePlan({ ref: sha, commit: true }, 600);

@@ -196,6 +196,7 @@ export function buildLocalClonePlan(
   ref: { ref: string; commit: boolean } | undefined,
   timeoutSeconds: number,
   origin?: string,
+  shallow = false,
 ): ClonePlan {
   const git = gitCommand('file', timeoutSeconds);
   const inRepo = [...git, '-C', REPO_DIR];
@@ -210,9 +211,11 @@ export function buildLocalClonePlan(
           '--no-checkout',
           '--no-local',
           '--no-recurse-submodules',
+          // One commit over the pack protocol (a file:// URL: --depth means nothing to a path).
+          ...(shallow ? ['--depth', '1'] : []),
           ...branch,
           '--',
-          LOCAL_STAGING,
+          shallow ? `file://${LOCAL_STAGING}` : LOCAL_STAGING,
           REPO_DIR,
         ],
       },

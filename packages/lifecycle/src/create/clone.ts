@@ -86,17 +86,26 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
   if (!scan) throw new Error('unreachable: local source without a scan');
   // The tar goes in with the fetch and the measure, in one exec.
   const unpack = { steps: [unpackStep(scan)], input: localTreeInput(scan) };
+  // A partial clone (--filter) lacks objects of its history, which the offline helper cannot
+  // fetch: the box gets its branch's last commit alone (a shallow clone needs only that commit's
+  // objects). A commit ref may lie deeper: that clone stays whole, and fails saying why.
+  const shallow = scan.gitRepo && isPartialClone(scan) && !options.ref?.commit;
   if (scan.gitRepo) {
-    const plan = buildLocalClonePlan(options.ref, limit, await localOrigin(scan));
+    const plan = buildLocalClonePlan(options.ref, limit, await localOrigin(scan), shallow);
     try {
       await fetchMeasureCheckout(ctx, plan, {}, unpack);
     } catch (error) {
       throw error instanceof CloneFailedError && isPartialClone(scan) ? partialCloneError(error) : error;
     }
+    if (shallow)
+      ctx.progress.notice(
+        'the repository is a partial clone (made with --filter) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
+      );
   } else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
   for (const skip of scan.skipped.slice(0, 20)) ctx.log(`skipped ${skip.path}: ${skip.reason}`);
-  return scan.gitRepo ? `${source.display} (git clone --no-local)` : `${source.display} (plain copy)`;
+  if (!scan.gitRepo) return `${source.display} (plain copy)`;
+  return `${source.display} (git clone --no-local${shallow ? ' --depth 1' : ''})`;
 }
 
 /** `git clone --filter=…` leaves promisor packs: the objects it skipped are fetched on demand. */
@@ -112,7 +121,7 @@ function partialCloneError(error: CloneFailedError): CloneFailedError {
   return new CloneFailedError(
     `${error.message} (the repository is a partial clone, made with --filter: the objects it left out cannot be fetched in the offline helper)`,
     {
-      hint: 'create from its URL instead, or from a full clone of it (git clone without --filter)',
+      hint: 'create from its URL instead, or from a clone with all its objects (a copy of a partial clone stays partial: clone its remote again without --filter)',
     },
   );
 }
