@@ -1,5 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../bin/ca-sandbox.js', import.meta.url));
@@ -154,4 +157,44 @@ export function runBinInTerminal(
       resolve({ code, output });
     });
   });
+}
+
+/**
+ * A work folder of fixture folders whose sandboxes a test's afterAll removes: `folder` writes one
+ * (flat files), `create` makes a sandbox of one and `track` names another id to destroy, `cleanup`
+ * destroys them all (the bin first,
+ * then by label), checks nothing is left and removes the folder.
+ */
+export function sandboxWorkspace(prefix: string) {
+  const work = mkdtempSync(join(tmpdir(), prefix));
+  const ids: string[] = [];
+  return {
+    work,
+    folder(name: string, files: Record<string, string>): string {
+      const dir = join(work, name);
+      mkdirSync(dir);
+      for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
+      return dir;
+    },
+    track(id: string): string {
+      ids.push(id);
+      return id;
+    },
+    /** `ca-sandbox create <dir> --name <a new tracked id> ...extra`, and that id. */
+    async create(dir: string, extra: string[] = []): Promise<BinResult & { id: string }> {
+      const id = `sbx-${randomUUID().slice(0, 8)}`;
+      ids.push(id);
+      return { id, ...(await runBin(['create', dir, '--name', id, ...extra])) };
+    },
+    async cleanup(): Promise<string[]> {
+      const left: string[] = [];
+      for (const id of ids) {
+        await runBin(['destroy', id]).catch(() => undefined);
+        forceRemoveSandbox(id);
+        left.push(...remainingObjects(id));
+      }
+      rmSync(work, { recursive: true, force: true });
+      return left;
+    },
+  };
 }

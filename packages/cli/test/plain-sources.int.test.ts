@@ -1,39 +1,24 @@
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
+import { dockerReachable, LIFECYCLE_BUILT, runBin, sandboxWorkspace } from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
 // A folder without any manifest used to get the bare Debian image: `python3 main.py` was "command
 // not found". The root's source files now choose the toolchain image (new-user trial).
 describe.skipIf(!READY)('a root without a manifest gets the toolchain of its source files (bin)', () => {
-  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-plain-src-'));
-  const ids: string[] = [];
+  const workspace = sandboxWorkspace('ca-sbx-plain-src-');
+  const { folder } = workspace;
 
   afterAll(async () => {
-    for (const id of ids) {
-      await runBin(['destroy', id]).catch(() => undefined);
-      forceRemoveSandbox(id);
-      expect(remainingObjects(id)).toEqual([]);
-    }
-    rmSync(work, { recursive: true, force: true });
+    expect(await workspace.cleanup()).toEqual([]);
   });
 
-  function folder(name: string, files: Record<string, string>): string {
-    const dir = join(work, name);
-    mkdirSync(dir);
-    for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
-    return dir;
-  }
-
   async function create(dir: string, extra: string[] = []) {
-    const id = `sbx-${randomUUID().slice(0, 8)}`;
-    ids.push(id);
     // Without --json: the phase lines on stderr say why the box got its image.
-    const made = await runBin(['create', dir, '--name', id, ...extra]);
+    const made = await workspace.create(dir, extra);
+    const id = made.id;
     expect(made.code, made.stderr).toBe(0);
     const list = await runBin(['list', '--json']);
     expect(list.code, list.stderr).toBe(0);

@@ -1,20 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  BIN,
-  dockerReachable,
-  forceRemoveSandbox,
-  LIFECYCLE_BUILT,
-  remainingObjects,
-  runBin,
-} from './_bin.js';
+import { BIN, dockerReachable, LIFECYCLE_BUILT, runBin, sandboxWorkspace } from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
@@ -22,31 +12,17 @@ const READY = LIFECYCLE_BUILT && dockerReachable();
 // ways that look like its own bugs: create says so whatever the verbosity, in the CLI and to an
 // MCP client, and prints nothing of the pin file but a bare version.
 describe.skipIf(!READY)('create says when the box misses the runtime the repo pins (bin, MCP)', () => {
-  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-pins-'));
-  const ids: string[] = [];
+  const workspace = sandboxWorkspace('ca-sbx-pins-');
+  const { work, folder } = workspace;
 
   afterAll(async () => {
-    for (const id of ids) {
-      await runBin(['destroy', id]).catch(() => undefined);
-      forceRemoveSandbox(id);
-      expect(remainingObjects(id)).toEqual([]);
-    }
-    rmSync(work, { recursive: true, force: true });
+    expect(await workspace.cleanup()).toEqual([]);
   });
 
-  function folder(name: string, files: Record<string, string>): string {
-    const dir = join(work, name);
-    mkdirSync(dir);
-    for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
-    return dir;
-  }
-
   async function create(dir: string, extra: string[] = []) {
-    const id = `sbx-${randomUUID().slice(0, 8)}`;
-    ids.push(id);
-    const made = await runBin(['create', dir, '--name', id, ...extra]);
+    const made = await workspace.create(dir, extra);
     expect(made.code, made.stderr).toBe(0);
-    return { id, ...made };
+    return made;
   }
 
   it('.nvmrc 18 on the node 22 box: one warning naming the file, both versions and the setting; --json too', async () => {
@@ -98,7 +74,7 @@ describe.skipIf(!READY)('create says when the box misses the runtime the repo pi
   it('an MCP client gets the warning as a note beside the record', async () => {
     const dir = folder('mcp-pin', { '.nvmrc': '16\n', 'package.json': JSON.stringify({ name: 'mcp-pin' }) });
     const id = `sbx-${randomUUID().slice(0, 8)}`;
-    ids.push(id);
+    workspace.track(id);
     const client = new Client({ name: 'ca-sandbox-test', version: '0.0.0' }, { capabilities: { roots: {} } });
     client.setRequestHandler(ListRootsRequestSchema, () => ({
       roots: [{ uri: pathToFileURL(work).href, name: 'work' }],
