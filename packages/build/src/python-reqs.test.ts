@@ -121,4 +121,81 @@ describe.skipIf(!python)('the python requirements program', { timeout: 30_000 },
     );
     expect(run('pyproject', {})).toBe('');
   });
+
+  it('poetry-lock: the pins pyproject reaches through poetry.lock, every group and extra, markers evaluated, no poetry', () => {
+    const pyproject = `[tool.poetry]
+name = "demo"
+version = "0.1.0"
+
+[tool.poetry.dependencies]
+python = "^3.11"
+six = "^1.16"
+winonly = { version = "*", markers = "sys_platform == 'win32'" }
+withextra = { version = "*", extras = ["fast"] }
+
+[tool.poetry.group.test.dependencies]
+pytest = "^8"
+`;
+    const lock = `[[package]]
+name = "six"
+version = "1.17.0"
+
+[[package]]
+name = "winonly"
+version = "1.0"
+
+[[package]]
+name = "withextra"
+version = "2.0"
+
+[package.extras]
+fast = ["speedup (>=1)"]
+
+[[package]]
+name = "speedup"
+version = "1.1"
+
+[[package]]
+name = "pytest"
+version = "8.4.2"
+
+[package.dependencies]
+colorama = {version = "*", markers = "sys_platform == \\"win32\\""}
+pluggy = ">=1.5"
+
+[[package]]
+name = "pluggy"
+version = "1.6.0"
+
+[[package]]
+name = "colorama"
+version = "0.4.6"
+
+[[package]]
+name = "unreached"
+version = "9.9"
+
+[[package]]
+name = "demo-local"
+version = "0.0.1"
+
+[package.source]
+type = "directory"
+url = "libs/local"
+`;
+    expect(run('poetry-lock', { 'pyproject.toml': pyproject, 'poetry.lock': lock }).split('\n')).toEqual([
+      'pluggy==1.6.0',
+      'pytest==8.4.2',
+      'six==1.17.0',
+      'speedup==1.1',
+      'withextra==2.0',
+    ]);
+    // A poetry 2 project: [project] dependencies, PEP 508 markers evaluated.
+    expect(
+      run('poetry-lock', {
+        'pyproject.toml': '[project]\nname = "p2"\ndependencies = ["six>=1; python_version >= \'3\'"]\n',
+        'poetry.lock': lock,
+      }),
+    ).toBe('six==1.17.0');
+  });
 });

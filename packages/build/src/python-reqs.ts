@@ -6,6 +6,9 @@
  *   test/tests/testing) and a test/tests/testing/dev extra, markers evaluated for this interpreter
  *   — what `uv sync` plus the test groups install, for pip when uv is absent;
  * - `uv-args`: `--group NAME` / `--extra NAME` for the same groups and extras (for `uv export`);
+ * - `poetry-lock`: the pins of poetry.lock that pyproject's dependencies, every group's and every
+ *   extra's, reach through the lock (markers evaluated): what `poetry install --all-groups
+ *   --all-extras` installs, for pip, with no poetry in the image;
  * - `pyproject`: `[project]` dependencies, those extras and those `[dependency-groups]` groups
  *   (include-group followed), less requirements on the project itself.
  * The files read are the repo's (hostile): nothing is executed, only parsed.
@@ -133,9 +136,86 @@ def pyproject_reqs():
     print("\n".join(r for r in reqs if requirement_name(r) != own))
 
 
+def poetry_lock():
+    # What "poetry install --all-groups --all-extras" installs, from the lock alone (no poetry in
+    # the image): the roots are pyproject's dependencies (tool.poetry's tables and groups, or
+    # [project]'s for poetry 2), followed through the lock's dependency tables; a marker that
+    # does not hold for this interpreter (colorama on win32) drops the edge.
+    from pip._vendor.packaging.requirements import Requirement
+
+    pyproject = load("pyproject.toml")
+    by_name = {}
+    for pkg in load("poetry.lock").get("package", []):
+        if isinstance(pkg, dict) and isinstance(pkg.get("name"), str):
+            by_name.setdefault(norm(pkg["name"]), []).append(pkg)
+
+    def specs(spec):
+        items = spec if isinstance(spec, list) else [spec]
+        return [s if isinstance(s, dict) else {"version": s} for s in items]
+
+    def wanted(spec):
+        return [s for s in specs(spec) if holds(s.get("markers"))]
+
+    todo = []
+
+    def add_table(table):
+        for name, spec in (table or {}).items():
+            if norm(name) != "python":
+                for s in wanted(spec):
+                    todo.append((name, s.get("extras") or []))
+
+    def add_pep508(req):
+        try:
+            parsed = Requirement(req)
+        except Exception:
+            return
+        if not parsed.marker or holds(str(parsed.marker)):
+            todo.append((parsed.name, sorted(parsed.extras)))
+
+    tool = (pyproject.get("tool") or {}).get("poetry") or {}
+    add_table(tool.get("dependencies"))
+    add_table(tool.get("dev-dependencies"))
+    for group in (tool.get("group") or {}).values():
+        add_table((group or {}).get("dependencies") if isinstance(group, dict) else None)
+    project = pyproject.get("project") or {}
+    for req in project.get("dependencies") or []:
+        add_pep508(req)
+    for reqs in (project.get("optional-dependencies") or {}).values():
+        for req in reqs:
+            add_pep508(req)
+    own = norm(project.get("name") or tool.get("name") or "")
+
+    pins, seen = set(), set()
+    while todo:
+        name, extras = todo.pop()
+        key = (norm(name), tuple(extras))
+        if key in seen or norm(name) == own:
+            continue
+        seen.add(key)
+        found = [p for p in by_name.get(norm(name), []) if holds(p.get("markers") if isinstance(p.get("markers"), str) else None)]
+        if not found:
+            continue
+        pkg = found[0]
+        kind = (pkg.get("source") or {}).get("type")
+        if kind in ("directory", "file"):
+            pass
+        elif kind == "git":
+            source = pkg["source"]
+            pins.add(pkg["name"] + " @ git+" + source.get("url", "") + "@" + str(source.get("resolved_reference") or source.get("reference") or ""))
+        elif isinstance(pkg.get("version"), str):
+            pins.add(pkg["name"] + "==" + pkg["version"])
+        add_table(pkg.get("dependencies"))
+        for extra in extras:
+            for req in (pkg.get("extras") or {}).get(extra, []):
+                add_pep508(req)
+    print("\n".join(sorted(pins)))
+
+
 mode = sys.argv[1]
 if mode == "uv-lock":
     uv_lock()
+elif mode == "poetry-lock":
+    poetry_lock()
 elif mode == "uv-args":
     pyproject = load("pyproject.toml")
     args = ["--group " + g for g in test_groups(pyproject)]

@@ -46,7 +46,8 @@ function hasProjectTable(files: readonly ManifestFile[]): boolean {
 /**
  * The python install step: what a developer installs to run the tests, into /deps/python.
  * uv: the default (dev) and test dependency groups and a test extra (uv export when uv is in the
- * image, else the lock's pins read by our program and installed with pip); poetry: all groups;
+ * image, else the lock's pins read by our program and installed with pip); poetry: all groups
+ * and extras (poetry.lock's pins read by our program, else `poetry export`);
  * pipenv: --dev; pip: requirements.txt, requirements-dev/-test files, and pyproject's
  * dependencies, test extra and dev/test dependency groups.
  */
@@ -73,6 +74,18 @@ export function pythonInstall(
         ]),
       };
     case 'poetry':
+      // The lock is enough: its pins are read by our program and installed with pip, with no
+      // poetry (nor its plugin) to fetch from the index first.
+      if (files.some((file) => file.path === 'poetry.lock'))
+        return {
+          installEnv,
+          notes: ["poetry: poetry.lock's pins for every dependency group and extra are installed with pip"],
+          install: exported([
+            WRITE_PROGRAM,
+            `echo 'ca-sandbox: installing the pins of poetry.lock with pip (every group and extra)'`,
+            `${PY} ${PROGRAM} poetry-lock > ${REQ}`,
+          ]),
+        };
       return {
         installEnv,
         notes: ['poetry: every dependency group and extra are installed'],

@@ -140,6 +140,26 @@ describe('fixtures run their own tests in the box (real engine)', () => {
     expect(box.exitCode).toBe(0);
   });
 
+  it('python: poetry with a dev group, from poetry.lock alone (no poetry on the index); pytest runs offline', async () => {
+    const index = await localPypiIndex();
+    if (!index)
+      return expect.soft(index, 'no PEP 503 file index in pip config on this machine').toBeDefined();
+    // No poetry, no colorama (a win32-only dependency of pytest in the lock) on the mirror.
+    const served = await mirror(
+      'pypi',
+      pypiSubset(index, ['pytest', 'iniconfig', 'packaging', 'pluggy', 'pygments', 'six']),
+    );
+    const fixture = await repo(readFixture(join(fixtures, 'python-poetry-dev')));
+    const result = await prepare(fixture, 'poetry', { registries: { pip: `${served.url}/simple/` } });
+    expect(result).toMatchObject({ provider: 'python', depsInstalled: true });
+    expect(result.notes.join('\n')).toContain(
+      "poetry: poetry.lock's pins for every dependency group and extra",
+    );
+    const box = await fixture.runBox(result.image, 'python3 -m pytest -q -p no:cacheprovider 2>&1');
+    expect(box.stdout).toMatch(/2 passed/);
+    expect(box.exitCode).toBe(0);
+  });
+
   it('go: module dependencies through a local GOPROXY at install; go test ./... (cgo) offline', async () => {
     const greet = goModule('example.com/greet', 'v1.0.0', {
       'go.mod': 'module example.com/greet\n\ngo 1.22\n',
