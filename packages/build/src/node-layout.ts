@@ -20,6 +20,10 @@ export const WRITABLE_PACKAGES: Readonly<Record<string, string>> = {
   // node-gyp writes the make files of a dependency's gyp targets at the target's path relative to
   // the build dir: for node_api.gyp under /deps that is outside /work/repo/build, in the root.
   'node-addon-api': "node-gyp writes the make files of node-addon-api's gyp targets next to its path",
+  // vue-demi-switch (and its postinstall) rewrite its lib/ files to point at vue 2 or 3: a repo's
+  // test script runs `vue-demi-switch 3` (TanStack/store). It keeps no state of its own (it
+  // re-exports vue), so a dependency that imports the baked one gets the same vue.
+  'vue-demi': 'vue-demi-switch rewrites its lib/ files to point at vue 2 or 3',
 };
 /**
  * `vitest --typecheck` runs tsc with `--tsBuildInfoFile <vitest's dist>/tsconfig.tmp.tsbuildinfo`

@@ -195,6 +195,21 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     );
   }, 900_000);
 
+  it('vue-demi: `vue-demi-switch 3` in a test script rewrites its copy in the volume (the baked one is read-only)', async () => {
+    const { exec, link } = await boxOf({
+      'package.json': JSON.stringify({
+        name: 'fixture-vue-demi',
+        private: true,
+        scripts: { test: 'vue-demi-switch 3 && node -e "console.log(require(\'vue-demi\').isVue3)"' },
+        dependencies: { 'vue-demi': '0.14.10', vue: '^3.4.0' },
+      }),
+    });
+    expect(link.copied).toEqual(['node_modules/vue-demi']);
+    const test = await exec('npm test --silent 2>&1');
+    expectOk(test);
+    expect(test.stdout.trim().split('\n').at(-1)).toBe('true');
+  });
+
   it('a native addon of the repo rebuilds in the box offline (node headers, node-addon-api targets); corepack enable works', async () => {
     const { exec, result, link } = await boxOf(readFixture(join(fixtures, 'addon-in-box')));
     expect(result.notes.join('\n')).toMatch(
