@@ -123,41 +123,41 @@ describe('fixtures run their own tests in the box (real engine)', () => {
     expect(again).toMatchObject({ cacheHit: true, toolchain: result.toolchain });
   });
 
-  it('python: uv with a dev group, installed through a local index mirror; pytest runs offline', async () => {
+  /**
+   * A python fixture installed through a mirror of the machine's local index holding pytest and
+   * its dependencies (no poetry, no uv, no colorama: pytest's win32-only dependency), then its
+   * tests run in the box offline. Undefined when this machine has no such index.
+   */
+  async function pythonThroughMirror(name: string, fixtureDir: string) {
     const index = await localPypiIndex();
-    if (!index)
-      return expect.soft(index, 'no PEP 503 file index in pip config on this machine').toBeDefined();
+    if (!index) {
+      expect.soft(index, 'no PEP 503 file index in pip config on this machine').toBeDefined();
+      return undefined;
+    }
     const served = await mirror(
       'pypi',
       pypiSubset(index, ['pytest', 'iniconfig', 'packaging', 'pluggy', 'pygments', 'six']),
     );
-    const fixture = await repo(readFixture(join(fixtures, 'python-uv-dev')));
-    const result = await prepare(fixture, 'uv', { registries: { pip: `${served.url}/simple/` } });
+    const fixture = await repo(readFixture(join(fixtures, fixtureDir)));
+    const result = await prepare(fixture, name, { registries: { pip: `${served.url}/simple/` } });
     expect(result).toMatchObject({ provider: 'python', depsInstalled: true });
     expect(result.toolchain.python3).toMatch(/^3\./);
     const box = await fixture.runBox(result.image, 'python3 -m pytest -q -p no:cacheprovider 2>&1');
     expect(box.stdout).toMatch(/2 passed/);
     expect(box.exitCode).toBe(0);
+    return result;
+  }
+
+  it('python: uv with a dev group, installed through a local index mirror; pytest runs offline', async () => {
+    await pythonThroughMirror('uv', 'python-uv-dev');
   });
 
   it('python: poetry with a dev group, from poetry.lock alone (no poetry on the index); pytest runs offline', async () => {
-    const index = await localPypiIndex();
-    if (!index)
-      return expect.soft(index, 'no PEP 503 file index in pip config on this machine').toBeDefined();
-    // No poetry, no colorama (a win32-only dependency of pytest in the lock) on the mirror.
-    const served = await mirror(
-      'pypi',
-      pypiSubset(index, ['pytest', 'iniconfig', 'packaging', 'pluggy', 'pygments', 'six']),
-    );
-    const fixture = await repo(readFixture(join(fixtures, 'python-poetry-dev')));
-    const result = await prepare(fixture, 'poetry', { registries: { pip: `${served.url}/simple/` } });
-    expect(result).toMatchObject({ provider: 'python', depsInstalled: true });
-    expect(result.notes.join('\n')).toContain(
-      "poetry: poetry.lock's pins for every dependency group and extra",
-    );
-    const box = await fixture.runBox(result.image, 'python3 -m pytest -q -p no:cacheprovider 2>&1');
-    expect(box.stdout).toMatch(/2 passed/);
-    expect(box.exitCode).toBe(0);
+    const result = await pythonThroughMirror('poetry', 'python-poetry-dev');
+    if (result)
+      expect(result.notes.join('\n')).toContain(
+        "poetry: poetry.lock's pins for every dependency group and extra",
+      );
   });
 
   it('go: module dependencies through a local GOPROXY at install; go test ./... (cgo) offline', async () => {
