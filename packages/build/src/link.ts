@@ -167,8 +167,8 @@ for (const rel of ['.yarn/install-state.gz']) {
 // A root lockfile the install rewrote: compared with the checkout's (the repo's file: only a
 // regular file of sane size is read, never what a link of it names).
 out.changedLocks = [];
+function regular(p) { try { const s = fs.lstatSync(p); return s.isFile() && s.size <= 64 * 1024 * 1024; } catch { return false; } }
 for (const name of ${JSON.stringify(CHECKED_LOCKFILES)}) {
-  const regular = (p) => { try { const s = fs.lstatSync(p); return s.isFile() && s.size <= 64 * 1024 * 1024; } catch { return false; } };
   if (!regular(SRC + '/' + name) || !regular(ROOT + '/' + name)) continue;
   if (!fs.readFileSync(SRC + '/' + name).equals(fs.readFileSync(ROOT + '/' + name))) out.changedLocks.push(name);
 }

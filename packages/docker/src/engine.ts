@@ -158,8 +158,8 @@ export interface ContainerVerbs {
   wait(ref: string): Promise<number>;
   /**
    * How many times the kernel killed a process of the container for want of memory (its `oom`
-   * events) from `sinceSeconds` (unix time, to the millisecond) until now: an exec'd command that exited 137 was
-   * killed by the memory limit when this is not 0.
+   * events) from `sinceSeconds` (unix time, to the millisecond) until now: an exec'd command
+   * that exited 137 was killed by the memory limit when this is not 0.
    */
   oomKillsSince(ref: string, sinceSeconds: number): Promise<number>;
   /**

@@ -186,11 +186,13 @@ export function cloneRules(source: Extract<ParsedSource, { kind: 'url' }>): Egre
   ];
 }
 
+/** The reason describeFailedDecisions gives for a request the gateway refused. */
+export const GATEWAY_REFUSED = 'refused by the gateway (not on its list, or an address it blocks)';
+
 /** Why the gateway did not carry a request, from squid's result (`TCP_DENIED/403`, `NONE_NONE/500`). */
 function failureReason(result: string): string | undefined {
   const status = Number(/\/(\d{3})$/.exec(result)?.[1] ?? Number.NaN);
-  if (/DENIED/.test(result) || status === 403)
-    return 'refused by the gateway (not on its list, or an address it blocks)';
+  if (/DENIED/.test(result) || status === 403) return GATEWAY_REFUSED;
   if (status === 503) return 'the gateway could not connect to it';
   if (status >= 500) return 'the gateway could not resolve or reach it';
   if (status === 0 || status >= 400) return `the gateway answered ${result}`;

@@ -365,8 +365,8 @@ class BoxExec {
 
   /**
    * `{ outOfMemory: true }` when the command exited 137 (SIGKILL) and the engine logged an `oom`
-   * event of the box since it started; else nothing. Asked only then (one engine call), and a
-   * failure to ask is no answer: the exit code stands on its own.
+   * event of the box since it started; else nothing. Asked only then (one engine call, once more
+   * 250 ms later when it finds none), and a failure to ask is no answer: the exit code stands.
    */
   async memoryVerdict(result: ExecEnd): Promise<{ outOfMemory?: true }> {
     if (this.timedOut || this.interrupted !== undefined || result.exitCode !== 137) return {};

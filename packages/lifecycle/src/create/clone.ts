@@ -11,11 +11,12 @@ import {
   runCloneSteps,
   unpackStep,
 } from '../clone.js';
-import { cloneRules, describeFailedDecisions, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
+import { cloneRules, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
 import { CloneFailedError, CreateAbortedError } from '../errors.js';
 import { localOrigin } from '../local-origin.js';
 import { type DirectoryScan, scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
+import { gatewaySide } from './egress-summary.js';
 import type { SpeculativeBox } from './speculate.js';
 import { createOwnVolume, startHelper } from './workspace.js';
 
@@ -128,8 +129,7 @@ function partialCloneError(error: CloneFailedError): CloneFailedError {
 
 /** The clone's error with what the gateway decided about its requests, when it logged a failure. */
 async function withGatewaySide(ctx: CreateContext, error: CloneFailedError): Promise<CloneFailedError> {
-  await ctx.egress.collect().catch(() => undefined);
-  const why = describeFailedDecisions(ctx.egress.decisions, 'clone');
+  const why = await gatewaySide(ctx, 'clone');
   return why ? new CloneFailedError(`${error.message} (egress gateway: ${why})`) : error;
 }
 

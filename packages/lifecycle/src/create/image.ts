@@ -1,8 +1,9 @@
 import { ImageBuildError, type PreparedImage, prepareImage } from '@ca-sandbox/build';
 import { claudeInstallEgressRules, installEgressRules } from '@ca-sandbox/network';
-import { describeFailedDecisions } from '../egress.js';
+import { GATEWAY_REFUSED } from '../egress.js';
 import { redactUserinfo } from '../source.js';
 import type { CreateContext } from './context.js';
+import { gatewaySide } from './egress-summary.js';
 
 /**
  * The box's image (phases 'dephash', then 'build'): the deps image of the repo's manifests, from
@@ -69,15 +70,13 @@ export async function prepareBoxImage(
 }
 
 /**
- * A failed install with what the gateway refused or could not reach: npm and pip only see
- * "CONNECT tunnel failed, response 403" for a dependency on a host the install may not reach (a
- * git dependency on github.com, a tarball URL), while the gateway knows which one and why.
+ * A failed install with what the gateway refused or could not reach (a git dependency on
+ * github.com, a tarball URL), and for a refusal the setting that allows a destination.
  */
 async function withGatewaySide(ctx: CreateContext, error: ImageBuildError): Promise<ImageBuildError> {
-  await ctx.egress.collect().catch(() => undefined);
-  const why = describeFailedDecisions(ctx.egress.decisions, 'install');
+  const why = await gatewaySide(ctx, 'install');
   if (!why) return error;
-  const refused = /refused by the gateway/.test(why)
+  const refused = why.includes(GATEWAY_REFUSED)
     ? '; the install reaches its registries and configured mirrors only: the install.allow setting (CA_SANDBOX_INSTALL_ALLOW) adds a destination'
     : '';
   error.message = `${error.message} (egress gateway: ${why}${refused})`;
