@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -123,17 +124,28 @@ describe.each(RUNTIMES)('copy-out never lets box code run on the host, under %s'
         'repo/vendor/lib/.git',
         'repo/fixtures/cache.git',
         'repo/pointer/.git',
+        'repo/.hg',
+        'repo/.jj',
+        'repo/_darcs',
+        'repo/osc\u001b]52;c;SGVsbG8=\u0007x',
+        'repo/csi\u009b2Jx',
       ]),
     );
+    expect(copied.skipped.find((s) => s.path === 'repo/.hg')?.reason).toMatch(/Mercurial/);
+    expect(copied.skipped.find((s) => s.path.startsWith('repo/osc'))?.reason).toMatch(/control character/);
     expect(copied.warnings.map((w) => w.path)).toEqual(
       expect.arrayContaining([
         'repo/.envrc',
         'repo/.vscode/tasks.json',
         'repo/.husky',
         'repo/.gitattributes',
+        'repo/.yarnrc.yml',
       ]),
     );
     expect(await gitEntries(dest)).toEqual([]);
+    const names = (await readdir(dest, { recursive: true })).map(String);
+    expect(names.filter((name) => /(^|\/)(\.hg|\.jj|_darcs)(\/|$)/i.test(name))).toEqual([]);
+    expect(names.filter((name) => hasControlCharacter(name))).toEqual([]);
     await expect(lstat(join(dest, 'fixtures', 'cache.git'))).rejects.toThrow(/ENOENT/);
     expect(await readFile(join(dest, 'note.txt'), 'utf8')).toBe('from the box\n');
 
@@ -159,6 +171,10 @@ describe.each(RUNTIMES)('copy-out never lets box code run on the host, under %s'
     expect(text.exitCode, text.stderr).toBe(0);
     expect(text.stderr).toContain('skipped repo/.git: git directory withheld');
     expect(text.stderr).toContain('may run by itself: repo/.envrc');
+    expect(text.stderr).toContain('skipped repo/.hg: VCS metadata withheld');
+    // The escape names are reported visibly, never written raw to the user's terminal.
+    expect(text.stderr).toMatch(/skipped repo\/osc.*control character/);
+    expect(hasControlCharacter(text.stderr.replaceAll('\n', ''))).toBe(false);
   });
 
   it('--git sanitized keeps history but not one thing of the box config, hooks or attributes', async () => {

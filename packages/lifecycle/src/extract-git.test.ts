@@ -1,4 +1,4 @@
-import { lstat, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -251,6 +251,13 @@ describe('extractTar warnings', () => {
         dir('repo/deep'),
         dir('repo/deep/er'),
         file('repo/deep/er/.ENVRC', 'x'),
+        file('repo/.yarnrc.yml', 'yarnPath: ./evil.js\n'),
+        file('repo/.yarnrc', 'yarn-path "./evil.js"\n'),
+        file('repo/.pnpmfile.cjs', 'module.exports = {}'),
+        file('repo/x.code-workspace', '{}'),
+        dir('repo/.idea'),
+        file('repo/.idea/workspace.xml', '<project/>'),
+        file('repo/.npmrc', 'registry=https://registry.npmjs.org/\n'),
       ]),
       target,
       'repo',
@@ -260,14 +267,83 @@ describe('extractTar warnings', () => {
       'repo/.devcontainer',
       'repo/.envrc',
       'repo/.husky',
+      'repo/.idea',
+      'repo/.pnpmfile.cjs',
       'repo/.vscode/launch.json',
       'repo/.vscode/settings.json',
       'repo/.vscode/tasks.json',
+      'repo/.yarnrc',
+      'repo/.yarnrc.yml',
       'repo/assets/.gitattributes',
       'repo/deep/er/.ENVRC',
+      'repo/x.code-workspace',
     ]);
     expect(summary.warnings.find((w) => w.path === 'repo/assets/.gitattributes')?.reason).toMatch(/filter/);
     // Reported, not withheld.
     expect(await readFile(join(target, 'repo/.envrc'), 'utf8')).toBe('export X=1');
+  });
+});
+
+describe('extractTar and the metadata of other VCS tools', () => {
+  it('withholds .hg, .sl, .jj, _darcs and the rest in any case and spelling, under both git modes', async () => {
+    for (const git of ['withhold', 'sanitized'] as const) {
+      const out = join(target, git);
+      await mkdir(out);
+      const summary = await extractTar(
+        tarOf([
+          dir('repo'),
+          dir('repo/.hg'),
+          file('repo/.hg/hgrc', '[hooks]\npre-status = touch /tmp/pwned\n'),
+          file('repo/.hg/requires', 'store\n'),
+          dir('repo/sub'),
+          dir('repo/sub/.HG.'),
+          file('repo/sub/.HG./hgrc', '[hooks]\n'),
+          dir('repo/.sl'),
+          file('repo/.sl/config', '[hooks]\n'),
+          dir('repo/.jj'),
+          dir('repo/.jj/repo'),
+          file('repo/.jj/repo/config.toml', 'ui.pager = "touch /tmp/pwned"\n'),
+          dir('repo/_darcs'),
+          dir('repo/_darcs/prefs'),
+          file('repo/_darcs/prefs/defaults', 'ALL posthook touch /tmp/pwned\n'),
+          file('repo/.fslckout', 'SQLite'),
+          file('repo/.h\u200cg', 'an ignorable character makes it .hg on macOS'),
+          file('repo/hg', 'an ordinary file'),
+          file('repo/note.hg', 'an ordinary file'),
+        ]),
+        out,
+        'repo',
+        LIMITS,
+        { git },
+      );
+      expect(summary.skipped.map((s) => s.path)).toEqual([
+        'repo/.hg',
+        'repo/sub/.HG.',
+        'repo/.sl',
+        'repo/.jj',
+        'repo/_darcs',
+        'repo/.fslckout',
+        'repo/.h\u200cg',
+      ]);
+      expect(summary.skipped[0]?.reason).toMatch(/Mercurial would run the hooks/);
+      expect((await readdir(join(out, 'repo'), { recursive: true })).sort()).toEqual([
+        'hg',
+        'note.hg',
+        'sub',
+      ]);
+    }
+  });
+
+  it('a copy of the metadata directory itself writes nothing', async () => {
+    const summary = await extractTar(
+      tarOf([dir('.hg'), file('.hg/hgrc', '[hooks]\n')]),
+      target,
+      '.hg',
+      LIMITS,
+    );
+    expect(summary.skipped).toEqual([
+      { path: '.hg', reason: expect.stringMatching(/VCS metadata withheld/) },
+    ]);
+    expect(await readdir(target)).toEqual([]);
   });
 });

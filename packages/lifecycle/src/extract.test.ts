@@ -290,6 +290,33 @@ describe('extractTar', () => {
   });
 });
 
+describe('extractTar and names that act when listed', () => {
+  it('skips names and link targets with control or bidi characters; the rest of the tree is written', async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory', mode: 0o755 },
+        { name: 'repo/\u001b]52;c;SGVsbG8=\u0007x', type: 'directory', mode: 0o755 },
+        { name: 'repo/\u001b]52;c;SGVsbG8=\u0007x/.envrc', type: 'file', body: 'x' },
+        { name: 'repo/clear\u001b[2J', type: 'file', body: 'x' },
+        { name: 'repo/csi\u009b31m', type: 'file', body: 'x' },
+        { name: 'repo/line\nbreak', type: 'file', body: 'x' },
+        { name: 'repo/txt.\u202eexe', type: 'file', body: 'x' },
+        { name: 'repo/ok', type: 'file', body: 'ok' },
+        { name: 'repo/\u00e9t\u00e9.txt', type: 'file', body: 'summer' },
+        { name: 'repo/link', type: 'symlink', linkname: 'ok\u001b[2J' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped.map((s) => s.reason)).toEqual([
+      ...Array(6).fill('name contains a control character or a bidi control'),
+      'symlink with an empty target or one with a control character',
+    ]);
+    expect(await listTree(dir)).toEqual(['repo', 'repo/ok', 'repo/\u00e9t\u00e9.txt']);
+  });
+});
+
 describe('entryParts', () => {
   it('normalises and flags', () => {
     expect(entryParts('./a//b/./c')).toEqual({ path: ['a', 'b', 'c'] });

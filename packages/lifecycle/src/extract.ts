@@ -2,12 +2,14 @@ import { constants } from 'node:fs';
 import { chmod, link, lstat, mkdir, open, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import type { GitMode } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
 import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
 import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
 import { STAGING_PREFIX } from './staging.js';
+import { otherVcsReason } from './vcs-metadata.js';
 
 export interface ExtractLimits {
   /** Bytes of file content written. */
@@ -59,6 +61,9 @@ type TarEntry = AsyncIterable<unknown> & { header: tar.Header; resume(): unknown
  * - symlinks and hardlinks are made last and only when they resolve inside the copied tree without
  *   passing through another link; the rest are skipped and listed;
  * - caps on bytes and entries throw CpOutLimitError (the caller deletes `target`);
+ * - names with control characters or bidi controls are skipped (a file name that is a terminal
+ *   escape acts when `find` or a shell lists it), and so are links whose target has one;
+ * - the metadata of other VCS tools (`.hg`, `.jj`, `_darcs`...) is withheld (vcs-metadata.ts);
  * - nothing git would execute: `.git` files and links are withheld, and so are git directories
  *   (`.git` ones in-stream, and any directory git would open as a repository once the tree is
  *   known), unless `policy.git` is `sanitized`, which rebuilds them (sanitizeGitDir);
@@ -112,7 +117,7 @@ class ExtractState {
   private readonly links: PendingLink[] = [];
   /** Folded child names of each directory key, links included (for looksLikeGitDir). */
   private readonly children = new Map<string, Set<string>>();
-  /** `.git` entries withheld in-stream, each reported once. */
+  /** `.git` and other VCS metadata entries withheld in-stream, each reported once. */
   private readonly withheld = new Set<string>();
   /** Git directories withheld or sanitised once the tree is known; nothing may link into them. */
   private gitRoots: string[] = [];
@@ -128,9 +133,10 @@ class ExtractState {
     const header = entry.header;
     const parts = entryParts(header.name);
     const reason = parts.reason ?? this.outsideTop(parts.path);
-    if (reason) return this.skip(entry, header.name, reason);
+    // A directory's name ends with a slash in the stream; reported as the path it is.
+    if (reason) return this.skip(entry, header.name.replace(/\/+$/, ''), reason);
     const path = parts.path;
-    if (this.withholdGitEntry(path, header.type === 'directory')) {
+    if (this.withholdOtherVcsEntry(path) || this.withholdGitEntry(path, header.type === 'directory')) {
       entry.resume();
       return;
     }
@@ -174,6 +180,18 @@ class ExtractState {
       .filter(([key]) => !this.underGitRoot(key, false))
       .sort((a, b) => b[0].length - a[0].length);
     for (const [key, mode] of dirs) await chmod(join(this.target, key), safeMode(mode) | 0o700);
+  }
+
+  /** In-stream: everything in or under another VCS tool's metadata (see vcs-metadata.ts). */
+  private withholdOtherVcsEntry(path: string[]): boolean {
+    const at = path.findIndex((part) => otherVcsReason(part) !== undefined);
+    if (at < 0) return false;
+    const key = path.slice(0, at + 1).join('/');
+    if (!this.withheld.has(key)) {
+      this.withheld.add(key);
+      this.note(this.summary.skipped, key, otherVcsReason(path[at] ?? '') ?? '');
+    }
+    return true;
   }
 
   /**
@@ -426,8 +444,8 @@ class ExtractState {
    */
   private resolveSymlink(path: string[], linkname: string): { target: string } | { reason: string } {
     const reason = (text: string) => ({ reason: text });
-    if (linkname.length === 0 || linkname.includes('\0'))
-      return reason('symlink with an empty or invalid target');
+    if (linkname.length === 0 || hasControlCharacter(linkname))
+      return reason('symlink with an empty target or one with a control character');
     if (linkname.startsWith('/')) return reason('symlink points outside the copied tree (absolute target)');
     const stack = path.slice(0, -1);
     const steps = linkname.split('/').filter((step) => step !== '' && step !== '.');
@@ -468,6 +486,10 @@ export function safeMode(mode: number): number {
  */
 export function entryParts(name: string): { path: string[]; reason?: string } {
   if (name.includes('\0')) return { path: [], reason: 'name contains NUL' };
+  // On the host such a name acts when listed: `find`, a shell's completion or a script's echo
+  // prints it raw, and ESC ] 52 writes the clipboard, ESC [ 2 J clears the screen.
+  if (hasControlCharacter(name))
+    return { path: [], reason: 'name contains a control character or a bidi control' };
   if (name.includes('\\')) return { path: [], reason: 'name contains a backslash' };
   if (name.startsWith('/')) return { path: [], reason: 'absolute path' };
   const path = name.split('/').filter((part) => part !== '' && part !== '.');

@@ -230,7 +230,7 @@ export function createMcpServer(version: string): McpServer {
     {
       title: 'Copy files out of a sandbox',
       description:
-        'Copy a file or directory from the box to the host (the only direction files move). An existing destination directory receives the entry inside it (as cp and docker cp do); a directory is never deleted or replaced. Links leaving the tree, devices, unsafe names and git directories (.git, which git would execute from) are skipped and listed in `skipped`; files a host tool may run by itself (.envrc, .vscode tasks, .gitattributes drivers...) are listed in `warnings`. A symlink destination is refused.',
+        'Copy a file or directory from the box to the host (the only direction files move). An existing destination directory receives the entry inside it (as cp and docker cp do); a directory is never deleted or replaced. Links leaving the tree, devices, unsafe names (control characters included) and VCS metadata (.git, which git would execute from; the metadata of .hg, .jj, _darcs and other VCS tools) are skipped and listed in `skipped`; files a host tool may run by itself (.envrc, .vscode tasks, .gitattributes drivers, .yarnrc.yml...) are listed in `warnings`. A symlink destination is refused.',
       inputSchema: {
         id,
         path: z.string().min(1).describe('path inside the box, absolute or relative to /work/repo'),
