@@ -1,11 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBox, destroyBox, destroyLeftovers, execBox } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  hostAddress,
+  uniqueName,
+} from './_harness.js';
 
 /**
  * The egress gateway must not look up a name it refuses: Docker's resolver forwards a name it does
@@ -108,6 +118,55 @@ function requests(allowed: string): string {
   return rows.map(([label, request]) => `${label}|${request}`).join('\n');
 }
 
+/**
+ * Diverts the marked queries of sandbox `id`'s gateway as soon as it exists, while a create runs:
+ * the clone's and the install's gateways live only during the create.
+ */
+async function divertWhenGatewayStarts(id: string, create: Promise<unknown>): Promise<void> {
+  const gateway = `ca-sbx.gw.${id}`;
+  let ended = false;
+  void create.finally(() => {
+    ended = true;
+  });
+  while (!ended) {
+    const running = await docker(['inspect', '--format', '{{.State.Running}}', '--', gateway], {
+      allowFailure: true,
+    });
+    if (running.stdout.trim() === 'true') return divertMarkedQueries(gateway);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the create ended before its gateway ${gateway} ran`);
+}
+
+/**
+ * Install-time code (a `.pnpmfile.cjs`, loaded in pnpm's own process) sends a refused request of
+ * each kind and one to the allowed control name, once a second for a while: the test diverts the
+ * gateway's queries once it sees the gateway, which is before pnpm runs, but the rounds make the
+ * result not depend on it.
+ */
+function pnpmfile(allowed: string): string {
+  return `
+const net = require('net');
+const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy);
+const ask = (request) => new Promise((done) => {
+  const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) });
+  socket.setTimeout(900, () => { socket.destroy(); done(); });
+  socket.on('connect', () => socket.write(request));
+  socket.on('data', () => { socket.destroy(); done(); });
+  socket.on('error', () => done());
+});
+const until = Date.now() + 20000;
+(async () => {
+  for (let round = 0; Date.now() < until; round += 1) {
+    await ask('CONNECT install' + round + '-${marker}.example:443 HTTP/1.1\\r\\n\\r\\n');
+    await ask('GET http://absolute' + round + '-${marker}.example/ HTTP/1.1\\r\\n\\r\\n');
+    await ask('CONNECT 10.0.0.1.${marker}:443 HTTP/1.1\\r\\n\\r\\n');
+    await ask('CONNECT ${allowed}:443 HTTP/1.1\\r\\n\\r\\n');
+  }
+})().then(() => require('fs').writeFileSync('/tmp/pnpmfile-done', ''), () => {});
+`;
+}
+
 beforeAll(async () => {
   fixture = await mkdtemp(join(tmpdir(), 'ca-hostile-gwdns-'));
   await writeFile(join(fixture, 'README.md'), 'nothing to install\n');
@@ -150,5 +209,70 @@ describe.skipIf(!isRoot)('the egress gateway looks up allowed names only', () =>
     // And nothing else with the marker ever was: no refused name reached a resolver.
     expect(queried.filter((name) => name !== allowed)).toEqual([]);
     await destroyBox(box.id);
+  }, 600_000);
+
+  it('install-time code: refused names are never looked up, the allowed one is', async () => {
+    const allowed = `okay-install-${marker}.test`;
+    const repo = join(fixture, 'install');
+    await mkdir(repo);
+    await writeFile(
+      join(repo, 'package.json'),
+      JSON.stringify({ name: 'gwdns', version: '1.0.0', private: true, packageManager: 'pnpm@9.15.9' }),
+    );
+    // pnpm loads the hooks file synchronously: the probe runs in a child process it waits for.
+    await writeFile(
+      join(repo, '.pnpmfile.cjs'),
+      `require('node:child_process').execFileSync(process.execPath, ['-e', ${JSON.stringify(pnpmfile(allowed))}], { stdio: 'inherit' });\nmodule.exports = {};\n`,
+    );
+    const name = uniqueName('gwdns');
+    const create = cli(['create', repo, '--json', '--name', name, '--network', 'clone-then-cut'], {
+      CA_SANDBOX_INSTALL_ALLOW: allowed,
+    });
+    const before = queried.length;
+    try {
+      await divertWhenGatewayStarts(name, create);
+      const created = await create;
+      expect(created.exitCode, created.stderr).toBe(0);
+    } finally {
+      await create;
+      await cli(['destroy', name]);
+    }
+    const seen = queried.slice(before);
+    expect(seen.filter((query) => query === allowed).length).toBeGreaterThan(0);
+    expect(seen.filter((query) => query !== allowed)).toEqual([]);
+  }, 600_000);
+
+  it('a clone redirected to another name: the name is refused, never looked up', async () => {
+    // A git host of ours that holds its answer until the gateway's queries are diverted, then
+    // redirects git's first request to a name of the marker.
+    let diverted: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => {
+      diverted = resolve;
+    });
+    const redirected: string[] = [];
+    const server = createServer((request, response) => {
+      void ready.then(() => {
+        redirected.push(request.url ?? '');
+        response.writeHead(302, { location: `http://redirect-${marker}.example${request.url}` });
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+    try {
+      const url = `http://${await hostAddress()}:${(server.address() as AddressInfo).port}/repo.git`;
+      const name = uniqueName('gwdns');
+      const create = cli(['create', url, '--json', '--name', name, '--network', 'clone-then-cut']);
+      const before = queried.length;
+      await divertWhenGatewayStarts(name, create).finally(diverted);
+      const failed = await create;
+      expect(failed.exitCode).toBe(1);
+      expect(failed.stderr).toContain('CLONE_FAILED');
+      // git asked us, was sent to the marker's name, and the gateway refused it without a lookup.
+      expect(redirected.length).toBeGreaterThan(0);
+      expect(queried.slice(before)).toEqual([]);
+    } finally {
+      server.close();
+      server.closeAllConnections();
+    }
   }, 600_000);
 });
