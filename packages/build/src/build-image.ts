@@ -5,11 +5,13 @@ import {
   BUILD_LABEL,
   BUILD_LABEL_DEPHASH,
   BUILD_LABEL_REPO,
+  buildStepLabels,
   CACHE_LABEL,
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
   CACHE_LABEL_SOURCE,
   formatSize,
+  UNOWNED_IMAGE_LABELS,
 } from '@ca-sandbox/docker';
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
 import { buildArgv } from './build-argv.js';
@@ -24,6 +26,11 @@ import { renderDockerfile } from './dockerfile.js';
 import { DepsImageTooLargeError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
 import { labelImage } from './image-toolchain.js';
+import {
+  type InstallFallback,
+  installFallbacksFromOutput,
+  LABEL_INSTALL_FALLBACKS,
+} from './install-fallbacks.js';
 import { InstallLog } from './install-log.js';
 import type { ManifestFile } from './manifests.js';
 import { ensurePrepImage } from './prep-image.js';
@@ -60,7 +67,7 @@ export interface BuildImageInput {
  */
 export async function buildImage(
   input: BuildImageInput,
-): Promise<{ recipe: InstallRecipe; toolchain: Toolchain }> {
+): Promise<{ recipe: InstallRecipe; toolchain: Toolchain; installFallbacks: InstallFallback[] }> {
   const { opts, builder, image, emit } = input;
   const secrets = registrySecrets(opts.registries);
   const log = (line: string) => input.log(maskSecrets(line, secrets));
@@ -80,6 +87,7 @@ export async function buildImage(
       [BUILD_LABEL]: '1',
       [BUILD_LABEL_REPO]: opts.repoPart,
       [BUILD_LABEL_DEPHASH]: input.dephash,
+      ...(opts.sandboxId ? buildStepLabels(opts.sandboxId) : {}),
     };
     const claudeImage = opts.withClaude ? await claudeImageFor(opts, log) : undefined;
     // The root step (folders, setuid strip) is the base's prep image, built once per base.
@@ -135,6 +143,7 @@ export async function buildImage(
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     const toolchain = toolchainFromOutput(lines);
+    const installFallbacks = installFallbacksFromOutput(lines);
     try {
       const built = (await readFile(iidFile, 'utf8')).trim();
       // A write between two looks of the watch: the image itself is held to the cap too.
@@ -149,6 +158,8 @@ export async function buildImage(
         [LABEL_CACHE_BUILDER]: builder.name,
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
+        ...(installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: installFallbacks.join(',') } : {}),
+        ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
     } catch (error) {
       // Every image of this build carries its id (the labelled one too, by inheritance).
@@ -158,7 +169,7 @@ export async function buildImage(
     }
     emit({ type: 'built', image });
     await installLog.discard();
-    return { recipe, toolchain };
+    return { recipe, toolchain, installFallbacks };
   } catch (error) {
     await installLog?.close();
     emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });
@@ -180,6 +191,7 @@ async function claudeImageFor(opts: ResolvedPrepareOptions, log: (line: string) 
     limits: opts.limits,
     timeoutMs: opts.buildTimeoutMs,
     ...(opts.claudeEgress ? { egress: opts.claudeEgress } : {}),
+    ...(opts.sandboxId ? { sandboxId: opts.sandboxId } : {}),
     log,
     ...(opts.signal ? { signal: opts.signal } : {}),
   });

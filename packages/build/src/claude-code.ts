@@ -5,9 +5,11 @@ import {
   BOX_USER,
   BUILD_LABEL,
   BUILD_LABEL_REPO,
+  buildStepLabels,
   CACHE_IMAGE_REPOSITORY,
   CACHE_LABEL,
   engine,
+  UNOWNED_IMAGE_LABELS,
 } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
 import { readExtraCa, resolveCaCertificates } from './base-image.js';
@@ -22,6 +24,7 @@ import {
   CLAUDE_STAGE_PREFIX as STAGE_PREFIX,
 } from './claude-code-pin.js';
 import { EXTRA_CA_SETUP, LABEL_BUILD_ID, NO_NEW_PRIVS, runLine, shellEnv } from './dockerfile.js';
+import { labelInstruction } from './image-toolchain.js';
 import { runQuietBuild } from './quiet-build.js';
 import { type Registries, registryInstallEnv } from './registries.js';
 
@@ -32,7 +35,7 @@ import { type Registries, registryInstallEnv } from './registries.js';
  */
 export function renderClaudeDockerfile(
   nodeBaseImage: string,
-  options: { extraCa: boolean; buildId: string; registries: Registries },
+  options: { extraCa: boolean; buildId: string; registries: Registries; sandboxId?: string },
 ): string {
   const install = [
     'set -eu',
@@ -46,7 +49,13 @@ export function renderClaudeDockerfile(
   return [
     `FROM ${nodeBaseImage}`,
     // The build labels of every deps build: what a killed build leaves is found by `prune --images`.
-    `LABEL ${LABEL_BUILD_ID}=${options.buildId} ${BUILD_LABEL}=1 ${BUILD_LABEL_REPO}=claude-code`,
+    // With a sandbox, its labels too (buildStepLabels): its destroy or prune stops a killed build.
+    labelInstruction({
+      [LABEL_BUILD_ID]: options.buildId,
+      [BUILD_LABEL]: '1',
+      [BUILD_LABEL_REPO]: 'claude-code',
+      ...(options.sandboxId ? buildStepLabels(options.sandboxId) : {}),
+    }),
     'USER 0:0',
     // The user's CA bundle, root's, as in a prep image (see ca-trust.ts).
     ...(options.extraCa ? [CA_COPY_LINE] : []),
@@ -83,6 +92,8 @@ export interface ClaudeImageInput {
   egress?: () => Promise<{ network: string; proxyUrl: string }>;
   log: (line: string) => void;
   signal?: AbortSignal;
+  /** The sandbox whose create builds it (prepare option sandboxId). */
+  sandboxId?: string;
 }
 
 /**
@@ -107,6 +118,7 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
         extraCa: Boolean(caFile),
         buildId,
         registries: input.registries,
+        ...(input.sandboxId ? { sandboxId: input.sandboxId } : {}),
       }),
       { mode: 0o644 },
     );
@@ -114,7 +126,11 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
     const argv = buildArgv({
       image,
       network: egress?.network ?? 'bridge',
-      labels: { [CACHE_LABEL]: '1', [LABEL_CLAUDE_CODE]: CLAUDE_CODE_VERSION },
+      labels: {
+        [CACHE_LABEL]: '1',
+        [LABEL_CLAUDE_CODE]: CLAUDE_CODE_VERSION,
+        ...(input.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
+      },
       dockerfile,
       context,
       limits: input.limits,

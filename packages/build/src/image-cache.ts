@@ -6,12 +6,15 @@ import {
   type ImageInspect,
 } from '@ca-sandbox/docker';
 import { LABEL_CA } from './ca-trust.js';
+import { type InstallFallback, LABEL_INSTALL_FALLBACKS, parseInstallFallbacks } from './install-fallbacks.js';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
 /** What a cache hit tells: the toolchain label and the digest of the CA bundle it trusts ('' none). */
 export interface CachedImage {
   toolchain: string;
   ca: string;
+  /** The fallbacks its install took (label ca.sandbox.cache.install-fallbacks). */
+  installFallbacks: InstallFallback[];
 }
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
@@ -41,5 +44,9 @@ export function cacheImageLabels(
   const labels = found?.Config.Labels ?? {};
   if (labels[CACHE_LABEL] !== '1' || labels[CACHE_LABEL_REPO] !== repoPart) return undefined;
   if (labels[CACHE_LABEL_SOURCE] !== source) return undefined;
-  return { toolchain: labels[LABEL_TOOLCHAIN] ?? '', ca: labels[LABEL_CA] ?? '' };
+  return {
+    toolchain: labels[LABEL_TOOLCHAIN] ?? '',
+    ca: labels[LABEL_CA] ?? '',
+    installFallbacks: parseInstallFallbacks(labels[LABEL_INSTALL_FALLBACKS]),
+  };
 }

@@ -54,6 +54,12 @@ export {
   NixpacksPlanError,
 } from './errors.js';
 export {
+  describeInstallFallback,
+  INSTALL_FALLBACKS,
+  type InstallFallback,
+  parseInstallFallbacks,
+} from './install-fallbacks.js';
+export {
   type CacheSource,
   type LastDepsImage,
   lastDepsImage,

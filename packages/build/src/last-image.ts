@@ -68,6 +68,7 @@ export async function lastDepsImage(cache: CacheSource): Promise<LastDepsImage |
       linkNodeModules: provider === 'node',
       imageSource: cache.imageSource,
       toolchain: parseToolchain(cached.toolchain),
+      installFallbacks: cached.installFallbacks,
       // The guess reads nothing of the repo: the dephash's prepareImage says what its pins miss.
       runtimeMismatches: [],
       trustedCa: cached.ca,

@@ -8,7 +8,7 @@ import {
   parseSize,
   SIZE_SYNTAX,
 } from '@ca-sandbox/docker';
-import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
+import { hasControlCharacter, SANDBOX_ID_PATTERN } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { parseOptions } from './_utils.js';
 import { resolveCaCertificates } from './base-image.js';
@@ -49,6 +49,12 @@ export interface InstallEgress {
 
 const PrepareOptionsSchema = z.strictObject({
   containerId: z.string().regex(DOCKER_NAME_PATTERN, 'must be a container name or id'),
+  /**
+   * The sandbox this image is built for (a create): the builds' step containers carry its labels
+   * (buildStepLabels), so a killed create's install is found and stopped by `destroy <id>` and
+   * `prune`, and `ls` shows it. Library callers without a sandbox leave it out.
+   */
+  sandboxId: z.string().regex(SANDBOX_ID_PATTERN, 'must be a sandbox id').optional(),
   repoName: z.string().min(1).max(1024),
   /**
    * The source's identity (a URL without credentials, a local directory's realpath): part of the

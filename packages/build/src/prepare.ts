@@ -5,6 +5,7 @@ import { CLAUDE_CODE_ADDON } from './claude-code-pin.js';
 import { computeDepHash } from './dephash.js';
 import { cachedImage } from './image-cache.js';
 import { imageToolchain } from './image-toolchain.js';
+import type { InstallFallback } from './install-fallbacks.js';
 import {
   type ManifestFile,
   type ManifestSet,
@@ -48,6 +49,11 @@ export interface PreparedImage {
    * that the image's toolchain misses (runtime-pins.ts); shown by `create` whatever the verbosity.
    */
   runtimeMismatches: string[];
+  /**
+   * What the install did besides its recipe (install-fallbacks.ts: npm's --legacy-peer-deps after an
+   * ERESOLVE), from the image's label, so a cache hit says it too; create shows each as a notice.
+   */
+  installFallbacks: InstallFallback[];
 }
 
 /** Said (without --verbose) whenever a box gets no dependencies. */
@@ -114,6 +120,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       linkNodeModules: detection.provider === 'node',
       ...withToolchain(files, parseToolchain(cached.toolchain)),
       trustedCa: cached.ca,
+      installFallbacks: cached.installFallbacks,
     };
   }
   if (opts.policy === 'offline') {
@@ -133,11 +140,12 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       linkNodeModules: false,
       ...withToolchain(files, await imageToolchain(base.image)),
       trustedCa: '',
+      installFallbacks: [],
     };
   }
   // The cold path's code (context writing, Dockerfile, install log, the recipes) loads only here.
   const { buildImage } = await import('./build-image.js');
-  const { recipe, toolchain } = await buildImage({
+  const { recipe, toolchain, installFallbacks } = await buildImage({
     opts,
     files,
     detection,
@@ -162,6 +170,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     linkNodeModules: recipe.linkNodeModules,
     ...withToolchain(files, toolchain),
     trustedCa: ca?.hash ?? '',
+    installFallbacks,
   };
 }
 

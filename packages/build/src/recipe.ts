@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { REPO_DIR } from '@ca-sandbox/docker';
 import { shellQuote } from './_utils.js';
+import { npmInstallWithPeerFallback } from './install-fallbacks.js';
 import { filterRequirements, manifestDirs, pythonLocalPaths } from './local-paths.js';
 import { GO_VENDOR_LIST } from './manifest-names.js';
 import type { ManifestFile } from './manifests.js';
@@ -166,7 +167,9 @@ function nodeInstall(
     default: {
       if (pm.name === 'bun') notes.push('bun is not available in the build: dependencies installed with npm');
       const lock = has('package-lock.json') || has('npm-shrinkwrap.json');
-      install.push(`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`);
+      // A lockfile written by an older npm (or with --legacy-peer-deps) fails under npm 10 with
+      // ERESOLVE; its developers install with --legacy-peer-deps: so does the install, then only.
+      install.push(...npmInstallWithPeerFallback(`npm ${lock ? 'ci' : 'install'} ${NODE_INSTALL_FLAGS}`));
     }
   }
   const root = files.find((file) => file.path === 'package.json')?.content.toString('utf8') ?? '';

@@ -27,6 +27,7 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     egress: [],
     allow: [],
     withClaude: false,
+    installFallbacks: [],
     ...over,
   };
 }

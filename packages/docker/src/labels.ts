@@ -43,6 +43,25 @@ export function sandboxIdFilter(id: string): string {
   return `label=${LABEL_ID}=${id}`;
 }
 
+/**
+ * The labels of a `docker build` run for sandbox `id` (set by the Dockerfile's first instruction):
+ * the legacy builder's step containers take them, so `ls`, `destroy <id>` and `prune` see and stop
+ * the install of a create that was killed (a running step also holds the sandbox's network).
+ */
+export function buildStepLabels(id: string): Record<string, string> {
+  return sandboxLabels(id, { [LABEL_ROLE]: 'build' });
+}
+
+/**
+ * Set on the image a buildStepLabels build makes: a cache image belongs to no sandbox (boxes set
+ * their own), and a container started from it without labels is not taken for one of `id`'s.
+ */
+export const UNOWNED_IMAGE_LABELS: Readonly<Record<string, string>> = {
+  [SANDBOX_LABEL]: '',
+  [LABEL_ID]: '',
+  [LABEL_ROLE]: '',
+};
+
 /** `key=value` pairs selecting one sandbox's objects, as listLabeled takes them. */
 export function sandboxLabelPairs(id: string): string[] {
   return [`${SANDBOX_LABEL}=${SANDBOX_LABEL_VALUE}`, `${LABEL_ID}=${id}`];

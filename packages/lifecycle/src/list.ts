@@ -33,7 +33,7 @@ import { redactUserinfo } from './source.js';
  * Every sandbox, its record read from labels only: there is no state file to drift from the
  * engine. A box (role box) gives the full record; an id with objects but no box (a create still
  * running, or one that was killed: helper, volume or network left) is listed too, with status
- * `creating` while its helper runs and `incomplete` otherwise, and so is a box whose helper is
+ * `creating` while its helper or a build step runs and `incomplete` otherwise, and so is a box whose helper is
  * still there (started beside the clone by a create that has not returned, or was killed). Sorted
  * by creation time.
  */
@@ -55,11 +55,20 @@ export async function listSandboxes(): Promise<SandboxRecord[]> {
   const partial = new Map<string, SandboxRecord>();
   for (const row of [...containers, ...volumes, ...networks]) {
     if (!row.id || complete.has(row.id)) continue;
-    const record = partial.get(row.id) ?? partialRecord(row);
-    if (row.kind === 'container' && row.role === 'helper') {
-      record.container = row.name;
-      if (row.state === 'running') record.status = 'creating';
-    }
+    const known = partial.get(row.id);
+    const record = known ?? partialRecord(row);
+    // A build step's container carries the id only (its labels are the Dockerfile's): the other
+    // rows name the repo, source, policy and time.
+    if (known) fillFrom(record, row);
+    if (row.kind === 'container' && row.role === 'helper') record.container = row.name;
+    // A running helper clones, a running build step installs: the create is under way (or was
+    // killed a moment ago and its step still runs).
+    if (
+      row.kind === 'container' &&
+      (row.role === 'helper' || row.role === 'build') &&
+      row.state === 'running'
+    )
+      record.status = 'creating';
     if (row.kind === 'volume') record.volume = row.name;
     partial.set(row.id, record);
   }
@@ -125,7 +134,15 @@ function partialRecord(row: LabeledRow): SandboxRecord {
     egress: [],
     allow: [],
     withClaude: false,
+    installFallbacks: [],
   };
+}
+
+function fillFrom(record: SandboxRecord, row: LabeledRow): void {
+  if (!record.repo) record.repo = row.repo;
+  if (!record.source) record.source = redactUserinfo(row.source);
+  if (!record.network) record.network = row.policy;
+  if (!record.createdAt) record.createdAt = row.created;
 }
 
 async function inspectBoxes(names: string[]): Promise<SandboxRecord[]> {

@@ -27,6 +27,7 @@ describe('recordFromInspect', () => {
             depsInstalled: true,
             imageSource: 'https://example.com/demo.git',
             toolchain: { node: '22.23.5', npm: '10.9.9' },
+            installFallbacks: ['npm-legacy-peer-deps'],
           }),
         },
       },
@@ -54,6 +55,7 @@ describe('recordFromInspect', () => {
       egress: [],
       allow: [],
       withClaude: false,
+      installFallbacks: ['npm-legacy-peer-deps'],
     });
   });
 });

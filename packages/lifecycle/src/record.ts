@@ -1,4 +1,11 @@
-import { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from '@ca-sandbox/build';
+import {
+  formatToolchain,
+  type InstallFallback,
+  LABEL_TOOLCHAIN,
+  parseInstallFallbacks,
+  parseToolchain,
+  type Toolchain,
+} from '@ca-sandbox/build';
 import {
   type ContainerInspect,
   LABEL_CREATED,
@@ -43,6 +50,11 @@ export interface SandboxRecord {
   allow: string[];
   /** Claude Code is in the image (`--with-claude`; its version is in `toolchain.claude`). */
   withClaude: boolean;
+  /**
+   * What the deps install did besides its recipe, e.g. `npm-legacy-peer-deps` (npm refused the
+   * tree with ERESOLVE and it installed again with --legacy-peer-deps); empty for most boxes.
+   */
+  installFallbacks: InstallFallback[];
 }
 
 /** Where the source came from, as shown (any URL userinfo, user and password, is masked). */
@@ -66,6 +78,8 @@ export const LABEL_ALLOW = 'ca.sandbox.allow';
 export const LABEL_EGRESS_ALLOW = 'ca.sandbox.egress-allow';
 /** Boxes made with `--with-claude`. */
 export const LABEL_WITH_CLAUDE = 'ca.sandbox.with-claude';
+/** The install fallbacks of the box's deps image, comma-joined (absent: none). */
+export const LABEL_INSTALL_FALLBACKS = 'ca.sandbox.install-fallbacks';
 /** Allowlist boxes: the blocked ranges their rules or gateway were built with (fixed plus the host's prefixes). */
 export const LABEL_BLOCKED = 'ca.sandbox.blocked';
 
@@ -78,8 +92,10 @@ export function sandboxRecordLabels(build: {
   depsInstalled: boolean;
   imageSource: string;
   toolchain: Toolchain;
+  installFallbacks: readonly InstallFallback[];
 }): Record<string, string> {
   return {
+    ...(build.installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: build.installFallbacks.join(',') } : {}),
     [LABEL_IMAGE_SOURCE]: build.imageSource,
     [LABEL_DEPHASH]: build.dephash,
     [LABEL_BUILDER]: build.builder,
@@ -117,6 +133,7 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     egress: egressFromLabels(labels),
     allow: allowFromLabels(labels),
     withClaude: labels[LABEL_WITH_CLAUDE] === 'true',
+    installFallbacks: parseInstallFallbacks(labels[LABEL_INSTALL_FALLBACKS]),
   };
 }
 

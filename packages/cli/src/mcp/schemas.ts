@@ -19,6 +19,12 @@ const sandboxRecord = z
     source: z.string(),
     status: z.string(),
     createdAt: z.string(),
+    installFallbacks: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'what the deps install did besides its recipe: npm-legacy-peer-deps = npm refused the tree (ERESOLVE) and it installed again with --legacy-peer-deps',
+      ),
   })
   .describe('a sandbox record');
 

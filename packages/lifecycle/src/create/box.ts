@@ -76,6 +76,7 @@ export function boxRecordLabels(
       depsInstalled: prepared.depsInstalled,
       imageSource: prepared.imageSource,
       toolchain: prepared.toolchain,
+      installFallbacks: prepared.installFallbacks,
     }),
     ...(egress.length ? { [LABEL_EGRESS]: JSON.stringify(egress) } : {}),
     ...(ctx.boxUsesGateway()

@@ -1,4 +1,9 @@
-import { ImageBuildError, type PreparedImage, prepareImage } from '@ca-sandbox/build';
+import {
+  describeInstallFallback,
+  ImageBuildError,
+  type PreparedImage,
+  prepareImage,
+} from '@ca-sandbox/build';
 import { claudeInstallEgressRules, installEgressRules } from '@ca-sandbox/network';
 import { GATEWAY_REFUSED } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -17,6 +22,8 @@ export async function prepareBoxImage(
   progress.start('dephash');
   const prepared = await prepareImage({
     containerId: ctx.names.helper,
+    // The install's step containers carry the sandbox's labels: destroy and prune stop a killed one.
+    sandboxId: ctx.id,
     ...(ctx.manifests ? { manifests: ctx.manifests } : {}),
     repoName: ctx.source.repoName,
     // The cache key holds the source's identity: another source with the same name and
@@ -64,6 +71,7 @@ export async function prepareBoxImage(
   // The notes belong to this phase: logged before its end, not under the next phase's spinner.
   for (const note of prepared.notes) ctx.log(note);
   for (const mismatch of prepared.runtimeMismatches) progress.notice(mismatch);
+  for (const fallback of prepared.installFallbacks) progress.notice(describeInstallFallback(fallback));
   progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   ctx.checkAborted();
   return prepared;

@@ -1,0 +1,109 @@
+// Issue 28: real repositories' shapes that a developer's machine accepts, each a fixture of our own
+// that failed in the box; the create runs through the bin (clone-then-cut: the install reaches the
+// npm registry through the gateway) and the repo's own test command runs in the box.
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects, runBin } from './_bin.js';
+
+const READY = LIFECYCLE_BUILT && dockerReachable();
+const FIXTURES = fileURLToPath(new URL('../../build/test/fixtures/', import.meta.url));
+
+const work = mkdtempSync(join(tmpdir(), 'ca-sbx-repo-shapes-'));
+const ids: string[] = [];
+const images = new Set<string>();
+
+afterAll(() => {
+  for (const id of ids) forceRemoveSandbox(id);
+  for (const image of images) execFileSync('docker', ['image', 'rm', '--force', image], { stdio: 'ignore' });
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** A copy of the fixture at a path of its own: a fresh source key, so the install really runs. */
+function copyOf(fixture: string): string {
+  const repo = join(work, `${fixture}-${randomUUID().slice(0, 6)}`);
+  cpSync(join(FIXTURES, fixture), repo, { recursive: true });
+  return repo;
+}
+
+interface Record {
+  id: string;
+  image: string;
+  imageCacheHit: boolean;
+  depsInstalled: boolean;
+  installFallbacks: string[];
+}
+
+async function create(repo: string): Promise<{ record: Record; stderr: string }> {
+  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  ids.push(id);
+  const created = await runBin(['create', repo, '--json', '--name', id, '--network', 'clone-then-cut']);
+  expect(created.code, created.stderr).toBe(0);
+  const record = JSON.parse(created.stdout) as Record;
+  images.add(record.image);
+  return { record, stderr: created.stderr };
+}
+
+async function destroy(id: string): Promise<void> {
+  const destroyed = await runBin(['destroy', id]);
+  expect(destroyed.code, destroyed.stderr).toBe(0);
+  expect(remainingObjects(id)).toEqual([]);
+}
+
+describe.skipIf(!READY)('real repository shapes run their own tests in the box', () => {
+  it('a lockfile npm 10 refuses (ERESOLVE): installed once more with --legacy-peer-deps, said, and `npm test` passes', async () => {
+    // npm-legacy-peer-lock: written by npm 8.5 with --legacy-peer-deps (react-dom 18 beside
+    // react 17); `npm ci` of npm 10 (the base image's) stops at ERESOLVE.
+    const repo = copyOf('npm-legacy-peer-lock');
+    const first = await create(repo);
+    expect(first.record).toMatchObject({ depsInstalled: true, installFallbacks: ['npm-legacy-peer-deps'] });
+    expect(first.stderr).toMatch(/ERESOLVE.*installed again with --legacy-peer-deps/);
+    const test = await runBin(['exec', first.record.id, '--', 'npm', 'test']);
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toContain('peer ok react 17.0.2 react-dom 18.2.0');
+
+    // A cache hit of that image says it too (the fallback is a label of the image).
+    const second = await create(repo);
+    expect(second.record).toMatchObject({
+      imageCacheHit: true,
+      image: first.record.image,
+      installFallbacks: ['npm-legacy-peer-deps'],
+    });
+    expect(second.stderr).toMatch(/installed again with --legacy-peer-deps/);
+    const listed = await runBin(['ls', '--json']);
+    const row = (JSON.parse(listed.stdout) as Record[]).find((record) => record.id === second.record.id);
+    expect(row?.installFallbacks).toEqual(['npm-legacy-peer-deps']);
+    await destroy(first.record.id);
+    await destroy(second.record.id);
+  }, 600_000);
+
+  it('a lockfile npm 10 accepts takes no fallback (the record says none)', async () => {
+    const { record, stderr } = await create(copyOf('node-esm'));
+    expect(record).toMatchObject({ depsInstalled: true, installFallbacks: [] });
+    expect(stderr).not.toMatch(/legacy-peer-deps/);
+    await destroy(record.id);
+  }, 600_000);
+
+  it('an install failing for another reason keeps its failure (no retry)', async () => {
+    // A version that does not exist: ETARGET, not ERESOLVE.
+    const repo = copyOf('npm-legacy-peer-lock');
+    rmSync(join(repo, 'package-lock.json'));
+    const manifest = join(repo, 'package.json');
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    writeFileSync(
+      manifest,
+      readFileSync(manifest, 'utf8').replace('"react": "17.0.2"', '"react": "17.999.0"'),
+    );
+    const id = `sbx-${randomUUID().slice(0, 8)}`;
+    ids.push(id);
+    const created = await runBin(['create', repo, '--json', '--name', id, '--network', 'clone-then-cut']);
+    expect(created.code).not.toBe(0);
+    expect(created.stderr).toMatch(/ETARGET|No matching version/);
+    expect(created.stderr).not.toMatch(/installed again with --legacy-peer-deps/);
+    expect(remainingObjects(id)).toEqual([]);
+  }, 600_000);
+});
