@@ -149,6 +149,35 @@ describe('readManifests on a hostile repo (real engine)', () => {
     );
   });
 
+  it('reads the package archives the manifests name, by name: no symlink at any depth, nothing outside', async () => {
+    const fixture = await repo({
+      'package.json': JSON.stringify({
+        dependencies: {
+          a: 'file:vendor/a-1.0.0.tgz',
+          linked: 'file:vendor/linked.tgz',
+          aliased: 'file:alias/a-1.0.0.tgz',
+          missing: 'file:vendor/missing.tgz',
+          up: 'file:../outside.tgz',
+        },
+      }),
+      'pnpm-lock.yaml': "  c@file:libs/c-1.0.0.tgz:\n    resolution: {tarball: 'file:libs/c-1.0.0.tgz'}\n",
+      // Pruned from the manifest walk (vendor/), read because a manifest names it.
+      'vendor/a-1.0.0.tgz': 'archive a',
+      'vendor/linked.tgz': { symlink: '/etc/passwd' },
+      // A folder link: the real path is another one than the named.
+      alias: { symlink: 'vendor' },
+      'libs/c-1.0.0.tgz': 'archive c',
+      'libs/unnamed.tgz': 'never read',
+    });
+    const files = await readManifests(fixture.container);
+    expect(files.map((f) => [f.path, f.content.toString()])).toEqual([
+      ['libs/c-1.0.0.tgz', 'archive c'],
+      ['package.json', expect.any(String)],
+      ['pnpm-lock.yaml', expect.any(String)],
+      ['vendor/a-1.0.0.tgz', 'archive a'],
+    ]);
+  });
+
   it('caps the count and sizes with ManifestLimitError', async () => {
     const tree: FixtureTree = {};
     for (let i = 0; i < 30; i++) tree[`p${i}/package.json`] = '{}';

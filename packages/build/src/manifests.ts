@@ -10,6 +10,7 @@ import { extract, type Header } from 'tar-stream';
 import { z } from 'zod';
 import { limitFrom, parseOptions } from './_utils.js';
 import { ManifestLimitError, ManifestReadError } from './errors.js';
+import { localArchivePaths } from './local-archives.js';
 import {
   GO_VENDOR_LIST,
   isManifestPath,
@@ -178,7 +179,11 @@ export async function readManifestSet(
         `reading manifests from ${containerId} failed (exit ${result.exitCode ?? 'killed'}): ${text || 'no output'}`,
       );
     }
-    return { files, rootSources: parseRootSourcesLine(errText.split('\n')[0] ?? '') };
+    const archives = await readLocalArchives(containerId, opts, files);
+    return {
+      files: archives.length ? sortedByPath([...files, ...archives]) : files,
+      rootSources: parseRootSourcesLine(errText.split('\n')[0] ?? ''),
+    };
   } catch (error) {
     stop();
     await child;
@@ -192,6 +197,69 @@ export async function readManifestSet(
   }
 }
 
+// The archives named by path (local-archives.ts), read by name: regular files only (no symlink,
+// at no depth: the real path must be the path under the root), never outside the root.
+const NAMED_FILES_SCRIPT = [
+  'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
+  'root="$(pwd -P)"; shift',
+  'for p do',
+  '  [ -f "./$p" ] && [ ! -L "./$p" ] || continue',
+  '  [ "$(readlink -f -- "./$p")" = "$root/$p" ] || continue',
+  '  printf \'./%s\\0\' "$p"',
+  'done | tar --null --no-recursion --numeric-owner -T - -cf -',
+].join('\n');
+
+/**
+ * The package archives the manifests just read name (`file:vendor/dep.tgz`): read in a second exec
+ * of the helper, only when some are named, under the same caps (what the manifests used counts).
+ */
+async function readLocalArchives(
+  containerId: string,
+  opts: ResolvedReadOptions,
+  manifests: readonly ManifestFile[],
+): Promise<ManifestFile[]> {
+  const wanted = new Set(localArchivePaths(manifests));
+  for (const file of manifests) wanted.delete(file.path);
+  if (wanted.size === 0) return [];
+  const spec = internalExecSpec([SH_BIN, '-c', NAMED_FILES_SCRIPT, 'sh', opts.root, ...wanted], {
+    user: BOX_USER,
+  });
+  const child = engine.exec.start(containerId, spec, { stdout: 'pipe', stderr: 'pipe' });
+  const stop = () => child.kill();
+  const timer = setTimeout(stop, opts.timeoutMs);
+  opts.signal?.addEventListener('abort', stop, { once: true });
+  const used = manifests.reduce((sum, file) => sum + file.content.length, 0);
+  try {
+    const files = await parseManifestTar(
+      child.stdout as NodeJS.ReadableStream,
+      {
+        ...opts,
+        maxFiles: Math.max(1, opts.maxFiles - manifests.length),
+        maxTotalBytes: Math.max(1, opts.maxTotalBytes - used),
+      },
+      (path) => wanted.has(path),
+    );
+    const result = await child;
+    if (opts.signal?.aborted) throw new ManifestReadError('reading manifests was aborted');
+    if (result.exitCode !== 0)
+      throw new ManifestReadError(
+        `reading the package archives the manifests name failed (exit ${result.exitCode ?? 'killed'})`,
+      );
+    return files;
+  } catch (error) {
+    stop();
+    await child;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', stop);
+  }
+}
+
+function sortedByPath(files: ManifestFile[]): ManifestFile[] {
+  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
 /**
  * Parses a tar stream of manifests with the caps and rules of readManifests. Exported for tests
  * and for callers that obtain the stream another way (e.g. an archive of a container's path).
@@ -199,6 +267,8 @@ export async function readManifestSet(
 export async function parseManifestTar(
   stream: NodeJS.ReadableStream | AsyncIterable<Buffer>,
   options: Partial<ResolvedReadOptions> = {},
+  /** Which paths are taken (the rest is skipped): manifest names, by default. */
+  accept: (path: string) => boolean = isManifestInWalk,
 ): Promise<ManifestFile[]> {
   const maxFiles = options.maxFiles ?? DEFAULT_MAX_FILES;
   const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
@@ -227,7 +297,7 @@ export async function parseManifestTar(
       entries += 1;
       if (entries > maxFiles) throw new ManifestLimitError('maxFiles', maxFiles, 'count');
       const path = normaliseEntryName(header.name);
-      const reason = skipReason(path, header, seen);
+      const reason = skipReason(path, header, seen, accept);
       if (reason) {
         onSkip({ path: path.slice(0, 300), reason });
         entry.resume();
@@ -256,7 +326,12 @@ export async function parseManifestTar(
     throw new ManifestReadError(`the manifest tar stream is invalid: ${(error as Error).message}`);
   }
   await feed;
-  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return sortedByPath(files);
+}
+
+/** The manifest walk's rule: a manifest name, not under a pruned directory. */
+function isManifestInWalk(path: string): boolean {
+  return isManifestPath(path) && !isUnderPrunedDir(path);
 }
 
 function writable(tar: ReturnType<typeof extract>): Promise<void> {
@@ -277,14 +352,18 @@ function normaliseEntryName(name: string): string {
   return path;
 }
 
-function skipReason(path: string, header: Header, seen: Set<string>): string | undefined {
+function skipReason(
+  path: string,
+  header: Header,
+  seen: Set<string>,
+  accept: (path: string) => boolean,
+): string | undefined {
   const unsafe = unsafePathReason(path);
   if (unsafe) return unsafe;
   if (header.type === 'symlink') return 'symlink (not followed)';
   if (header.type !== 'file' && header.type !== 'contiguous-file')
     return `not a regular file (${header.type ?? 'unknown'})`;
-  if (!isManifestPath(path)) return 'not a manifest name';
-  if (isUnderPrunedDir(path)) return 'under a pruned directory';
+  if (!accept(path)) return isManifestPath(path) ? 'under a pruned directory' : 'not a manifest name';
   if (seen.has(path)) return 'duplicate entry';
   return undefined;
 }

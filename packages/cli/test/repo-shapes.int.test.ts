@@ -81,6 +81,33 @@ describe.skipIf(!READY)('real repository shapes run their own tests in the box',
     await destroy(second.record.id);
   }, 600_000);
 
+  it('a dependency shipped as an archive in the repo (file:vendor/*.tgz): installed, `npm test` passes', async () => {
+    // Before, the context held the manifests only and npm stopped with ENOENT on the archive.
+    const repo = copyOf('npm-vendored-tarball');
+    const { record } = await create(repo);
+    expect(record.depsInstalled).toBe(true);
+    const test = await runBin(['exec', record.id, '--', 'npm', 'test']);
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toContain('hello box from a vendored tarball');
+    // The archive is part of the dephash: another archive under the same name is another image.
+    const { writeFileSync } = await import('node:fs');
+    const { execFileSync: run } = await import('node:child_process');
+    const other = join(work, `pack-${randomUUID().slice(0, 6)}`);
+    cpSync(join(FIXTURES, 'npm-vendored-tarball', 'vendor'), other, { recursive: true });
+    run('tar', ['-xzf', 'vendored-greeting-1.0.0.tgz'], { cwd: other });
+    writeFileSync(join(other, 'package', 'index.js'), "module.exports = () => 'the second archive';\n");
+    run('tar', ['-czf', join(repo, 'vendor', 'vendored-greeting-1.0.0.tgz'), 'package'], { cwd: other });
+    // The lockfile's integrity names the first archive: written anew, as the repo's developer would.
+    rmSync(join(repo, 'package-lock.json'));
+    run('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund'], { cwd: repo });
+    const again = await create(repo);
+    expect(again.record.image).not.toBe(record.image);
+    const second = await runBin(['exec', again.record.id, '--', 'npm', 'test']);
+    expect(second.stdout, second.stderr).toContain('the second archive');
+    await destroy(record.id);
+    await destroy(again.record.id);
+  }, 600_000);
+
   it('a lockfile npm 10 accepts takes no fallback (the record says none)', async () => {
     const { record, stderr } = await create(copyOf('node-esm'));
     expect(record).toMatchObject({ depsInstalled: true, installFallbacks: [] });
