@@ -1,4 +1,4 @@
-import { engine, SANDBOX_LABEL } from '@ca-sandbox/docker';
+import { engine, mayBeBuildStep } from '@ca-sandbox/docker';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 
 /** How long a stopped build's RUN containers are waited for (the daemon removes them asynchronously). */
@@ -80,7 +80,7 @@ export async function leftoverBuildContainers(
       runLines.has(`RUN ${JSON.stringify(cmd)}`) &&
       created >= since &&
       d.Config?.Labels?.[LABEL_BUILD_ID] === buildId &&
-      d.Config?.Labels?.[SANDBOX_LABEL] === undefined;
+      mayBeBuildStep(d.Config?.Labels ?? {});
     return ours ? [d.Id as string] : [];
   });
 }

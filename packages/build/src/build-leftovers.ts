@@ -103,6 +103,7 @@ async function stoppedBuildContainers(
     const ours =
       doc !== undefined &&
       !doc.State.Running &&
+      // A step of a sandbox's create carries the sandbox's labels: the sandbox sweep takes it.
       doc.Config.Labels[SANDBOX_LABEL] === undefined &&
       doc.Config.Labels[BUILD_LABEL] === '1' &&
       isOwnBuildCommand(doc.Config.Cmd);

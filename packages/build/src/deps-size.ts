@@ -1,11 +1,11 @@
-import { DockerNotFoundError, engine, SANDBOX_LABEL } from '@ca-sandbox/docker';
+import { DockerNotFoundError, engine, mayBeBuildStep } from '@ca-sandbox/docker';
 
 /** How often the running install's layer is measured (each look walks the layer: not too often). */
 export const DEPS_SIZE_POLL_MS = 1500;
 
 /**
  * The largest writable layer (`SizeRw`, bytes) among the running RUN containers of one build:
- * they carry its build labels, no sandbox label, and run one of the Dockerfile's RUN lines.
+ * they carry its build labels (a sandbox's only with role build) and run one of the Dockerfile's RUN lines.
  */
 export async function largestBuildLayer(
   buildLabels: Record<string, string>,
@@ -21,7 +21,7 @@ export async function largestBuildLayer(
   const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
   let largest = 0;
   for (const d of docs) {
-    if (!d || d.Config.Labels[SANDBOX_LABEL] !== undefined) continue;
+    if (!d || !mayBeBuildStep(d.Config.Labels)) continue;
     if (!runLines.has(`RUN ${JSON.stringify(d.Config.Cmd)}`)) continue;
     if (typeof d.SizeRw === 'number' && d.SizeRw > largest) largest = d.SizeRw;
   }

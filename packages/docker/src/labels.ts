@@ -53,6 +53,16 @@ export function buildStepLabels(id: string): Record<string, string> {
 }
 
 /**
+ * True for the labels of a container a build may have made: none of a sandbox's, or the
+ * sandbox's with role `build` (buildStepLabels). A box carries its cache image's build labels by
+ * inheritance, but role `box`: never taken for a build step (callers also match the build's id
+ * and RUN lines).
+ */
+export function mayBeBuildStep(labels: Readonly<Record<string, string>>): boolean {
+  return labels[SANDBOX_LABEL] === undefined || labels[LABEL_ROLE] === 'build';
+}
+
+/**
  * Set on the image a buildStepLabels build makes: a cache image belongs to no sandbox (boxes set
  * their own), and a container started from it without labels is not taken for one of `id`'s.
  */
