@@ -31,6 +31,16 @@ export {
   LABEL_CA,
   loadExtraCa,
 } from './ca-trust.js';
+export {
+  CACHE_FALLBACK_BYTES,
+  type CacheEviction,
+  type CacheImage,
+  cacheLimit,
+  describeEviction,
+  enforceCacheLimit,
+  listCacheImages,
+  noteCacheUse,
+} from './cache-limit.js';
 export { claudeImageTag, ensureClaudeImage } from './claude-code.js';
 export {
   CLAUDE_CODE_BIN,

@@ -197,7 +197,13 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
   program
     .command('list')
     .alias('ls')
-    .description('list sandboxes (read from docker labels only); -q prints the ids only')
+    .description(
+      'list sandboxes (read from docker labels only); -q prints the ids only; --images the image cache',
+    )
+    .option(
+      '--images',
+      'list the deps image cache instead: size, last use, in use, source, least recently used first (the first to go over cache.maxSize)',
+    )
     .option(
       '--format <format>',
       "'table' (default), 'json', 'table <template>' or '<template>' such as '{{.ID}}\\t{{.Status}}'",
@@ -214,6 +220,7 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
         'ca-sandbox ls -q | xargs ca-sandbox rm',
         "ca-sandbox ls --filter status=exited --format '{{.ID}}\\t{{.Repo}}'",
         'ca-sandbox ls --json',
+        'ca-sandbox ls --images',
       ])}
 Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Created}} {{.CreatedAt}}
   {{.Repo}} {{.Source}} {{.Provider}} {{.Builder}} {{.Container}} {{.Volume}} {{.Dephash}}

@@ -6,9 +6,11 @@ export {
   configLocation,
   dataDir,
   type PlatformContext,
+  stateDir,
 } from './paths.js';
 export {
   BUILD_DEFAULTS,
+  CACHE_MAX_SIZE_DEFAULT,
   currentSettings,
   DEFAULT_BASE_IMAGES,
   DEFAULT_GATEWAY_IMAGE,

@@ -42,6 +42,14 @@ export function dataDir(partial?: Partial<PlatformContext>): string {
   return join(xdg(env, 'XDG_DATA_HOME', join(home, '.local', 'share')), APP);
 }
 
+/** Where ca-sandbox keeps state of its own (install logs, the image cache's last uses). */
+export function stateDir(partial?: Partial<PlatformContext>): string {
+  const { env, platform, home } = context(partial);
+  if (platform === 'darwin') return join(home, 'Library', 'Application Support', APP, 'state');
+  if (platform === 'win32') return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), APP, 'state');
+  return join(xdg(env, 'XDG_STATE_HOME', join(home, '.local', 'state')), APP);
+}
+
 export interface ConfigLocation {
   path: string;
   /** `env` when CA_SANDBOX_CONFIG named it (then it must exist), else the platform default. */

@@ -68,6 +68,18 @@ export const BUILD_DEFAULTS = {
   maxDepsSize: '4g',
 } as const;
 
+/**
+ * The image cache's default bound: a share of the disk that holds Docker's images, so that a day
+ * of trials never fills the disk Docker needs for everything else on the machine.
+ */
+export const CACHE_MAX_SIZE_DEFAULT = '25%';
+// A docker size, a share of Docker's disk (`25%`), or `off` (no bound).
+const CacheSize = z.union([
+  DockerSize,
+  z.string().regex(/^(100|[1-9][0-9]?)%$/, 'expected a docker size such as 20g, a share such as 25%, or off'),
+  z.literal('off'),
+]);
+
 interface Definition<S extends z.ZodType> {
   schema: S;
   /** Variables that set it, the first one set wins. */
@@ -188,6 +200,13 @@ export const DEFINITIONS = {
     env: ['CA_SANDBOX_MAX_DEPS_SIZE'],
     fallback: () => BUILD_DEFAULTS.maxDepsSize,
     describe: 'most the install may add to the base image (a docker size, at least 1m)',
+  }),
+  'cache.maxSize': define({
+    schema: CacheSize,
+    env: ['CA_SANDBOX_CACHE_MAX_SIZE'],
+    fallback: () => CACHE_MAX_SIZE_DEFAULT,
+    describe:
+      "most the ca-sbx:* image cache may hold: a docker size (20g), a share of Docker's disk (25%), or off; the least recently used images go after a create that built one",
   }),
   'mcp.roots': define({
     schema: z.array(AbsolutePath).max(64),

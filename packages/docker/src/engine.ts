@@ -63,6 +63,8 @@ export interface ContainerSummary {
   id: string;
   name: string;
   image: string;
+  /** The id of the image it runs (`sha256:…`; '' when the engine did not say). */
+  imageId: string;
   state: string;
   labels: Record<string, string>;
 }
@@ -81,6 +83,7 @@ const ContainerSummarySchema = z.array(
       Id: z.string(),
       Names: z.array(z.string()).nullish(),
       Image: z.string().optional().default(''),
+      ImageID: z.string().optional().default(''),
       State: z.string().optional().default(''),
       Labels: z.record(z.string(), z.string()).nullish(),
     })
@@ -105,7 +108,15 @@ const VolumeListSchema = z.object({
 const NetworkListSchema = z.array(
   z.object({ Name: z.string(), Id: z.string(), Labels: z.record(z.string(), z.string()).nullish() }).loose(),
 );
-const HistorySchema = z.array(z.object({ CreatedBy: z.string().optional().default('') }).loose());
+const HistorySchema = z.array(
+  z
+    .object({
+      Id: z.string().optional().default(''),
+      CreatedBy: z.string().optional().default(''),
+      Size: z.number().optional().default(0),
+    })
+    .loose(),
+);
 
 /** Engine filters from `key=value` filter strings (`label=ca.sandbox=1`, `ancestor=img`). */
 export function filterRecord(filters: readonly string[]): Record<string, string[]> {
@@ -252,6 +263,8 @@ export interface ImageVerbs {
   tag(ref: string, repository: string, tag: string): Promise<void>;
   /** The `CreatedBy` of each layer, newest first. */
   history(ref: string): Promise<string[]>;
+  /** Each layer of the history, newest first: the image id it has locally ('<missing>' if none) and its bytes. */
+  layers(ref: string): Promise<{ id: string; size: number; createdBy: string }[]>;
   /**
    * Pulls from a registry through the CLI: registry credentials (credential helpers, config.json
    * auths) are the CLI's to read, not ours. DockerEngineError with the message on failure.
@@ -376,6 +389,7 @@ const container: ContainerVerbs = {
       id: item.Id,
       name: (item.Names?.[0] ?? '').replace(/^\//, ''),
       image: item.Image,
+      imageId: item.ImageID,
       state: item.State,
       labels: labelsOf(item.Labels),
     }));
@@ -530,6 +544,14 @@ const image: ImageVerbs = {
       await engineJson('GET', `/images/${segment(ref)}/history`, { verb: 'image history' }),
     );
     return answer.map((layer) => layer.CreatedBy);
+  },
+  async layers(ref) {
+    const answer = parseAnswer(
+      HistorySchema,
+      'image history',
+      await engineJson('GET', `/images/${segment(ref)}/history`, { verb: 'image history' }),
+    );
+    return answer.map((layer) => ({ id: layer.Id, size: layer.Size, createdBy: layer.CreatedBy }));
   },
   async pull(ref, options = {}) {
     const pulled = await docker(['pull', '--quiet', '--', ref], {

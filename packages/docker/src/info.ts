@@ -14,6 +14,7 @@ const InfoSchema = z.object({
   CgroupVersion: z.string().optional().default(''),
   NCPU: z.number().int().nonnegative().optional().default(0),
   MemTotal: z.number().int().nonnegative().optional().default(0),
+  DockerRootDir: z.string().optional().default(''),
   SecurityOptions: z
     .array(z.string())
     .nullish()
@@ -38,6 +39,8 @@ export interface DockerInfo {
   cpus: number;
   /** The engine host's memory in bytes (`MemTotal`; 0 when not reported). */
   memTotalBytes: number;
+  /** Where the engine keeps images and layers on its host (`DockerRootDir`; '' when not reported). */
+  rootDir: string;
 }
 
 let cached: Promise<DockerInfo> | undefined;
@@ -85,6 +88,7 @@ export function parseDockerInfo(stdout: string): DockerInfo {
     securityOptions: info.SecurityOptions,
     cpus: info.NCPU,
     memTotalBytes: info.MemTotal,
+    rootDir: info.DockerRootDir,
   };
 }
 

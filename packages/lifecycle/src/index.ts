@@ -49,6 +49,7 @@ export {
   type StreamExecResult,
   streamExecInSandbox,
 } from './exec.js';
+export { type CacheImage, type ImageCacheListing, listImageCache } from './image-cache.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';

@@ -1,7 +1,9 @@
+import { formatSize as formatBytes } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
-import { loadLifecycle } from '../lifecycle-api.js';
+import { type Lifecycle, loadLifecycle } from '../lifecycle-api.js';
 import {
+  age,
   applyListFilters,
   DEFAULT_TABLE,
   parseListFilters,
@@ -28,6 +30,7 @@ export async function listCommand(
   if (out.options.json && typeof options.format === 'string' && format.kind !== 'json')
     throw new UsageError('--json prints the records; give --format or --json, not both', 'INVALID_OPTIONS');
   const lifecycle = await loadLifecycle();
+  if (options.images === true) return listImages(out, lifecycle, options);
   const records = applyListFilters(await lifecycle.listSandboxes(), filters);
   if (out.options.json || format.kind === 'json') {
     out.json(records);
@@ -40,4 +43,51 @@ export async function listCommand(
     for (const line of renderListTemplate(format, records)) out.result(line);
   }
   return 0;
+}
+
+/**
+ * `ca-sandbox ls --images`: the deps image cache, least recently used first (the first to go when
+ * a create finds it over cache.maxSize): size (its own layers), last use, repo and source, and the
+ * total against the bound. `--json` gives the listing as is.
+ */
+async function listImages(
+  out: Output,
+  lifecycle: Lifecycle,
+  options: Record<string, unknown>,
+): Promise<number> {
+  if (options.filter !== undefined || typeof options.format === 'string')
+    throw new UsageError('--images takes neither --filter nor --format (use --json)', 'INVALID_OPTIONS');
+  const listing = await lifecycle.listImageCache();
+  if (out.options.json) {
+    out.json(listing);
+    return 0;
+  }
+  if (out.options.quiet) {
+    for (const image of listing.images) for (const tag of image.tags) out.result(sanitizeName(tag));
+    return 0;
+  }
+  const now = Date.now();
+  const rows = listing.images.map((image) => [
+    sanitizeName(image.tags.find((tag) => !tag.endsWith('-last')) ?? image.tags[0] ?? image.id),
+    formatBytes(image.bytes),
+    age(new Date(image.lastUsedAt).toISOString(), now),
+    image.inUse ? 'yes' : 'no',
+    sanitizeName(image.source || image.repo),
+  ]);
+  for (const line of table(['IMAGE', 'SIZE', 'LAST USED', 'IN USE', 'SOURCE'], rows)) out.result(line);
+  const limit =
+    listing.limitBytes === null ? 'no bound (cache.maxSize off)' : `cache.maxSize ${listing.limitDescribed}`;
+  out.info(`${listing.images.length} images, ${formatBytes(listing.totalBytes)}; ${limit}`);
+  return 0;
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('  ');
+  return [line(header), ...rows.map(line)];
 }

@@ -3,6 +3,7 @@ import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../
 import { recordFromInspect, type SandboxRecord } from '../record.js';
 import { parseSource } from '../source.js';
 import { startBox } from './box.js';
+import { keepImageCacheBounded } from './cache.js';
 import { cleanupFailedCreate } from './cleanup.js';
 import { cloneSource } from './clone.js';
 import { CreateContext } from './context.js';
@@ -79,6 +80,7 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     await Promise.all([
       linkNodeModules(ctx, box.name, prepared, adopted ? early.adoptedLink() : undefined),
       early.remember(prepared),
+      keepImageCacheBounded(ctx, prepared),
       helperGone,
       closing,
     ]);

@@ -1,0 +1,119 @@
+// The image cache kept within a size (issue 30.3), on the real engine: images of this test only
+// (`only`), a small bound, last uses written to a state directory of the test's own.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { engine } from '@ca-sandbox/docker';
+import { docker } from '@ca-sandbox/docker/cli';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type CacheImage,
+  cacheLimit,
+  describeEviction,
+  enforceCacheLimit,
+  listCacheImages,
+  noteCacheUse,
+} from './cache-limit.js';
+
+const run = `cachelimit-${randomUUID().slice(0, 8)}`;
+const tag = (name: string) => `ca-sbx:${run}-${name}`;
+const state = mkdtempSync(join(tmpdir(), 'ca-sbx-cache-state-'));
+const holder = `ca-sbx-${run}-holder`;
+const ofRun = (image: CacheImage) => image.repo === run;
+const MIB = 1024 * 1024;
+
+/** A cache image of ours: `mib` MiB of its own on the plain base, our cache labels. */
+async function cacheImage(name: string, mib: number): Promise<void> {
+  const dockerfile = [
+    'FROM ca-sbx-base:debian',
+    `RUN ["/bin/sh", "-c", "head -c ${mib * MIB} /dev/urandom > /blob-${name}"]`,
+    `LABEL ca.sandbox.cache="1" ca.sandbox.cache.repo="${run}" ca.sandbox.cache.source="/test/${run}/${name}"`,
+    '',
+  ].join('\n');
+  await engine.image.build(['build', '--quiet', '--network', 'none', '--tag', tag(name), '-'], {
+    input: dockerfile,
+  });
+}
+
+beforeAll(async () => {
+  process.env.XDG_STATE_HOME = state;
+  await cacheImage('old', 3);
+  await cacheImage('middle', 3);
+  await cacheImage('new', 3);
+  const now = Date.now();
+  await noteCacheUse(tag('old'), now - 3_000_000);
+  await noteCacheUse(tag('middle'), now - 2_000_000);
+  await noteCacheUse(tag('new'), now - 1_000_000);
+  // The oldest is used by a container (stopped): it must stay whatever its age.
+  await docker(['create', '--name', holder, '--network', 'none', tag('old'), 'true']);
+}, 300_000);
+
+afterAll(async () => {
+  await docker(['rm', '--force', holder], { allowFailure: true });
+  for (const name of ['old', 'middle', 'new'])
+    await docker(['image', 'rm', '--force', tag(name)], { allowFailure: true });
+  rmSync(state, { recursive: true, force: true });
+});
+
+describe('the image cache within cache.maxSize (real engine)', () => {
+  it('lists own bytes, last use and use, least recently used first', async () => {
+    const images = await listCacheImages(ofRun);
+    expect(images.map((image) => image.tags)).toEqual([[tag('old')], [tag('middle')], [tag('new')]]);
+    for (const image of images) {
+      // Its own layer (3 MiB of random bytes), not the base it shares.
+      expect(image.bytes).toBeGreaterThanOrEqual(3 * MIB);
+      expect(image.bytes).toBeLessThan(4 * MIB);
+    }
+    expect(images.map((image) => image.inUse)).toEqual([true, false, false]);
+    expect(images[0]?.lastUsedAt).toBeLessThan(images[1]?.lastUsedAt ?? 0);
+    expect(images[1]?.source).toBe(`/test/${run}/middle`);
+  });
+
+  it('under the bound nothing goes', async () => {
+    const eviction = await enforceCacheLimit({ only: ofRun, limit: { bytes: 100 * MIB, described: '100m' } });
+    expect(eviction.evicted).toEqual([]);
+    expect(describeEviction(eviction)).toBe('');
+  });
+
+  it('over the bound the least recently used image not in use goes, and one line says so', async () => {
+    const before = await listCacheImages(ofRun);
+    const total = before.reduce((sum, image) => sum + image.bytes, 0);
+    // One image over: the oldest is in use, so the middle one goes (never the kept one either).
+    const eviction = await enforceCacheLimit({
+      only: ofRun,
+      keep: [tag('new')],
+      limit: { bytes: total - 1, described: 'test' },
+    });
+    expect(eviction.evicted.map((image) => image.tags)).toEqual([[tag('middle')]]);
+    expect(await engine.image.exists(tag('middle'))).toBe(false);
+    expect(await engine.image.exists(tag('old'))).toBe(true);
+    expect(await engine.image.exists(tag('new'))).toBe(true);
+    expect(describeEviction(eviction)).toMatch(
+      /^image cache: removed 1 least recently used image \(3(\.\d)? MiB\); it holds .* \(cache\.maxSize test\)$/,
+    );
+    // Its last use is forgotten with it.
+    const uses = JSON.parse(readFileSync(join(state, 'ca-sandbox', 'image-use.json'), 'utf8'));
+    expect(Object.keys(uses.used)).not.toContain(tag('middle'));
+    expect(Object.keys(uses.used)).toContain(tag('new'));
+  });
+
+  it('when every image over the bound is in use or kept, it says so and removes nothing', async () => {
+    const eviction = await enforceCacheLimit({
+      only: ofRun,
+      keep: [tag('new')],
+      limit: { bytes: 1, described: '1b' },
+    });
+    expect(eviction.evicted).toEqual([]);
+    expect(describeEviction(eviction)).toMatch(/every older image is in use/);
+    expect(await engine.image.exists(tag('old'))).toBe(true);
+  });
+
+  it('cache.maxSize as a share of the disk that holds Docker, off, or a size', async () => {
+    const share = await cacheLimit('10%');
+    expect(share.bytes).toBeGreaterThan(0);
+    expect(share.described).toMatch(/^10% of Docker's disk: /);
+    expect(await cacheLimit('off')).toEqual({ bytes: undefined, described: 'off' });
+    expect((await cacheLimit('2g')).bytes).toBe(2 * 1024 ** 3);
+  });
+});

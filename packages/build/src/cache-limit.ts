@@ -1,0 +1,252 @@
+import { mkdir, readFile, rename, statfs, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CACHE_MAX_SIZE_DEFAULT, currentSettings, stateDir } from '@ca-sandbox/config';
+import {
+  CACHE_IMAGE_REPOSITORY,
+  CACHE_LABEL,
+  CACHE_LABEL_REPO,
+  CACHE_LABEL_SOURCE,
+  engine,
+  formatSize,
+  parseSize,
+} from '@ca-sandbox/docker';
+import { z } from 'zod';
+
+/**
+ * The deps image cache (`ca-sbx:*` images with our cache label) kept within a size: after a create
+ * that built an image, the least recently used images go until the cache fits `cache.maxSize`.
+ * Never an image a container uses (any state), never the toolchain prep images (one per base, the
+ * parents every deps image shares), never an image without our cache label. An image's size is
+ * what removing it frees: its layers above its nearest tagged ancestor (the prep or base image).
+ */
+
+/** One image of the cache, as `ls --images` shows it. */
+export interface CacheImage {
+  id: string;
+  /** Its `ca-sbx:*` tags (a deps tag, and the source's `-last` tag when it is the latest). */
+  tags: string[];
+  /** Bytes its own layers hold (above its nearest tagged ancestor): what its removal frees. */
+  bytes: number;
+  repo: string;
+  /** The source that built it (URL without credentials, or a local path). */
+  source: string;
+  /** Creation time, ms since the epoch. */
+  createdAt: number;
+  /** The last create that used it (ms since the epoch), else its creation. */
+  lastUsedAt: number;
+  /** A container (any state) runs it: never evicted. */
+  inUse: boolean;
+}
+
+const PREP_PREFIX = `${CACHE_IMAGE_REPOSITORY}:_prep-`;
+/** When a share of the disk cannot be measured (a remote engine): this fixed bound. */
+export const CACHE_FALLBACK_BYTES = 20 * 1024 ** 3;
+
+const UseFileSchema = z.object({
+  version: z.literal(1),
+  used: z.record(z.string(), z.number()),
+});
+
+function useFile(): string {
+  return join(stateDir(), 'image-use.json');
+}
+
+async function readUses(): Promise<Record<string, number>> {
+  try {
+    const parsed = UseFileSchema.safeParse(JSON.parse(await readFile(useFile(), 'utf8')));
+    return parsed.success ? parsed.data.used : {};
+  } catch {
+    return {};
+  }
+}
+
+async function writeUses(used: Record<string, number>): Promise<void> {
+  const path = useFile();
+  await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
+  // Written whole and renamed: a reader never sees half a file (a concurrent create may lose one
+  // time stamp, which only makes its image look a little older).
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeFile(temporary, `${JSON.stringify({ version: 1, used })}\n`, { mode: 0o600 });
+  await rename(temporary, path);
+}
+
+/** Remembers that a create used the cache image `tag` now (best effort: a failure is ignored). */
+export async function noteCacheUse(tag: string, now = Date.now()): Promise<void> {
+  if (!tag.startsWith(`${CACHE_IMAGE_REPOSITORY}:`)) return;
+  try {
+    const used = await readUses();
+    used[tag] = now;
+    await writeUses(used);
+  } catch {
+    // The cache only looks older than it is.
+  }
+}
+
+/**
+ * Every image of the cache (the prep images aside), least recently used first. `only` narrows it
+ * (tests and benches never count or touch images they did not make).
+ */
+export async function listCacheImages(
+  only: (image: CacheImage) => boolean = () => true,
+): Promise<CacheImage[]> {
+  const [all, containers, used] = await Promise.all([
+    engine.image.list(),
+    engine.container.list({ all: true }),
+    readUses(),
+  ]);
+  const tagged = new Set(all.filter((image) => image.tags.length > 0).map((image) => image.id));
+  const running = new Set(containers.map((item) => item.imageId).filter(Boolean));
+  const ours = all.filter(
+    (image) =>
+      image.labels[CACHE_LABEL] === '1' &&
+      image.tags.some((tag) => tag.startsWith(`${CACHE_IMAGE_REPOSITORY}:`)) &&
+      !image.tags.some((tag) => tag.startsWith(PREP_PREFIX)),
+  );
+  const rows = ours
+    .map((image): CacheImage => {
+      const tags = image.tags.filter((tag) => tag.startsWith(`${CACHE_IMAGE_REPOSITORY}:`)).sort();
+      const createdAt = image.created * 1000;
+      return {
+        id: image.id,
+        tags,
+        bytes: 0,
+        repo: image.labels[CACHE_LABEL_REPO] ?? '',
+        source: image.labels[CACHE_LABEL_SOURCE] ?? '',
+        createdAt,
+        lastUsedAt: Math.max(createdAt, ...tags.map((tag) => used[tag] ?? 0)),
+        inUse: running.has(image.id),
+      };
+    })
+    .filter(only);
+  // One history per image: measured only for the images asked for.
+  await Promise.all(
+    rows.map(async (row) => {
+      row.bytes = await ownBytes(row.id, tagged).catch(() => 0);
+    }),
+  );
+  return rows.sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.createdAt - b.createdAt);
+}
+
+/** Bytes of the image's layers above its nearest tagged ancestor (all of them when it has none). */
+async function ownBytes(id: string, tagged: ReadonlySet<string>): Promise<number> {
+  const layers = await engine.image.layers(id);
+  let bytes = 0;
+  for (const [index, layer] of layers.entries()) {
+    if (index > 0 && tagged.has(layer.id)) break;
+    bytes += layer.size;
+  }
+  return bytes;
+}
+
+/** The bound in bytes `cache.maxSize` gives (undefined: off), and how it was set. */
+export async function cacheLimit(
+  setting: string = String(currentSettings().value('cache.maxSize') ?? CACHE_MAX_SIZE_DEFAULT),
+): Promise<{ bytes: number | undefined; described: string }> {
+  if (setting === 'off') return { bytes: undefined, described: 'off' };
+  const share = /^([0-9]+)%$/.exec(setting);
+  if (!share) return { bytes: parseSize(setting), described: setting };
+  const disk = await dockerDiskBytes();
+  if (disk === undefined)
+    return {
+      bytes: CACHE_FALLBACK_BYTES,
+      described: `${setting} of Docker's disk, which cannot be measured here: ${formatSize(CACHE_FALLBACK_BYTES)}`,
+    };
+  const bytes = Math.floor((disk * Number(share[1])) / 100);
+  return { bytes, described: `${setting} of Docker's disk: ${formatSize(bytes)}` };
+}
+
+/** The size of the filesystem that holds the engine's images, when it is on this host. */
+async function dockerDiskBytes(): Promise<number | undefined> {
+  try {
+    const { rootDir } = await engine.system.info();
+    if (!rootDir) return undefined;
+    const stats = await statfs(rootDir);
+    return stats.blocks * stats.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface CacheEviction {
+  /** The images removed, least recently used first. */
+  evicted: CacheImage[];
+  /** What the cache holds now, bytes (the prep images aside). */
+  total: number;
+  /** The bound (undefined: off). */
+  limit: number | undefined;
+  limitDescribed: string;
+  /** Images whose removal failed (an engine refusal): kept, named here. */
+  failed: string[];
+}
+
+/**
+ * Removes the least recently used cache images until the cache fits `limit` (cacheLimit()).
+ * Images in use and those named in `keep` (tags) stay whatever their age.
+ */
+export async function enforceCacheLimit(
+  options: {
+    keep?: readonly string[];
+    limit?: { bytes: number | undefined; described: string };
+    only?: (image: CacheImage) => boolean;
+  } = {},
+): Promise<CacheEviction> {
+  const limit = options.limit ?? (await cacheLimit());
+  const images = await listCacheImages(options.only);
+  let total = images.reduce((sum, image) => sum + image.bytes, 0);
+  const result: CacheEviction = {
+    evicted: [],
+    total,
+    limit: limit.bytes,
+    limitDescribed: limit.described,
+    failed: [],
+  };
+  if (limit.bytes === undefined || total <= limit.bytes) return result;
+  const keep = new Set(options.keep ?? []);
+  for (const image of images) {
+    if (total <= limit.bytes) break;
+    if (image.inUse || image.tags.some((tag) => keep.has(tag))) continue;
+    // Tag by tag, never forced: an image a container started meanwhile stays (the engine refuses).
+    let removed = true;
+    for (const tag of image.tags) {
+      const gone = await engine.image.remove(tag).catch(() => false);
+      if (!gone && (await engine.image.exists(tag).catch(() => true))) removed = false;
+    }
+    if (!removed) {
+      result.failed.push(image.tags[0] ?? image.id);
+      continue;
+    }
+    total -= image.bytes;
+    result.evicted.push(image);
+  }
+  result.total = total;
+  await forgetGone(new Set(images.flatMap((image) => image.tags)), result.evicted);
+  return result;
+}
+
+/** Drops the time stamps of tags that no longer exist (evicted now, or removed by the user). */
+async function forgetGone(existing: ReadonlySet<string>, evicted: readonly CacheImage[]): Promise<void> {
+  try {
+    const used = await readUses();
+    const gone = new Set(evicted.flatMap((image) => image.tags));
+    const kept = Object.fromEntries(
+      Object.entries(used).filter(([tag]) => existing.has(tag) && !gone.has(tag)),
+    );
+    if (Object.keys(kept).length !== Object.keys(used).length) await writeUses(kept);
+  } catch {
+    // Stale entries only cost a few bytes.
+  }
+}
+
+/** One line for the user about an eviction (empty when nothing was done or needs saying). */
+export function describeEviction(eviction: CacheEviction): string {
+  if (eviction.limit === undefined) return '';
+  const held = `${formatSize(eviction.total)} of ${formatSize(eviction.limit)} (cache.maxSize ${eviction.limitDescribed})`;
+  if (eviction.evicted.length > 0) {
+    const freed = eviction.evicted.reduce((sum, image) => sum + image.bytes, 0);
+    const count = eviction.evicted.length;
+    return `image cache: removed ${count} least recently used image${count === 1 ? '' : 's'} (${formatSize(freed)}); it holds ${held}`;
+  }
+  if (eviction.total > eviction.limit)
+    return `image cache holds ${held}: every older image is in use (destroy boxes, or raise cache.maxSize)`;
+  return '';
+}
