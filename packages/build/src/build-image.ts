@@ -25,7 +25,7 @@ import { depsImageBytes } from './deps-size.js';
 import { renderDockerfile } from './dockerfile.js';
 import { DepsImageTooLargeError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
-import { labelImage } from './image-toolchain.js';
+import { imageToolchain, labelImage } from './image-toolchain.js';
 import {
   type InstallFallback,
   installFallbacksFromOutput,
@@ -33,6 +33,7 @@ import {
 } from './install-fallbacks.js';
 import { InstallLog } from './install-log.js';
 import type { ManifestFile } from './manifests.js';
+import { nodeRuntimeFor, withNodeRuntime } from './node-runtime.js';
 import { ensurePrepImage } from './prep-image.js';
 import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
 import type { Detection, Provider } from './provider.js';
@@ -76,13 +77,19 @@ export async function buildImage(
   const buildId = randomBytes(12).toString('hex');
   let installLog: InstallLog | undefined;
   try {
-    const recipe = await writeInstallContext({
+    const written = await writeInstallContext({
       context,
       files: input.files,
       detection: input.detection,
       builder,
       registries: opts.registries,
     });
+    // A Node pin the base does not meet: the pinned release comes first (node-runtime.ts).
+    const runtime =
+      input.detection.provider === 'node'
+        ? nodeRuntimeFor(input.files, await imageToolchain(input.baseImage))
+        : undefined;
+    const recipe = runtime ? withNodeRuntime(written, runtime) : written;
     const buildLabels = {
       [BUILD_LABEL]: '1',
       [BUILD_LABEL_REPO]: opts.repoPart,

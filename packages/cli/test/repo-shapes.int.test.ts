@@ -108,6 +108,38 @@ describe.skipIf(!READY)('real repository shapes run their own tests in the box',
     await destroy(again.record.id);
   }, 600_000);
 
+  it('a repo pinning Node 20 (.nvmrc) on a Node 22 base: the box runs Node 20, no mismatch warning', async () => {
+    const { record, stderr } = await create(copyOf('node-pinned-runtime'));
+    const toolchain = (record as unknown as { toolchain: { node?: string } }).toolchain;
+    expect(toolchain.node).toMatch(/^20\./);
+    expect(stderr).not.toMatch(/the repo asks for node/);
+    const test = await runBin(['exec', record.id, '--', 'npm', 'test']);
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toMatch(/node v20\.\d+\.\d+ is-number true/);
+    // The runtime is the image's: read-only in the box like every dependency.
+    const write = await runBin([
+      'exec',
+      record.id,
+      '--',
+      'sh',
+      '-c',
+      'touch /deps/runtime/bin/node || echo read-only',
+    ]);
+    expect(write.stdout).toContain('read-only');
+    await destroy(record.id);
+  }, 600_000);
+
+  it('a native addon of a repo pinning Node 20 compiles against Node 20’s headers and loads in the box', async () => {
+    const repo = copyOf('node-addon');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(repo, '.nvmrc'), '20\n');
+    const { record } = await create(repo);
+    const test = await runBin(['exec', record.id, '--', 'sh', '-c', 'node --version && npm test --silent']);
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toMatch(/^v20\.\d+\.\d+\nhello from a native addon\n$/);
+    await destroy(record.id);
+  }, 600_000);
+
   it('a lockfile npm 10 accepts takes no fallback (the record says none)', async () => {
     const { record, stderr } = await create(copyOf('node-esm'));
     expect(record).toMatchObject({ depsInstalled: true, installFallbacks: [] });
