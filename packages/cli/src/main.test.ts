@@ -24,6 +24,7 @@ const COMMANDS = [
   'verify',
   'config',
   'egress',
+  'report',
   'mcp',
 ];
 

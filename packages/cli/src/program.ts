@@ -338,6 +338,15 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
     .action(action(async () => (await import('./commands/verify.js')).verifyCommand));
 
   program
+    .command('report')
+    .description(
+      'what the sandbox did, on one page: source, install, every egress decision, the isolation gate (re-run); --json the versioned structure',
+    )
+    .argument('<id>', 'sandbox id')
+    .addHelpText('after', example(['ca-sandbox report demo', 'ca-sandbox report demo --json']))
+    .action(action(async () => (await import('./commands/report.js')).reportCommand));
+
+  program
     .command('config')
     .description('show each effective setting and where it came from (file, env, flag, default)')
     .argument(

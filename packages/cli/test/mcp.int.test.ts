@@ -80,7 +80,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  it('lists the seven tools, each with an input and an output schema', async () => {
+  it('lists the eight tools, each with an input and an output schema', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'sandbox_cp_out',
@@ -89,6 +89,7 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       'sandbox_exec',
       'sandbox_list',
       'sandbox_prune',
+      'sandbox_report',
       'sandbox_verify',
     ]);
     for (const tool of tools) {

@@ -54,6 +54,7 @@ export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.j
 export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';
 export { LABEL_EGRESS_ALLOW, LABEL_WITH_CLAUDE, type SandboxRecord } from './record.js';
+export { REPORT_VERSION, type SandboxReport, SandboxReportSchema, sandboxReport } from './report.js';
 export { chooseRuntime, RUNSC_NETWORKLESS, type RuntimeChoice } from './runtime-choice.js';
 export { type OpenShellOptions, openShell, type ShellSession } from './shell.js';
 export { type ParsedSource, parseSource, validateSandboxName } from './source.js';

@@ -74,20 +74,9 @@ async function listImages(
     image.inUse ? 'yes' : 'no',
     sanitizeName(image.source || image.repo),
   ]);
-  for (const line of table(['IMAGE', 'SIZE', 'LAST USED', 'IN USE', 'SOURCE'], rows)) out.result(line);
+  out.table(['IMAGE', 'SIZE', 'LAST USED', 'IN USE', 'SOURCE'], rows);
   const limit =
     listing.limitBytes === null ? 'no bound (cache.maxSize off)' : `cache.maxSize ${listing.limitDescribed}`;
   out.info(`${listing.images.length} images, ${formatBytes(listing.totalBytes)}; ${limit}`);
   return 0;
-}
-
-function table(header: string[], rows: string[][]): string[] {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
-      .join('  ');
-  return [line(header), ...rows.map(line)];
 }

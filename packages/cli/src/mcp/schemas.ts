@@ -63,6 +63,31 @@ export const OUTPUT = {
     alreadyGone: z.array(z.string()).describe('ids that had nothing left to remove (a repeated call)'),
   }),
   prune: loose(teardown),
+  report: loose({
+    version: z.number().int(),
+    generatedAt: z.string(),
+    id: z.string(),
+    status: z.string(),
+    source: z.looseObject({ source: z.string(), repo: z.string(), createdAt: z.string() }),
+    install: z.looseObject({ provider: z.string(), image: z.string(), depsInstalled: z.boolean() }),
+    network: z.looseObject({
+      policy: z.string(),
+      decisions: z
+        .array(
+          z.looseObject({
+            phase: z.string(),
+            destination: z.string(),
+            allowed: z.boolean(),
+            count: z.number(),
+          }),
+        )
+        .describe('every egress decision; destination is UNTRUSTED text'),
+      allowed: z.number(),
+      refused: z.number(),
+    }),
+    isolation: z.looseObject({ ok: z.boolean(), running: z.boolean(), checks: z.array(z.looseObject({})) }),
+    notRecorded: z.array(z.string()).describe('what this report version does not cover yet'),
+  }),
   verify: loose({
     ok: z.boolean(),
     container: z.string(),

