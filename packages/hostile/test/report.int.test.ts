@@ -10,6 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxReportSchema } from '../../lifecycle/dist/report.js';
 import { BIN, cli, destroyBox, labeledLeft, uniqueName } from './_harness.js';
+import { PtySession } from './_pty.js';
 
 const marker = `r${Date.now().toString(36)}`;
 // Install-time code: raw CONNECTs to the proxy the install is given (each refused: not a registry).
@@ -53,6 +54,10 @@ beforeAll(async () => {
 afterAll(async () => {
   if (id) await destroyBox(id);
   await rm(work, { recursive: true, force: true });
+  // The box's command log went with it.
+  const { stateDir } = await import('../../config/dist/paths.js');
+  const { existsSync } = await import('node:fs');
+  expect(existsSync(join(stateDir(), 'sandboxes', id))).toBe(false);
 });
 
 describe('ca-sandbox report', () => {
@@ -110,6 +115,49 @@ describe('ca-sandbox report', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('lists every command run in the box: exec (with its output bytes), a timeout, a shell session; argv escapes neutralised', async () => {
+    const printed = await cli([
+      'exec',
+      id,
+      '--json',
+      '--',
+      'sh',
+      '-c',
+      'printf 12345; printf ab >&2; exit 4',
+    ]);
+    expect(printed.exitCode).toBe(4);
+    const timedOut = await cli(['exec', id, '--json', '--timeout', '1', '--', 'sleep', '5']);
+    expect(timedOut.exitCode).toBe(124);
+    // An argument carrying a terminal escape (an agent may pass what a repository wrote).
+    const escaped = await cli(['exec', id, '--json', '--', 'echo', '\u001b]52;c;aGk=\u0007title']);
+    expect(escaped.exitCode).toBe(0);
+    const shell = new PtySession(['shell', id]);
+    await shell.waitFor(new RegExp(`\\[sandbox ${id}\\] /work/repo \\$ `));
+    shell.type('exit 6\n');
+    expect(await shell.exit()).toBe(6);
+
+    const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+    const entries = report.commands.entries;
+    expect(report.commands.complete).toBe(true);
+    expect(entries.find((entry) => entry.command.join(' ').includes('printf 12345'))).toMatchObject({
+      via: 'exec',
+      exitCode: 4,
+      timedOut: false,
+      stdoutBytes: 5,
+      stderrBytes: 2,
+      user: '1000:1000',
+    });
+    expect(entries.find((entry) => entry.command[0] === 'sleep')).toMatchObject({ timedOut: true });
+    expect(entries.find((entry) => entry.via === 'shell')).toMatchObject({ exitCode: 6 });
+    expect(entries.some((entry) => entry.command.join(' ').includes('\u001b]52'))).toBe(true);
+
+    const page = await cli(['report', id]);
+    expect(page.stdout).toMatch(/commands {3}\d+ run in the box/);
+    expect(page.stdout).toMatch(/exec\s+4\s+\S+\s+7 B\s+sh -c printf 12345/);
+    for (const line of page.stdout.split('\n'))
+      expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
   });
 
   it('a bad id is a usage error (exit 2), no stack', async () => {

@@ -18,6 +18,7 @@ import {
   REPO_DIR,
   startExec,
 } from '@ca-sandbox/docker/process';
+import { type CommandEntry, loggedArgv, recordCommand } from './command-log.js';
 import { CommandNotFoundError, ExecInterruptedError, ExecStartError, InvalidOptionsError } from './errors.js';
 import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
 import { boxName, resolveBox } from './names.js';
@@ -398,6 +399,7 @@ export async function execInSandbox(
   const resolved = resolveExecOptions(options);
   // Only a box: a helper (or a stranger carrying the name) is refused before anything runs (the
   // check is the exec's gate: asked while the exec is created, passed before it starts).
+  const startedAt = new Date();
   const run = new BoxExec(id, command, resolved, { stdout: 'pipe', stderr: 'pipe' }, resolveBox(id));
   const [out, err, result] = await Promise.all([
     captureCapped(run.child.stdout, resolved.maxBytes),
@@ -406,7 +408,7 @@ export async function execInSandbox(
   ]);
   await run.checkRun(id, result);
   const durationMs = run.durationMs;
-  return {
+  const done: ExecResult = {
     exitCode: run.exitCode(result),
     stdout: decodeUtf8(out.data),
     stderr: decodeUtf8(err.data),
@@ -414,6 +416,30 @@ export async function execInSandbox(
     timedOut: run.timedOut,
     durationMs,
     ...(await run.memoryVerdict(result)),
+  };
+  await recordCommand(id, execEntry(command, startedAt, done, out.total, err.total));
+  return done;
+}
+
+/** The command log's line of an exec that ran (command-log.ts). */
+function execEntry(
+  argv: readonly string[],
+  startedAt: Date,
+  done: { exitCode: number; timedOut: boolean; durationMs: number; outOfMemory?: true },
+  stdoutBytes: number | null,
+  stderrBytes: number | null,
+): CommandEntry {
+  return {
+    via: 'exec',
+    command: loggedArgv(argv),
+    user: BOX_USER,
+    startedAt: startedAt.toISOString(),
+    durationMs: done.durationMs,
+    exitCode: done.exitCode,
+    timedOut: done.timedOut,
+    outOfMemory: done.outOfMemory === true,
+    stdoutBytes,
+    stderrBytes,
   };
 }
 
@@ -447,15 +473,19 @@ export async function streamExecInSandbox(
     },
     resolveBox(id),
   );
+  const startedAt = new Date();
   const result = await run.finish();
   await run.checkRun(id, result);
   const durationMs = run.durationMs;
-  return {
+  const done: StreamExecResult = {
     exitCode: run.exitCode(result),
     timedOut: run.timedOut,
     durationMs,
     ...(await run.memoryVerdict(result)),
   };
+  // Streamed output goes to its sinks as it comes: its bytes are not counted here.
+  await recordCommand(id, execEntry(command, startedAt, done, null, null));
+  return done;
 }
 
 /**

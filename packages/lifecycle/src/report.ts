@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
+import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
 import { egressLog, verifySandbox } from './list.js';
 import { boxName } from './names.js';
@@ -13,6 +15,42 @@ import { recordFromInspect } from './record.js';
  * output layer), and JSON carries it escaped.
  */
 export const REPORT_VERSION = 1;
+
+const CommandEntrySchema = z.strictObject({
+  via: z.enum(['exec', 'shell']),
+  command: z.array(z.string()),
+  user: z.string(),
+  startedAt: z.string(),
+  durationMs: z.number(),
+  exitCode: z.number().int().nullable(),
+  timedOut: z.boolean(),
+  outOfMemory: z.boolean(),
+  stdoutBytes: z.number().int().nullable(),
+  stderrBytes: z.number().int().nullable(),
+});
+
+/** The command log of `id` (command-log.ts), oldest first; a line that does not parse is skipped. */
+async function readCommands(
+  id: string,
+): Promise<{ entries: z.infer<typeof CommandEntrySchema>[]; complete: boolean }> {
+  let text: string;
+  try {
+    text = await readFile(commandLogPath(id), 'utf8');
+  } catch {
+    return { entries: [], complete: true };
+  }
+  const entries: z.infer<typeof CommandEntrySchema>[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      const parsed = CommandEntrySchema.safeParse(JSON.parse(line));
+      if (parsed.success) entries.push(parsed.data);
+    } catch {
+      // A line cut by a full disk.
+    }
+  }
+  return { entries, complete: Buffer.byteLength(text) < MAX_LOG_BYTES };
+}
 
 const EgressRowSchema = z.strictObject({
   phase: z.string(),
@@ -74,13 +112,18 @@ export const SandboxReportSchema = z.strictObject({
       }),
     ),
   }),
+  /** Every command run in the box (exec, shell; CLI, MCP, plugin), oldest first. */
+  commands: z.strictObject({
+    entries: z.array(CommandEntrySchema),
+    /** False once the log reached its bound: later commands ran but are not listed. */
+    complete: z.boolean(),
+  }),
   /** What this version does not record yet, so that a reader never takes silence for "nothing". */
   notRecorded: z.array(z.string()),
 });
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
 const NOT_RECORDED = [
-  'commands run in the box (exec, shell, MCP): their command lines, exit codes and output sizes',
   'files added, changed or deleted in /work/repo since the clone, new executables and setuid files, files under /tmp',
   'the commit, signatures and size of the source as cloned',
   'which lifecycle scripts of the dependencies ran during the install',
@@ -92,7 +135,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
-  const [decisions, gate] = await Promise.all([egressLog(id), verifySandbox(id)]);
+  const [decisions, gate, commands] = await Promise.all([egressLog(id), verifySandbox(id), readCommands(id)]);
   const refusalsFirst = [...decisions].sort((a, b) => Number(a.allowed) - Number(b.allowed));
   const count = (allowed: boolean) =>
     decisions.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
@@ -134,6 +177,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
         pass: check.pass,
       })),
     },
+    commands,
     notRecorded: NOT_RECORDED,
   });
 }

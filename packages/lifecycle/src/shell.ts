@@ -12,6 +12,7 @@ import {
 } from '@ca-sandbox/docker';
 import { BOX_USER, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker/process';
 import { assertBoxRunning, boxName } from './_utils.js';
+import { recordCommand } from './command-log.js';
 import { ShellNeedsTerminalError } from './errors.js';
 import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
 import { TerminalFilter } from './terminal-filter.js';
@@ -160,7 +161,8 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   // nohup included: they keep the environment), so that ending the session by a signal ends them.
   const marker = newKillMarker();
   const env = { ...shellEnvironment(id, inspect.Config.Env, process.env.TERM), [KILL_MARKER_ENV]: marker };
-  const child = engine.exec.start(container, buildShellSpec(id, env, terminalSize()), {
+  const spec = buildShellSpec(id, env, terminalSize());
+  const child = engine.exec.start(container, spec, {
     stdout: 'pipe',
     stderr: 'ignore',
   });
@@ -223,15 +225,35 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
   const onAbort = () => stop('SIGTERM');
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
+  const startedAt = new Date();
+  // The session on the command log of the vetting report: its program, how it ended, how long.
+  const logSession = (exitCode: number | null) =>
+    recordCommand(id, {
+      via: 'shell',
+      command: [...spec.cmd],
+      user: spec.user ?? BOX_USER,
+      startedAt: startedAt.toISOString(),
+      durationMs: Date.now() - startedAt.getTime(),
+      exitCode,
+      timedOut: false,
+      outOfMemory: false,
+      stdoutBytes: null,
+      stderrBytes: null,
+    });
   try {
     const result = await child;
     const tail = screen.end();
     if (tail.length) process.stdout.write(tail);
     if (process.stdout.isTTY) process.stdout.write(screen.restore());
-    if (stoppedBy) return 128 + (stoppedBy === 'SIGHUP' ? 1 : stoppedBy === 'SIGINT' ? 2 : 15);
+    if (stoppedBy) {
+      const code = 128 + (stoppedBy === 'SIGHUP' ? 1 : stoppedBy === 'SIGINT' ? 2 : 15);
+      await logSession(code);
+      return code;
+    }
     if (result.error) throw result.error;
     if (result.exitCode === undefined)
       throw new DockerEngineError('exec inspect', 0, 'the engine recorded no exit code for the shell');
+    await logSession(result.exitCode);
     return result.exitCode;
   } finally {
     stdin.off('data', type);

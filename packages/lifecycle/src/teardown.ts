@@ -14,8 +14,10 @@ import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { listFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
+import { removeCommandLog, removeOrphanCommandLogs } from './command-log.js';
 import { InvalidOptionsError, SandboxNotFoundError } from './errors.js';
 import { type FirewallRelease, releaseFirewallRules } from './firewall-release.js';
+import { boxName } from './names.js';
 import { validateSandboxName } from './source.js';
 
 export type TeardownKind = 'container' | 'volume' | 'network' | 'firewall' | 'image' | 'directory';
@@ -178,6 +180,8 @@ export async function destroySandbox(
     ...named({ containers: leftContainers, volumes: leftVolumes, networks: leftNetworks }),
     ...(firewall.leftover ? [firewall.leftover] : []),
   ];
+  // The box's command log (the report's) goes with the box.
+  if (!leftContainers.includes(boxName(id))) await removeCommandLog(id);
   return sweep.result;
 }
 
@@ -263,6 +267,10 @@ export async function pruneWhere(
     images ? cacheImages() : Promise.resolve([]),
     buildsNow(),
   ]);
+  await removeOrphanCommandLogs(
+    async (id) => (await engine.container.find(boxName(id))) !== undefined,
+    sandboxIds,
+  );
   sweep.result.leftovers = [
     ...named(left),
     ...leftRules.map((rule) => `firewall:${rule.rule}`),

@@ -54,6 +54,22 @@ export async function reportCommand(out: Output, args: unknown[]): Promise<numbe
   );
   for (const check of failed)
     out.result(`  FAILED ${clean(check.id)}: expected ${clean(check.expected)}, seen ${clean(check.seen)}`);
+  const { entries, complete } = report.commands;
+  out.result(
+    `commands   ${entries.length} run in the box${complete ? '' : ' (the log reached its bound: later ones are not listed)'}`,
+  );
+  if (entries.length)
+    out.table(
+      ['STARTED', 'VIA', 'EXIT', 'DURATION', 'OUTPUT', 'COMMAND'],
+      entries.map((entry) => [
+        entry.startedAt,
+        entry.via,
+        entry.timedOut ? 'timeout' : entry.outOfMemory ? 'oom' : String(entry.exitCode ?? '-'),
+        `${(entry.durationMs / 1000).toFixed(1)}s`,
+        entry.stdoutBytes === null ? '-' : `${entry.stdoutBytes + (entry.stderrBytes ?? 0)} B`,
+        entry.command.join(' '),
+      ]),
+    );
   out.info(`not recorded yet: ${report.notRecorded.join('; ')}`);
   return 0;
 }

@@ -86,6 +86,9 @@ export const OUTPUT = {
       refused: z.number(),
     }),
     isolation: z.looseObject({ ok: z.boolean(), running: z.boolean(), checks: z.array(z.looseObject({})) }),
+    commands: z
+      .looseObject({ entries: z.array(z.looseObject({})), complete: z.boolean() })
+      .describe('every command run in the box, oldest first'),
     notRecorded: z.array(z.string()).describe('what this report version does not cover yet'),
   }),
   verify: loose({
