@@ -104,7 +104,7 @@ async function stoppedBuildContainers(
       doc !== undefined &&
       !doc.State.Running &&
       // A step of a sandbox's create carries the sandbox's labels: the sandbox sweep takes it.
-      doc.Config.Labels[SANDBOX_LABEL] === undefined &&
+      !doc.Config.Labels[SANDBOX_LABEL] &&
       doc.Config.Labels[BUILD_LABEL] === '1' &&
       isOwnBuildCommand(doc.Config.Cmd);
     return ours ? [{ name: doc.Name.replace(/^\//, ''), labels: doc.Config.Labels }] : [];

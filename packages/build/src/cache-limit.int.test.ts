@@ -71,7 +71,11 @@ describe('the image cache within cache.maxSize (real engine)', () => {
   });
 
   it('under the bound nothing goes', async () => {
-    const eviction = await enforceCacheLimit({ only: ofRun, limit: { bytes: 100 * MIB, described: '100m' } });
+    const eviction = await enforceCacheLimit({
+      only: ofRun,
+      graceMs: 0,
+      limit: { bytes: 100 * MIB, described: '100m' },
+    });
     expect(eviction.evicted).toEqual([]);
     expect(describeEviction(eviction)).toBe('');
   });
@@ -82,6 +86,7 @@ describe('the image cache within cache.maxSize (real engine)', () => {
     // One image over: the oldest is in use, so the middle one goes (never the kept one either).
     const eviction = await enforceCacheLimit({
       only: ofRun,
+      graceMs: 0,
       keep: [tag('new')],
       limit: { bytes: total - 1, described: 'test' },
     });
@@ -98,14 +103,21 @@ describe('the image cache within cache.maxSize (real engine)', () => {
     expect(Object.keys(uses.used)).toContain(tag('new'));
   });
 
+  it('an image made or used in the grace window stays', async () => {
+    // Every image of this run was made minutes ago: with the default window none may go.
+    const eviction = await enforceCacheLimit({ only: ofRun, limit: { bytes: 1, described: '1b' } });
+    expect(eviction.evicted).toEqual([]);
+  });
+
   it('when every image over the bound is in use or kept, it says so and removes nothing', async () => {
     const eviction = await enforceCacheLimit({
       only: ofRun,
+      graceMs: 0,
       keep: [tag('new')],
       limit: { bytes: 1, described: '1b' },
     });
     expect(eviction.evicted).toEqual([]);
-    expect(describeEviction(eviction)).toMatch(/every older image is in use/);
+    expect(describeEviction(eviction)).toMatch(/every older image is in use or used in the last minutes/);
     expect(await engine.image.exists(tag('old'))).toBe(true);
   });
 

@@ -167,6 +167,9 @@ async function dockerDiskBytes(): Promise<number | undefined> {
   }
 }
 
+/** How long a made or used image is safe from eviction (see enforceCacheLimit's graceMs). */
+export const EVICTION_GRACE_MS = 10 * 60_000;
+
 export interface CacheEviction {
   /** The images removed, least recently used first. */
   evicted: CacheImage[];
@@ -188,6 +191,11 @@ export async function enforceCacheLimit(
     keep?: readonly string[];
     limit?: { bytes: number | undefined; described: string };
     only?: (image: CacheImage) => boolean;
+    /**
+     * Images made or used this recently stay: another create may have just taken one from the
+     * cache and not started its box yet (default EVICTION_GRACE_MS).
+     */
+    graceMs?: number;
   } = {},
 ): Promise<CacheEviction> {
   const limit = options.limit ?? (await cacheLimit());
@@ -202,9 +210,10 @@ export async function enforceCacheLimit(
   };
   if (limit.bytes === undefined || total <= limit.bytes) return result;
   const keep = new Set(options.keep ?? []);
+  const recent = Date.now() - (options.graceMs ?? EVICTION_GRACE_MS);
   for (const image of images) {
     if (total <= limit.bytes) break;
-    if (image.inUse || image.tags.some((tag) => keep.has(tag))) continue;
+    if (image.inUse || image.lastUsedAt > recent || image.tags.some((tag) => keep.has(tag))) continue;
     // Tag by tag, never forced: an image a container started meanwhile stays (the engine refuses).
     let removed = true;
     for (const tag of image.tags) {
@@ -247,6 +256,6 @@ export function describeEviction(eviction: CacheEviction): string {
     return `image cache: removed ${count} least recently used image${count === 1 ? '' : 's'} (${formatSize(freed)}); it holds ${held}`;
   }
   if (eviction.total > eviction.limit)
-    return `image cache holds ${held}: every older image is in use (destroy boxes, or raise cache.maxSize)`;
+    return `image cache holds ${held}: every older image is in use or used in the last minutes (destroy boxes, or raise cache.maxSize)`;
   return '';
 }

@@ -16,6 +16,7 @@ import { readExtraCa, resolveCaCertificates } from './base-image.js';
 import { type BuildLimits, buildArgv } from './build-argv.js';
 import { buildDirPrefix } from './build-leftovers.js';
 import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CONTEXT_EXTRA_CA } from './ca-trust.js';
+import { noteCacheUse } from './cache-limit.js';
 import {
   CLAUDE_CODE_PACKAGE,
   CLAUDE_CODE_STAGE_BINARY,
@@ -104,6 +105,8 @@ export async function ensureClaudeImage(input: ClaudeImageInput): Promise<string
   const image = claudeImageTag(input.nodeBaseImageId, input.registries);
   if (await engine.image.exists(image)) {
     input.log(`Claude Code ${CLAUDE_CODE_VERSION}: cached image ${image}`);
+    // A deps build is about to copy from it: noted, so no other create's eviction takes it now.
+    await noteCacheUse(image);
     return image;
   }
   const context = await mkdtemp(buildDirPrefix());

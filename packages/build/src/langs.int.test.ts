@@ -157,6 +157,7 @@ describe('readManifests on a hostile repo (real engine)', () => {
           linked: 'file:vendor/linked.tgz',
           aliased: 'file:alias/a-1.0.0.tgz',
           missing: 'file:vendor/missing.tgz',
+          big: 'file:vendor/big.tgz',
           up: 'file:../outside.tgz',
         },
       }),
@@ -168,8 +169,10 @@ describe('readManifests on a hostile repo (real engine)', () => {
       alias: { symlink: 'vendor' },
       'libs/c-1.0.0.tgz': 'archive c',
       'libs/unnamed.tgz': 'never read',
+      // Over the file cap: left out, the read goes on (the install may never need it).
+      'vendor/big.tgz': 'x'.repeat(70_000),
     });
-    const files = await readManifests(fixture.container);
+    const files = await readManifests(fixture.container, { maxFileBytes: 64 * 1024 });
     expect(files.map((f) => [f.path, f.content.toString()])).toEqual([
       ['libs/c-1.0.0.tgz', 'archive c'],
       ['package.json', expect.any(String)],

@@ -201,9 +201,11 @@ export async function readManifestSet(
 // at no depth: the real path must be the path under the root), never outside the root.
 const NAMED_FILES_SCRIPT = [
   'cd -- "$1" || { echo "cannot enter $1" >&2; exit 97; }',
-  'root="$(pwd -P)"; shift',
+  'root="$(pwd -P)"; max="$2"; shift 2',
   'for p do',
   '  [ -f "./$p" ] && [ ! -L "./$p" ] || continue',
+  // One archive the install may never need must not fail the whole read: too large, it is left out.
+  '  [ "$(stat -c %s -- "./$p")" -le "$max" ] || continue',
   '  [ "$(readlink -f -- "./$p")" = "$root/$p" ] || continue',
   '  printf \'./%s\\0\' "$p"',
   'done | tar --null --no-recursion --numeric-owner -T - -cf -',
@@ -221,14 +223,18 @@ async function readLocalArchives(
   const wanted = new Set(localArchivePaths(manifests));
   for (const file of manifests) wanted.delete(file.path);
   if (wanted.size === 0) return [];
-  const spec = internalExecSpec([SH_BIN, '-c', NAMED_FILES_SCRIPT, 'sh', opts.root, ...wanted], {
-    user: BOX_USER,
-  });
+  const used = manifests.reduce((sum, file) => sum + file.content.length, 0);
+  const room = Math.min(opts.maxFileBytes, Math.max(0, opts.maxTotalBytes - used));
+  const spec = internalExecSpec(
+    [SH_BIN, '-c', NAMED_FILES_SCRIPT, 'sh', opts.root, String(room), ...wanted],
+    {
+      user: BOX_USER,
+    },
+  );
   const child = engine.exec.start(containerId, spec, { stdout: 'pipe', stderr: 'pipe' });
   const stop = () => child.kill();
   const timer = setTimeout(stop, opts.timeoutMs);
   opts.signal?.addEventListener('abort', stop, { once: true });
-  const used = manifests.reduce((sum, file) => sum + file.content.length, 0);
   try {
     const files = await parseManifestTar(
       child.stdout as NodeJS.ReadableStream,

@@ -27,6 +27,12 @@ describe('nodeRuntimeFor', () => {
     expect(nodeRuntimeFor([file('.nvmrc', 'lts/*')], base, 'x64')).toBeUndefined();
     expect(nodeRuntimeFor([file('.nvmrc', '16')], base, 'x64')).toBeUndefined();
     expect(nodeRuntimeFor([file('.nvmrc', '20')], base, 'ia32')).toBeUndefined();
+    // Releases npm 10 does not run on (^18.17 || >=20.5).
+    for (const version of ['18.12.0', '19', '20.3', '17'])
+      expect(nodeRuntimeFor([file('.nvmrc', version)], base, 'x64'), version).toBeUndefined();
+    expect(nodeRuntimeFor([file('.nvmrc', '18.19.1')], base, 'x64')).toMatchObject({ spec: '18.19.1' });
+    // A base whose node is not labelled may meet the pin: the warning stays, nothing is fetched.
+    expect(nodeRuntimeFor([file('.nvmrc', '20')], {}, 'x64')).toBeUndefined();
     // Only the root's pin counts (a workspace package's .nvmrc is not the repo's).
     expect(nodeRuntimeFor([file('packages/a/.nvmrc', '20')], base, 'x64')).toBeUndefined();
   });

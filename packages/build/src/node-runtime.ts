@@ -39,10 +39,23 @@ export function nodeRuntimeFor(
 ): NodeRuntime | undefined {
   const pin: RuntimePin | undefined = runtimePins(files).find((each) => each.tool === 'node');
   const platform = ARCH[arch];
-  if (!pin || !platform) return undefined;
-  if (base.node && pinMet(pin, base.node)) return undefined;
-  if (Number.parseInt(pin.version, 10) < OLDEST_NODE_MAJOR) return undefined;
+  // A base that does not say its node (an image of the user's, unlabelled) may meet the pin: it
+  // keeps the warning rather than fetching a runtime it may not need.
+  if (!pin || !platform || !base.node) return undefined;
+  if (pinMet(pin, base.node) || !npmRunsOn(pin.version)) return undefined;
   return { npmPackage: `node-linux-${platform}`, spec: pin.version, from: pin.from };
+}
+
+/**
+ * Whether every release a pin names runs the base's npm 10 (`^18.17.0 || >=20.5.0`): `18` (its
+ * newest is 18.20) and `20` do; `18.12.0`, `19` and `20.3` do not, and keep the warning.
+ */
+export function npmRunsOn(version: string): boolean {
+  const [major = 0, minor] = version.split('.').map((part) => Number.parseInt(part, 10));
+  if (major < OLDEST_NODE_MAJOR || major === 19) return false;
+  if (major === 18) return minor === undefined || minor >= 17;
+  if (major === 20) return minor === undefined || minor >= 5;
+  return true;
 }
 
 /**

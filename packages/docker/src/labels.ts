@@ -59,7 +59,8 @@ export function buildStepLabels(id: string): Record<string, string> {
  * and RUN lines).
  */
 export function mayBeBuildStep(labels: Readonly<Record<string, string>>): boolean {
-  return labels[SANDBOX_LABEL] === undefined || labels[LABEL_ROLE] === 'build';
+  // '' is a cache image's UNOWNED_IMAGE_LABELS, inherited: no sandbox's either.
+  return !labels[SANDBOX_LABEL] || labels[LABEL_ROLE] === 'build';
 }
 
 /**

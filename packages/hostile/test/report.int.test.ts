@@ -133,6 +133,15 @@ describe('ca-sandbox report', () => {
     // An argument carrying a terminal escape (an agent may pass what a repository wrote).
     const escaped = await cli(['exec', id, '--json', '--', 'echo', '\u001b]52;c;aGk=\u0007title']);
     expect(escaped.exitCode).toBe(0);
+    // A command the user gives up on (Ctrl-C): it ran, so it is listed, without an exit code.
+    const { execa } = await import('execa');
+    const hung = execa(process.execPath, [BIN, 'exec', id, '--', 'sleep', '30'], {
+      reject: false,
+      stdin: 'ignore',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    hung.kill('SIGINT');
+    await hung;
     const shell = new PtySession(['shell', id]);
     await shell.waitFor(new RegExp(`\\[sandbox ${id}\\] /work/repo \\$ `));
     shell.type('exit 6\n');
@@ -151,6 +160,10 @@ describe('ca-sandbox report', () => {
     });
     expect(entries.find((entry) => entry.command[0] === 'sleep')).toMatchObject({ timedOut: true });
     expect(entries.find((entry) => entry.via === 'shell')).toMatchObject({ exitCode: 6 });
+    expect(entries.find((entry) => entry.command.join(' ') === 'sleep 30')).toMatchObject({
+      exitCode: null,
+      error: 'EXEC_INTERRUPTED',
+    });
     expect(entries.some((entry) => entry.command.join(' ').includes('\u001b]52'))).toBe(true);
 
     const page = await cli(['report', id]);

@@ -27,6 +27,8 @@ export interface CommandEntry {
   /** Bytes the command wrote (also what the cap dropped); null when not counted (streamed, shell). */
   stdoutBytes: number | null;
   stderrBytes: number | null;
+  /** Set when the command was cut short (interrupted, the engine failed): the error's code. */
+  error?: string;
 }
 
 /** Past this size nothing more is appended (about 20,000 entries). */

@@ -405,7 +405,7 @@ export async function execInSandbox(
     captureCapped(run.child.stdout, resolved.maxBytes),
     captureCapped(run.child.stderr, resolved.maxBytes),
     run.finish(),
-  ]);
+  ]).catch(logInterrupted(id, command, startedAt, run));
   await run.checkRun(id, result);
   const durationMs = run.durationMs;
   const done: ExecResult = {
@@ -419,6 +419,31 @@ export async function execInSandbox(
   };
   await recordCommand(id, execEntry(command, startedAt, done, out.total, err.total));
   return done;
+}
+
+/**
+ * A command interrupted after it started (Ctrl-C, an MCP cancel, a signal) ran all the same: it
+ * goes on the command log, without an exit code, before the interruption is thrown on. A hang
+ * until the user gives up must not keep a command off the report.
+ */
+function logInterrupted(id: string, argv: readonly string[], startedAt: Date, run: BoxExec) {
+  return async (error: unknown): Promise<never> => {
+    if (run.interrupted !== undefined)
+      await recordCommand(id, {
+        via: 'exec',
+        command: loggedArgv(argv),
+        user: BOX_USER,
+        startedAt: startedAt.toISOString(),
+        durationMs: run.durationMs,
+        exitCode: null,
+        timedOut: false,
+        outOfMemory: false,
+        stdoutBytes: null,
+        stderrBytes: null,
+        error: 'EXEC_INTERRUPTED',
+      });
+    throw error;
+  };
 }
 
 /** The command log's line of an exec that ran (command-log.ts). */
@@ -474,7 +499,7 @@ export async function streamExecInSandbox(
     resolveBox(id),
   );
   const startedAt = new Date();
-  const result = await run.finish();
+  const result = await run.finish().catch(logInterrupted(id, command, startedAt, run));
   await run.checkRun(id, result);
   const durationMs = run.durationMs;
   const done: StreamExecResult = {

@@ -27,6 +27,8 @@ const CommandEntrySchema = z.strictObject({
   outOfMemory: z.boolean(),
   stdoutBytes: z.number().int().nullable(),
   stderrBytes: z.number().int().nullable(),
+  /** Set when the command was cut short (interrupted, the engine failed): the error's code. */
+  error: z.string().optional(),
 });
 
 /** The command log of `id` (command-log.ts), oldest first; a line that does not parse is skipped. */
@@ -135,8 +137,20 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
-  const [decisions, gate, commands] = await Promise.all([egressLog(id), verifySandbox(id), readCommands(id)]);
-  const refusalsFirst = [...decisions].sort((a, b) => Number(a.allowed) - Number(b.allowed));
+  const [decisions, gate, logged] = await Promise.all([egressLog(id), verifySandbox(id), readCommands(id)]);
+  // A log left by an earlier sandbox of the same name (its box removed by hand, never destroyed)
+  // holds commands older than this box: they are not this box's.
+  const boxCreated = Date.parse(inspect.Created ?? '');
+  const commands = Number.isNaN(boxCreated)
+    ? logged
+    : {
+        ...logged,
+        entries: logged.entries.filter((entry) => Date.parse(entry.startedAt) >= boxCreated - 1000),
+      };
+  // The four fields alone: a row written by another version may carry more.
+  const refusalsFirst = decisions
+    .map(({ phase, destination, allowed, count }) => ({ phase, destination, allowed, count }))
+    .sort((a, b) => Number(a.allowed) - Number(b.allowed));
   const count = (allowed: boolean) =>
     decisions.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
   return SandboxReportSchema.parse({
@@ -166,7 +180,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       refused: count(false),
     },
     isolation: {
-      checkedAt: new Date().toISOString(),
+      checkedAt: now.toISOString(),
       ok: gate.ok,
       running: gate.running,
       checks: gate.checks.map((check) => ({

@@ -250,6 +250,7 @@ export async function openShell(id: string, options: OpenShellOptions = {}): Pro
       await logSession(code);
       return code;
     }
+    if (result.error || result.exitCode === undefined) await logSession(null);
     if (result.error) throw result.error;
     if (result.exitCode === undefined)
       throw new DockerEngineError('exec inspect', 0, 'the engine recorded no exit code for the shell');

@@ -3,7 +3,7 @@ import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../
 import { recordFromInspect, type SandboxRecord } from '../record.js';
 import { parseSource } from '../source.js';
 import { startBox } from './box.js';
-import { keepImageCacheBounded } from './cache.js';
+import { keepImageCacheBounded, noteImageUse } from './cache.js';
 import { cleanupFailedCreate } from './cleanup.js';
 import { cloneSource } from './clone.js';
 import { CreateContext } from './context.js';
@@ -65,6 +65,7 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
       removeHelperOnce();
     });
     const helperGone = removeHelperOnce();
+    await noteImageUse(prepared);
     const egress = await summariseEgress(ctx);
     const closing = ctx.boxUsesGateway()
       ? Promise.resolve()
