@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   BOX_LIMITS,
   BUILDERS,
@@ -8,25 +7,16 @@ import {
   SOURCE_LIMITS,
 } from '@ca-sandbox/docker/contracts';
 import { Command, Option } from 'commander';
+import type { ActionContext } from './action-context.js';
 import { Interrupt, type InterruptMode } from './interrupt.js';
 import { runsOnce } from './lifecycle-api.js';
 import { type GlobalOptions, Output } from './output.js';
+import { cliVersion } from './version.js';
 
-/** The package version, from package.json (dist/ or dist/bundle/ are one or two levels below it). */
-export function cliVersion(): string {
-  for (const candidate of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === 'ca-sandbox' && pkg.version) return pkg.version;
-    } catch {
-      // not at this level
-    }
-  }
-  return '0.0.0-unknown';
-}
+// Their homes are apart from the program, which imports the commands: a command imports them
+// without an import cycle.
+export type { ActionContext } from './action-context.js';
+export { cliVersion } from './version.js';
 
 /** Shared between the program and main(): which command runs, and the exit code it settled on. */
 export interface RunState {
@@ -35,11 +25,6 @@ export interface RunState {
   output?: Output;
   /** 130/143 when the command was interrupted by SIGINT/SIGTERM (it wins over any other code). */
   signalExitCode?: number;
-}
-
-/** What every command receives besides its arguments: aborted on SIGINT/SIGTERM (mode `abort`). */
-export interface ActionContext {
-  signal: AbortSignal;
 }
 
 type Action = (

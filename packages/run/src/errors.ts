@@ -1,5 +1,5 @@
 import { CaSandboxError } from '@ca-sandbox/docker/contracts';
-import type { IsolationCheck } from './isolation.js';
+import type { IsolationCheck } from './isolation-check.js';
 
 /** runContainer was given options it does not accept (unknown keys, bad values). */
 export class InvalidRunOptionsError extends CaSandboxError {

@@ -6,17 +6,10 @@ import {
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
 } from '@ca-sandbox/docker';
+import type { IsolationCheck } from './isolation-check.js';
 import { BLACKHOLE_DNS, PROXY_ENV_NAMES } from './run-args.js';
 
-/** One row of the isolation report, numbered after the CIS Docker Benchmark check it matches. */
-export interface IsolationCheck {
-  id: string;
-  cis: string;
-  title: string;
-  expected: string;
-  seen: string;
-  pass: boolean;
-}
+export type { IsolationCheck } from './isolation-check.js';
 
 export interface IsolationReport {
   ok: boolean;

@@ -1,8 +1,8 @@
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import type { ActionContext } from '../action-context.js';
 import { allowlistWarning, loadLifecycle, type SandboxRecord } from '../lifecycle-api.js';
 import { type CreateFlags, resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
-import type { ActionContext } from '../program.js';
 import { formatElapsed, Progress } from '../progress.js';
 
 export type CreateCommandFlags = CreateFlags;

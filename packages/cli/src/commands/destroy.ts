@@ -1,10 +1,10 @@
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import type { ActionContext } from '../action-context.js';
 import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
 import { loadLifecycle, type TeardownResult } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
-import type { ActionContext } from '../program.js';
 
 /** Concatenates the results of several teardowns. */
 export function mergeTeardown(results: TeardownResult[]): TeardownResult {

@@ -1,5 +1,5 @@
 import type { Output } from '../output.js';
-import { cliVersion } from '../program.js';
+import { cliVersion } from '../version.js';
 
 /** `ca-sandbox mcp`: the stdio MCP server. Loaded only here: the SDK is not part of start-up. */
 export async function mcpCommand(out: Output): Promise<number> {

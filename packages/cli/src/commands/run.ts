@@ -1,10 +1,10 @@
 import { isatty } from 'node:tty';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import type { ActionContext } from '../action-context.js';
 import { describeError } from '../error-report.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { resolveCreateOptions } from '../options.js';
 import type { Output } from '../output.js';
-import type { ActionContext } from '../program.js';
 import { type CreateCommandFlags, createWithProgress } from './create.js';
 import { reportTeardown } from './destroy.js';
 import { openShellWithBanner } from './shell.js';
