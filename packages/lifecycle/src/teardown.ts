@@ -170,18 +170,29 @@ export async function destroySandbox(
     allowlist ? firewallRuleCount(id) : Promise.resolve(0),
   ]);
   if (containers.length + volumes.length + networks.length + rules === 0) throw new SandboxNotFoundError(id);
-  const [leftVolumes, leftNetworks] = await Promise.all([
-    listVolumes(),
-    networks.length > 0 ? listNetworks() : Promise.resolve([]),
-  ]);
-  const attached = leftContainers.length > 0 || leftNetworks.length > 0;
+  const [leftVolumes, leftNetworks] = await Promise.all([listVolumes(), listNetworks()]);
+  // A create killed a moment ago may have a docker client still in flight that makes its object
+  // (the egress network, a volume) after the listing above: as prune does, sweep what a re-list
+  // finds and list again, a bounded number of rounds, only while something new is there (a
+  // destroy of a settled sandbox lists once and costs nothing more).
+  let left: Found = { containers: leftContainers, volumes: leftVolumes, networks: leftNetworks };
+  for (let round = 0; round < PRUNE_ROUNDS; round += 1) {
+    const todo = withoutFailed(left, sweep.result.failures);
+    if (named(todo).length === 0) break;
+    if (round > 0) await new Promise((resolve) => setTimeout(resolve, PRUNE_ROUND_PAUSE_MS));
+    await sweepFound(sweep, todo);
+    const [containersNow, volumesNow, networksNow] = await Promise.all([
+      listContainers(),
+      listVolumes(),
+      listNetworks(),
+    ]);
+    left = { containers: containersNow, volumes: volumesNow, networks: networksNow };
+  }
+  const attached = left.containers.length > 0 || left.networks.length > 0;
   const firewall: Partial<FirewallRelease> = rules > 0 ? await sweep.firewall(id, attached) : {};
-  sweep.result.leftovers = [
-    ...named({ containers: leftContainers, volumes: leftVolumes, networks: leftNetworks }),
-    ...(firewall.leftover ? [firewall.leftover] : []),
-  ];
+  sweep.result.leftovers = [...named(left), ...(firewall.leftover ? [firewall.leftover] : [])];
   // The box's command log (the report's) goes with the box.
-  if (!leftContainers.includes(boxName(id))) await removeCommandLog(id);
+  if (!left.containers.includes(boxName(id))) await removeCommandLog(id);
   return sweep.result;
 }
 
