@@ -73,3 +73,31 @@ export const CA_BUNDLE_SCRIPT = [
 
 /** The Dockerfile line that copies the user's certificates in (root's: COPY's default owner). */
 export const CA_COPY_LINE = `COPY ${CONTEXT_EXTRA_CA} ${EXTRA_CA_PATH}`;
+
+/**
+ * A box whose gateway adds credentials trusts that gateway's CA as well (name-constrained to the
+ * credential domains, made at each gateway start): the bundles then live on the box's tmpfs,
+ * written by root at every box start (boxTrustScript), in a root-owned folder the box user cannot
+ * change. The image's bundles stay as baked.
+ */
+export const BOX_TRUST_DIR = '/tmp/.ca-sandbox-trust';
+const BOX_EXTRA_CA_PATH = `${BOX_TRUST_DIR}/extra-ca.pem`;
+const BOX_CA_BUNDLE_PATH = `${BOX_TRUST_DIR}/ca-bundle.pem`;
+
+/** CA_TRUST_ENV's variables, pointed at the box's own bundles (BOX_TRUST_DIR). */
+export const BOX_TRUST_ENV: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(CA_TRUST_ENV).map(([name, path]) => [
+    name,
+    path === EXTRA_CA_PATH ? BOX_EXTRA_CA_PATH : BOX_CA_BUNDLE_PATH,
+  ]),
+);
+
+/**
+ * The root command that writes the box's bundles from the gateway's CA (its stdin): the image's
+ * baked bundles (or the system store, for an image without the user's CAs) followed by it.
+ */
+export const BOX_TRUST_SCRIPT = [
+  `umask 022; mkdir -p ${BOX_TRUST_DIR} && cat > ${BOX_TRUST_DIR}/gateway-ca.pem`,
+  `{ if [ -f ${EXTRA_CA_PATH} ]; then cat ${EXTRA_CA_PATH}; echo; fi; cat ${BOX_TRUST_DIR}/gateway-ca.pem; } > ${BOX_EXTRA_CA_PATH}`,
+  `{ if [ -f ${CA_BUNDLE_PATH} ]; then cat ${CA_BUNDLE_PATH}; else for f in ${SYSTEM_BUNDLES.join(' ')}; do if [ -f "$f" ]; then cat "$f"; break; fi; done; fi; echo; cat ${BOX_TRUST_DIR}/gateway-ca.pem; } > ${BOX_CA_BUNDLE_PATH}`,
+].join(' && ');

@@ -24,6 +24,9 @@ export {
 export { BUILD_TIMEOUT_ENV, DEFAULT_MAX_DEPS_SIZE, MAX_DEPS_SIZE_ENV } from './build-settings.js';
 export type { BuilderChoice } from './builders.js';
 export {
+  BOX_TRUST_DIR,
+  BOX_TRUST_ENV,
+  BOX_TRUST_SCRIPT,
   CA_BUNDLE_PATH,
   CA_TRUST_ENV,
   EXTRA_CA_PATH,

@@ -28,6 +28,7 @@ function record(over: Partial<SandboxRecord>): SandboxRecord {
     allow: [],
     withClaude: false,
     installFallbacks: [],
+    credentials: [],
     ...over,
   };
 }

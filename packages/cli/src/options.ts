@@ -48,6 +48,8 @@ const CreateFlagsSchema = z.object({
   // Checked (with docker's size syntax and the 1m floor) by the lifecycle, like --memory.
   maxDepsSize: z.string().trim().min(1, 'expected a size such as 4g or 512m').optional(),
   withClaude: z.boolean().optional(),
+  // Parsed (domain, source, header) and checked against the allowlist by the lifecycle.
+  credential: z.array(z.string().trim().min(1, 'expected <domain>=env:<VAR>|file:<path>')).default([]),
 });
 
 export type CreateFlags = z.input<typeof CreateFlagsSchema>;
@@ -70,6 +72,7 @@ export interface CreateRequest {
   maxSourceEntries?: number;
   maxDepsSize?: string;
   withClaude?: boolean;
+  credentials?: string[];
 }
 
 function parseOrUsage<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
@@ -125,6 +128,7 @@ function passFlags(request: CreateRequest, parsed: z.output<typeof CreateFlagsSc
   for (const key of passed) {
     if (parsed[key] !== undefined) Object.assign(request, { [key]: parsed[key] });
   }
+  if (parsed.credential.length > 0) request.credentials = parsed.credential;
   return request;
 }
 

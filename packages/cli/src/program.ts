@@ -64,6 +64,11 @@ function addCreateOptions(command: Command): Command {
       'with --network allowlist: a destination the box may reach through the egress gateway: example.com, *.example.com, an IP or CIDR, each with an optional :port (default 443,80); repeatable. Addresses alone use EXPERIMENTAL host firewall rules',
       (value: string, previous: string[] = []) => [...previous, value],
     )
+    .option(
+      '--credential <spec>',
+      "with --network allowlist: <domain>=env:<VAR>|file:<path>[,header=<name>]: the egress gateway adds this host value to the box's HTTPS requests for an allowed domain (Authorization: Bearer <value>, or the header named, as is); the box never sees the value; repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
     .option('--ref <ref>', 'branch, tag or commit to check out')
     .addOption(new Option('--runtime <runtime>', 'container runtime (runsc = gVisor)').choices([...RUNTIMES]))

@@ -125,6 +125,18 @@ export const DEFINITIONS = {
     fallback: () => DEFAULT_GATEWAY_IMAGE,
     describe: 'image of the egress gateway (needs squid)',
   }),
+  gatewayHosts: define({
+    // Shape only: each entry is checked (a domain, one address) where the gateway starts.
+    schema: z.array(z.string().min(3).max(300)).max(256),
+    env: ['CA_SANDBOX_GATEWAY_HOSTS'],
+    fromEnv: (raw) =>
+      raw
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    describe:
+      'names the egress gateway resolves to a fixed address, name=address (an internal API your DNS does not know); blocked ranges stay blocked',
+  }),
   'install.allow': define({
     // Shape only: each entry is checked as an egress destination (--allow syntax) by the create.
     schema: z.array(z.string().min(1).max(300)).max(256),

@@ -35,6 +35,7 @@ export const ContainerInspectSchema = z.object({
     OOMKilled: z.boolean().optional().default(false),
     ExitCode: z.number().optional(),
     Pid: z.number().optional(),
+    StartedAt: z.string().optional(),
   }),
   Config: z.object({
     User: z.string().optional().default(''),

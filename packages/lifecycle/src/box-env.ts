@@ -1,6 +1,15 @@
-import { CA_TRUST_ENV, type Toolchain } from '@ca-sandbox/build';
+import {
+  BOX_TRUST_ENV,
+  BOX_TRUST_SCRIPT,
+  CA_TRUST_ENV,
+  loadExtraCa,
+  type Toolchain,
+} from '@ca-sandbox/build';
+import { currentSettings } from '@ca-sandbox/config';
+import { engine } from '@ca-sandbox/docker';
 import type { EgressGateway } from '@ca-sandbox/run';
 import { proxyEnv } from './egress.js';
+import { BoxTrustError } from './errors.js';
 
 /**
  * Addresses a box's clients never send to the gateway: its own loopback (a test server the repo
@@ -35,6 +44,8 @@ export interface BoxEnvInput {
   toolchain: Toolchain;
   /** The digest of the CA bundle baked into the image ('' none; PreparedImage.trustedCa). */
   trustedCa: string;
+  /** Its gateway adds credentials: the box trusts the gateway's CA too (BOX_TRUST_ENV). */
+  gatewayCa?: boolean;
 }
 
 /**
@@ -48,8 +59,9 @@ export interface BoxEnvInput {
  */
 export function boxEnv(input: BoxEnvInput): Record<string, string> {
   if (!input.reachesNetwork) return {};
+  const trust = input.gatewayCa ? BOX_TRUST_ENV : input.trustedCa ? CA_TRUST_ENV : {};
   return {
-    ...(input.trustedCa ? CA_TRUST_ENV : {}),
+    ...trust,
     ...(input.gateway
       ? {
           ...proxyEnv(input.gateway),
@@ -59,4 +71,25 @@ export function boxEnv(input: BoxEnvInput): Record<string, string> {
         }
       : {}),
   };
+}
+
+/** The user's CA certificates (setting caCertificates), for the gateway's own upstream TLS; '' none. */
+export function userCaPem(): string {
+  const path = currentSettings().value('caCertificates');
+  return path ? loadExtraCa(path).pem.toString('utf8') : '';
+}
+
+/**
+ * Writes the bundles of BOX_TRUST_ENV into a started box (root, on its tmpfs: gone at each stop,
+ * so `start` writes them again): the image's CAs and the gateway's, whose certificates the box
+ * sees for the credential domains.
+ */
+export async function writeBoxTrust(container: string, gatewayCa: string): Promise<void> {
+  const wrote = await engine.exec.internal(container, ['/bin/sh', '-c', BOX_TRUST_SCRIPT], {
+    user: '0:0',
+    stdin: true,
+    input: gatewayCa,
+    timeoutMs: 15_000,
+  });
+  if (wrote.exitCode !== 0) throw new BoxTrustError(container, wrote.stderr.trim().slice(0, 200));
 }

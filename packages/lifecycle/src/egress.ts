@@ -1,4 +1,10 @@
-import { cloneEgressRule, type EgressRule, GATEWAY_PORT, type GatewayLogEntry } from '@ca-sandbox/network';
+import {
+  cloneEgressRule,
+  type EgressRule,
+  GATEWAY_PORT,
+  type GatewayCredential,
+  type GatewayLogEntry,
+} from '@ca-sandbox/network';
 import {
   type EgressGateway,
   keepAlive,
@@ -97,12 +103,17 @@ export class CreateEgress {
     private readonly signal?: AbortSignal,
   ) {}
 
-  private start(rules: readonly EgressRule[], heartbeat: boolean): Promise<EgressGateway> {
+  private start(
+    rules: readonly EgressRule[],
+    heartbeat: boolean,
+    secrets: BoxGatewaySecrets = {},
+  ): Promise<EgressGateway> {
     const starting = startGateway({
       sandboxId: this.sandboxId,
       rules,
       labels: this.labels,
       heartbeat,
+      ...secrets,
       ...(this.signal ? { signal: this.signal } : {}),
     });
     // A failure is reported by whoever opens it; an unused start must not crash the process.
@@ -137,13 +148,13 @@ export class CreateEgress {
    * The box's own gateway, allowing `rules` only: the create's (if any) is collected and removed,
    * and a new one starts with the box's rules in its container configuration, so a restart of the
    * gateway (a reboot, `docker restart`) brings back the box's rules, never a phase's. It needs no
-   * heartbeat: it runs as long as the box.
+   * heartbeat: it runs as long as the box. It alone may carry credentials.
    */
-  async openForBox(rules: EgressRule[]): Promise<EgressGateway> {
+  async openForBox(rules: EgressRule[], secrets: BoxGatewaySecrets = {}): Promise<EgressGateway> {
     await this.close();
     this.phase = 'box';
     this.seen = 0;
-    return this.start(rules, false);
+    return this.start(rules, false, secrets);
   }
 
   /** Reads what the gateway logged since the last call into `decisions`. */
@@ -173,6 +184,12 @@ export class CreateEgress {
     await stopGateway(this.sandboxId);
     this.starting = undefined;
   }
+}
+
+/** What only a box's own gateway gets: the credentials it adds, and the CAs it trusts for them. */
+export interface BoxGatewaySecrets {
+  credentials?: readonly GatewayCredential[];
+  upstreamCa?: string;
 }
 
 /** The clone's only destination: the repo's host. */
@@ -235,6 +252,8 @@ export interface EgressSummaryRow {
   destination: string;
   allowed: boolean;
   count: number;
+  /** These requests got the credential of this domain from the gateway (`--credential`; never the value). */
+  credential?: string;
 }
 
 /** Printable ASCII only, cut short: the destination is text the repo's scripts chose. */
@@ -250,8 +269,15 @@ export function summariseDecisions(
   const rows = new Map<string, EgressSummaryRow>();
   for (const entry of decisions) {
     const destination = cleanDestination(entry.destination);
-    const key = `${entry.phase} ${entry.allowed} ${destination}`;
-    const row = rows.get(key) ?? { phase: entry.phase, destination, allowed: entry.allowed, count: 0 };
+    const credential = entry.credential ? cleanDestination(entry.credential) : undefined;
+    const key = `${entry.phase} ${entry.allowed} ${destination} ${credential ?? ''}`;
+    const row = rows.get(key) ?? {
+      phase: entry.phase,
+      destination,
+      allowed: entry.allowed,
+      count: 0,
+      ...(credential ? { credential } : {}),
+    };
     row.count += 1;
     rows.set(key, row);
   }

@@ -263,3 +263,12 @@ export class CpOutStreamError extends CaSandboxError {
   readonly code = 'CP_STREAM';
   readonly kind = 'failure';
 }
+
+/** The box's trust of its credential gateway's CA could not be written (the box is removed). */
+export class BoxTrustError extends CaSandboxError {
+  readonly code = 'BOX_TRUST_FAILED';
+  readonly kind = 'failure';
+  constructor(container: string, reason: string) {
+    super(`could not write the gateway's CA into ${container}: ${reason || 'no reason given'}`);
+  }
+}

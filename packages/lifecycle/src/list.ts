@@ -24,9 +24,18 @@ import {
   verifyContainer,
 } from '@ca-sandbox/run';
 import { boxName, mapLimit } from './_utils.js';
+import { credentialsFromLabel } from './credentials.js';
 import { type EgressSummaryRow, egressFromLabels, summariseDecisions } from './egress.js';
 import { SandboxNotFoundError } from './errors.js';
-import { LABEL_ALLOW, LABEL_BLOCKED, LABEL_SOURCE, recordFromInspect, type SandboxRecord } from './record.js';
+import {
+  LABEL_ALLOW,
+  LABEL_BLOCKED,
+  LABEL_CREDENTIALS,
+  LABEL_GATEWAY_HOSTS,
+  LABEL_SOURCE,
+  recordFromInspect,
+  type SandboxRecord,
+} from './record.js';
 import { redactUserinfo } from './source.js';
 
 /**
@@ -135,6 +144,7 @@ function partialRecord(row: LabeledRow): SandboxRecord {
     allow: [],
     withClaude: false,
     installFallbacks: [],
+    credentials: [],
   };
 }
 
@@ -272,13 +282,24 @@ export async function gatewayRulesCheck(id: string, labels: Record<string, strin
     } catch {
       seen = 'the ca.sandbox.allow label does not parse';
     }
-    if (rules) ({ ok: pass, seen } = await gatewayConfigMatches(id, rules, list(blocked)));
+    const credentials = credentialsFromLabel(labels[LABEL_CREDENTIALS]).map(({ domain, header }) => ({
+      domain,
+      header,
+    }));
+    if (rules)
+      ({ ok: pass, seen } = await gatewayConfigMatches(id, {
+        rules,
+        blocked: list(blocked),
+        hostsFile: Boolean(labels[LABEL_GATEWAY_HOSTS]),
+        ...(credentials.length ? { credentials } : {}),
+      }));
   }
   return {
     id: 'allowlist-gateway-rules',
     cis: '-',
     title: "the allowlist gateway's live configuration is exactly the box's allow list",
-    expected: 'the rules rendered from labels ca.sandbox.allow and ca.sandbox.blocked',
+    expected:
+      'the rules rendered from labels ca.sandbox.allow and ca.sandbox.blocked (and its credential domains and pinned names)',
     seen,
     pass,
   };

@@ -14,14 +14,17 @@ import {
 import {
   allowlistEnforcement,
   CLAUDE_API_DESTINATION,
+  checkCredentialTargets,
   type EgressRule,
   type InstallDestinations,
+  InvalidCredentialError,
   type NetworkPolicy,
   parseAllowEntries,
   parseEgressRules,
   resolveNetworkPolicy,
 } from '@ca-sandbox/network';
 import { z } from 'zod';
+import { type CredentialSpec, parseCredentialSpec } from './credentials.js';
 import { InvalidOptionsError } from './errors.js';
 import { BOX_LIMITS, checkLimits } from './limits.js';
 import { DEFAULT_PACK_LIMITS, type PackLimits } from './pack-local.js';
@@ -57,6 +60,11 @@ export const CreateOptionsSchema = z.strictObject({
    * gateway), gVisor when it can run that here. See resolveCreateOptions for what it refuses.
    */
   withClaude: z.boolean().optional(),
+  /**
+   * `<domain>=env:<VAR>|file:<path>[,header=<name>]` (credentials.ts): read on the host, added to
+   * the box's HTTPS requests for that domain by its gateway; the box never holds the value.
+   */
+  credentials: z.array(z.string().max(4200)).max(32).optional(),
 });
 
 export type CreateOptions = z.input<typeof CreateOptionsSchema>;
@@ -95,6 +103,8 @@ export interface ResolvedCreateOptions {
   cloneTimeoutSeconds: number;
   /** Caps on the local folder packed and on the checkout (entries, bytes of files). */
   sourceLimits: PackLimits;
+  /** Credentials the box's gateway adds (their values are read at create, never kept). */
+  credentials: CredentialSpec[];
 }
 
 // The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
@@ -151,6 +161,7 @@ export function resolveCreateOptions(
   };
   // A bad extra destination is a usage error now, not a failed install later.
   parseEgressRules(installDestinations.extra);
+  const credentials = resolveCredentials(options.credentials ?? [], policy, allowVia, allowRules);
   return {
     source: options.source,
     id: options.name === undefined ? '' : validateSandboxName(options.name),
@@ -178,7 +189,32 @@ export function resolveCreateOptions(
       maxBytes: sourceBytes(options.maxSourceBytes) ?? DEFAULT_PACK_LIMITS.maxBytes,
       maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
     },
+    credentials,
   };
+}
+
+/**
+ * Credentials are added by the box's egress gateway: only a box behind one (an allowlist that
+ * names a domain), and only for a domain on that list.
+ */
+function resolveCredentials(
+  specs: readonly string[],
+  policy: NetworkPolicy,
+  allowVia: 'firewall' | 'gateway',
+  allowRules: readonly EgressRule[],
+): CredentialSpec[] {
+  if (specs.length === 0) return [];
+  if (policy !== 'allowlist')
+    throw new InvalidCredentialError(
+      `--credential needs --network allowlist with its domain allowed: a box with --network ${policy} reaches no API, so it gets no credential`,
+    );
+  if (allowVia !== 'gateway')
+    throw new InvalidCredentialError(
+      '--credential needs its domain on the allowlist (--allow <domain>): an allowlist of addresses has no gateway to add it',
+    );
+  const parsed = specs.map((spec) => parseCredentialSpec(spec));
+  checkCredentialTargets(parsed, allowRules);
+  return parsed;
 }
 
 /**

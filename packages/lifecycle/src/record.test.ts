@@ -56,6 +56,7 @@ describe('recordFromInspect', () => {
       allow: [],
       withClaude: false,
       installFallbacks: ['npm-legacy-peer-deps'],
+      credentials: [],
     });
   });
 });

@@ -6,6 +6,9 @@ import {
   parseToolchain,
   type Toolchain,
 } from '@ca-sandbox/build';
+
+export { LABEL_CREDENTIALS };
+
 import {
   type ContainerInspect,
   LABEL_CREATED,
@@ -15,6 +18,7 @@ import {
   LABEL_RUNTIME,
   REPO_DIR,
 } from '@ca-sandbox/docker';
+import { credentialsFromLabel, LABEL_CREDENTIALS } from './credentials.js';
 import { type EgressSummaryRow, egressFromLabels } from './egress.js';
 import { redactUserinfo } from './source.js';
 
@@ -55,6 +59,11 @@ export interface SandboxRecord {
    * tree with ERESOLVE and it installed again with --legacy-peer-deps); empty for most boxes.
    */
   installFallbacks: InstallFallback[];
+  /**
+   * Headers the box's gateway adds to its HTTPS requests (`--credential`): where, which header,
+   * from which host source. Never a value: the box and its record never hold one.
+   */
+  credentials: { domain: string; header: string; source: string }[];
 }
 
 /** Where the source came from, as shown (any URL userinfo, user and password, is masked). */
@@ -80,6 +89,8 @@ export const LABEL_EGRESS_ALLOW = 'ca.sandbox.egress-allow';
 export const LABEL_WITH_CLAUDE = 'ca.sandbox.with-claude';
 /** The install fallbacks of the box's deps image, comma-joined (absent: none). */
 export const LABEL_INSTALL_FALLBACKS = 'ca.sandbox.install-fallbacks';
+/** Gateway boxes whose gateway resolves pinned names (setting gatewayHosts): the pins, comma-joined. */
+export const LABEL_GATEWAY_HOSTS = 'ca.sandbox.gateway-hosts';
 /** Allowlist boxes: the blocked ranges their rules or gateway were built with (fixed plus the host's prefixes). */
 export const LABEL_BLOCKED = 'ca.sandbox.blocked';
 
@@ -134,6 +145,11 @@ export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
     allow: allowFromLabels(labels),
     withClaude: labels[LABEL_WITH_CLAUDE] === 'true',
     installFallbacks: parseInstallFallbacks(labels[LABEL_INSTALL_FALLBACKS]),
+    credentials: credentialsFromLabel(labels[LABEL_CREDENTIALS]).map(({ domain, header, source }) => ({
+      domain,
+      header,
+      source,
+    })),
   };
 }
 

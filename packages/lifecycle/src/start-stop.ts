@@ -1,7 +1,20 @@
 import { engine, LABEL_POLICY } from '@ca-sandbox/docker';
+import type { GatewayCredential } from '@ca-sandbox/network';
 import { egressNames } from '@ca-sandbox/network';
-import { type IsolationReport, IsolationViolationError } from '@ca-sandbox/run';
+import {
+  type IsolationReport,
+  IsolationViolationError,
+  readGatewayCa,
+  restoreCredentials,
+} from '@ca-sandbox/run';
 import { inspectBox } from './_utils.js';
+import { userCaPem, writeBoxTrust } from './box-env.js';
+import {
+  type CredentialSpec,
+  credentialsFromLabel,
+  LABEL_CREDENTIALS,
+  readCredential,
+} from './credentials.js';
 import { SandboxStartRefusedError } from './errors.js';
 import { allowlistFirewallCheck, verifySandbox } from './list.js';
 import { boxName } from './names.js';
@@ -12,6 +25,8 @@ export interface StartResult {
   /** False when the box was already running (the gate is re-run all the same). */
   started: boolean;
   report: IsolationReport;
+  /** What the start could not bring back as it was (a credential whose source is gone). */
+  notices: string[];
 }
 
 export interface StopResult {
@@ -31,17 +46,28 @@ export async function startSandbox(id: string): Promise<StartResult> {
   const inspect = await inspectBox(id);
   const name = boxName(id);
   const running = inspect.State.Running;
+  const notices: string[] = [];
   if (!running) {
     const { gateway, internal } = egressNames(id);
     if (inspect.HostConfig.NetworkMode === internal) {
       // An allowlist of domains: its gateway first (verifySandbox then checks it); without it the
       // box has no way out at all, never an open one.
       await engine.container.start(gateway).catch(() => undefined);
+      const specs = credentialsFromLabel(inspect.Config.Labels[LABEL_CREDENTIALS]);
+      if (specs.length > 0) {
+        const ca = await gatewayCredentials(gateway, specs, notices);
+        await engine.container.start(name);
+        // The box's tmpfs is new: its trust of the gateway's CA is written before anyone runs in it.
+        await writeBoxTrust(name, ca).catch(async (error: unknown) => {
+          await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
+          throw error;
+        });
+      }
     } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
       const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
       if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
     }
-    await engine.container.start(name);
+    if (!(await engine.container.find(name))?.State.Running) await engine.container.start(name);
   }
   const report = await verifySandbox(id);
   if (!report.ok) {
@@ -51,7 +77,33 @@ export async function startSandbox(id: string): Promise<StartResult> {
       report.checks.filter((check) => !check.pass),
     );
   }
-  return { id, started: !running, report };
+  return { id, started: !running, report, notices };
+}
+
+/**
+ * The CA of a credential box's gateway. A gateway that kept running since the create still holds
+ * its values; one that started again (a reboot, a restart) made a new CA and lost them: they are
+ * read again from where the create read them (this process's variables, the files), and one whose
+ * source is gone is left out with a notice (its requests then go without it).
+ */
+async function gatewayCredentials(
+  gateway: string,
+  specs: CredentialSpec[],
+  notices: string[],
+): Promise<string> {
+  const held = await readGatewayCa(gateway).catch(() => undefined);
+  if (held?.loaded) return held.ca;
+  const credentials: GatewayCredential[] = [];
+  for (const spec of specs) {
+    try {
+      credentials.push(readCredential(spec));
+    } catch (error) {
+      notices.push(
+        `${(error as Error).message}: its requests go without it (stop and start the sandbox again with its source readable)`,
+      );
+    }
+  }
+  return restoreCredentials(gateway, credentials, userCaPem());
 }
 
 /** Stops a box (its processes end; the volume, network and labels stay); `start` brings it back. */

@@ -62,3 +62,9 @@ export class SandboxNetworkMismatchError extends CaSandboxError {
   readonly code = 'SANDBOX_NETWORK_MISMATCH';
   readonly kind = 'failure';
 }
+
+/** A `--credential` that cannot be honoured: a bad header or value, a domain not allowed. */
+export class InvalidCredentialError extends CaSandboxError {
+  readonly code = 'INVALID_CREDENTIAL';
+  readonly kind = 'usage';
+}

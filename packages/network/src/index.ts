@@ -29,6 +29,7 @@ export {
   FirewallCommandError,
   FirewallUnavailableError,
   InvalidAllowEntryError,
+  InvalidCredentialError,
   InvalidNetworkLabelsError,
   InvalidNetworkPolicyError,
   InvalidSandboxIdError,
@@ -45,6 +46,25 @@ export {
   verifyFirewallRules,
 } from './firewall.js';
 export { compareRuleSets, type FirewallRule, type RuleSetComparison } from './firewall-rules.js';
+export {
+  CREDENTIAL_CERTS_SCRIPT,
+  CREDENTIAL_DOMAINS_ENV,
+  CREDENTIALS_CONF_PATH,
+  type CredentialTarget,
+  checkCredentialTargets,
+  checkCredentialValue,
+  credentialHeader,
+  GATEWAY_CA_PATH,
+  GATEWAY_HOSTS_ENV,
+  GATEWAY_HOSTS_PATH,
+  type GatewayCredential,
+  type GatewayHostPin,
+  MAX_CREDENTIAL_BYTES,
+  parseGatewayHostPins,
+  renderCredentialSecrets,
+  renderGatewayHosts,
+  UPSTREAM_CA_PATH,
+} from './gateway-credentials.js';
 export {
   blockedRanges,
   deriveHostRanges,

@@ -1,4 +1,5 @@
 import type { EgressRule } from './egress-rules.js';
+import { type CredentialTarget, credentialConfigLines, GATEWAY_HOSTS_PATH } from './gateway-credentials.js';
 
 /** The port the gateway's proxy listens on, on the sandbox's internal network only. */
 export const GATEWAY_PORT = 3128;
@@ -7,6 +8,10 @@ export interface GatewayConfigInput {
   rules: readonly EgressRule[];
   /** Address blocks refused after name resolution (see egressBlockedRanges). */
   blocked: readonly string[];
+  /** Domains whose requests get a credential (the values are not part of the configuration). */
+  credentials?: readonly CredentialTarget[];
+  /** Whether squid reads the pinned names of setting gatewayHosts (GATEWAY_HOSTS_PATH) before DNS. */
+  hostsFile?: boolean;
 }
 
 /** The ACL that matches every allowed domain by name, as asked (see renderSquidConfig). */
@@ -28,8 +33,9 @@ const ALLOWED_NAMES = 'allowed_names';
  * squid looks its container's name up at start.
  */
 export function renderSquidConfig(input: GatewayConfigInput): string {
+  const credentials = input.credentials?.length ? credentialConfigLines(input.credentials) : undefined;
   const lines = [
-    `http_port ${GATEWAY_PORT}`,
+    credentials ? `http_port ${GATEWAY_PORT} ${credentials.port}` : `http_port ${GATEWAY_PORT}`,
     'visible_hostname ca-sandbox-gateway',
     'pid_filename /tmp/squid.pid',
     'coredump_dir /tmp',
@@ -42,10 +48,13 @@ export function renderSquidConfig(input: GatewayConfigInput): string {
     'via off',
     'forwarded_for delete',
     'httpd_suppress_version_string on',
-    'logformat ca %ts.%03tu %>a %Ss/%03>Hs %rm %ru %<a',
+    // With credentials, a last field: the domain whose credential the request got ('-': none).
+    `logformat ca %ts.%03tu %>a %Ss/%03>Hs %rm %ru %<a${credentials ? ' %{credential}note' : ''}`,
     'access_log stdio:/dev/stdout ca',
     'cache_log stdio:/dev/stderr',
+    ...(input.hostsFile ? [`hosts_file ${GATEWAY_HOSTS_PATH}`] : []),
     `acl blocked dst ${input.blocked.join(' ')}`,
+    ...(credentials?.early ?? []),
   ];
   const allowAddresses: string[] = [];
   const allowDomains: string[] = [];
@@ -67,6 +76,8 @@ export function renderSquidConfig(input: GatewayConfigInput): string {
       (rule.resolvesAnywhere ? allowAddresses : allowDomains).push(allow);
     }
   });
+  // The cache manager, and TRACE to a credential domain, are refused before anything may allow them.
+  lines.push(...(credentials?.refusals ?? []));
   if (domainNames.length === 0) {
     // No allowed domain: nothing but the address rules may pass, and no name is looked up.
     lines.push(...allowAddresses, 'http_access deny all');
@@ -81,6 +92,8 @@ export function renderSquidConfig(input: GatewayConfigInput): string {
       'http_access deny all',
     );
   }
+  // The values' file comes last: its lines name the ACLs above.
+  lines.push(...(credentials?.last ?? []));
   return `${lines.join('\n')}\n`;
 }
 
@@ -106,6 +119,8 @@ export interface GatewayLogEntry {
   destination: string;
   /** The address the gateway connected to, when it did. */
   address?: string;
+  /** The domain whose credential the gateway added to this request (never the value). */
+  credential?: string;
 }
 
 /**
@@ -116,7 +131,7 @@ function requestTarget(logged: string): string {
   return logged.startsWith('error:') ? `(no request: ${logged.slice('error:'.length)})` : logged;
 }
 
-const LOG_LINE = /^([0-9]+)\.([0-9]{3}) \S+ (\S+) (\S+) (\S+) (\S+)$/;
+const LOG_LINE = /^([0-9]+)\.([0-9]{3}) \S+ (\S+) (\S+) (\S+) (\S+)(?: (\S+))?$/;
 
 /**
  * A request squid answered itself before deciding where it may go, without connecting anywhere
@@ -142,7 +157,8 @@ export function parseGatewayLog(text: string): GatewayLogEntry[] {
   for (const line of text.split('\n')) {
     const match = LOG_LINE.exec(line.trim());
     if (!match) continue;
-    const [, seconds, millis, result, method, destination, address] = match as unknown as string[];
+    const [, seconds, millis, result, method, destination, address, credential] =
+      match as unknown as string[];
     out.push({
       time: new Date(Number(seconds) * 1000 + Number(millis)).toISOString(),
       allowed: isAllowed(result as string),
@@ -154,6 +170,7 @@ export function parseGatewayLog(text: string): GatewayLogEntry[] {
           ? `(invalid-request:${destination})`
           : requestTarget(destination as string),
       ...(address && address !== '-' ? { address } : {}),
+      ...(credential && credential !== '-' ? { credential } : {}),
     });
   }
   return out;

@@ -1,14 +1,27 @@
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, DockerCommandError, engine, inspectContainer } from '@ca-sandbox/docker';
 import {
+  CREDENTIAL_CERTS_SCRIPT,
+  CREDENTIAL_DOMAINS_ENV,
+  CREDENTIALS_CONF_PATH,
   createEgressNetwork,
   type EgressRule,
   egressBlockedRanges,
   egressNames,
+  GATEWAY_CA_PATH,
+  GATEWAY_HOSTS_ENV,
+  GATEWAY_HOSTS_PATH,
   GATEWAY_PORT,
+  type GatewayConfigInput,
+  type GatewayCredential,
+  type GatewayHostPin,
   type GatewayLogEntry,
+  parseGatewayHostPins,
   parseGatewayLog,
+  renderCredentialSecrets,
+  renderGatewayHosts,
   renderSquidConfig,
+  UPSTREAM_CA_PATH,
 } from '@ca-sandbox/network';
 import { GatewayStartError, IsolationViolationError } from './errors.js';
 import { HEARTBEAT_STALE_SECONDS, heartbeatWatch } from './heartbeat.js';
@@ -20,7 +33,7 @@ export { DEFAULT_GATEWAY_IMAGE };
 const CONFIG_ENV = 'CA_SANDBOX_SQUID_CONF';
 /** Where squid reads it, on the gateway's tmpfs: rewritten from the variable at every start. */
 const CONFIG_PATH = '/tmp/squid.conf';
-const WRITE_CONFIG = `printf '%s\\n' "$${CONFIG_ENV}" > ${CONFIG_PATH}`;
+const WRITE_CONFIG = `printf '%s\\n' "$${CONFIG_ENV}" > ${CONFIG_PATH} && printf '%s' "$${GATEWAY_HOSTS_ENV}" > ${GATEWAY_HOSTS_PATH}`;
 const SQUID = `/usr/sbin/squid -N -f ${CONFIG_PATH}`;
 
 /**
@@ -85,9 +98,13 @@ function cappedSquid(background: '' | ' &'): string[] {
 
 /**
  * A box's gateway: squid, with its capped logs, for as long as the box lives (restarts included:
- * the container ends when squid does).
+ * the container ends when squid does). A gateway with credentials first makes its certificates
+ * (CREDENTIAL_CERTS_SCRIPT): a fresh CA at every start.
  */
-const START_COMMAND = ['/bin/sh', '-c', cappedSquid('').join('\n')];
+function startCommand(credentials: boolean): string[] {
+  const certs = credentials ? [CREDENTIAL_CERTS_SCRIPT] : [];
+  return ['/bin/sh', '-c', [...certs, ...cappedSquid('')].join('\n')];
+}
 /**
  * A create's gateway (clone, install): squid runs beside a heartbeat watch (see heartbeat.ts) that
  * ends the container when the create that made it is gone (SIGKILL): an orphan's rules do not
@@ -105,7 +122,8 @@ const START_WATCHED_COMMAND = [
   'ca-sbx-gateway',
   String(HEARTBEAT_STALE_SECONDS),
 ];
-const READY = /Accepting HTTP Socket connections/;
+// `Accepting SSL bumped HTTP Socket connections` when the port terminates TLS (credentials).
+const READY = /Accepting (SSL bumped )?HTTP Socket connections/;
 const READY_TIMEOUT_MS = 15_000;
 
 export interface GatewayOptions {
@@ -121,6 +139,13 @@ export interface GatewayOptions {
    * (keepAlive). A box's gateway (false, the default) runs as long as its box.
    */
   heartbeat?: boolean;
+  /**
+   * Headers the gateway adds to HTTPS requests for their domains (a box's gateway only): the
+   * values reach the gateway by an exec's stdin, never by a variable, a label or a file.
+   */
+  credentials?: readonly GatewayCredential[];
+  /** More CA certificates (PEM) the gateway trusts when it connects on to a credential domain. */
+  upstreamCa?: string;
 }
 
 /** A running gateway: what a build or box on `network` sets as its proxy. */
@@ -132,6 +157,15 @@ export interface EgressGateway {
   proxyUrl: string;
   /** Addresses refused after name resolution (fixed ranges plus the host's own). */
   blocked: string[];
+  /** The names it resolves to fixed addresses (setting gatewayHosts, read when it started). */
+  hostPins: GatewayHostPin[];
+  /** With credentials: the PEM of its CA, which the box trusts (name-constrained to their domains). */
+  credentialCa?: string;
+}
+
+/** The names the gateway resolves itself (setting gatewayHosts), parsed. */
+export function gatewayHostPins(): GatewayHostPin[] {
+  return parseGatewayHostPins(currentSettings().value('gatewayHosts') ?? []);
 }
 
 /** The gateway image in use: setting gatewayImage (file, env CA_SANDBOX_GATEWAY_IMAGE), else the seeded one. */
@@ -150,6 +184,20 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
   const names = egressNames(options.sandboxId);
   const labels = options.labels ?? {};
   const blocked = egressBlockedRanges();
+  const hostPins = gatewayHostPins();
+  const credentials = options.credentials ?? [];
+  if (credentials.length > 0 && options.heartbeat)
+    throw new GatewayStartError(names.gateway, "credentials are for a box's own gateway only");
+  // Checked before anything starts: a value squid could not take is a usage error, not a dead gateway.
+  const secrets = renderCredentialSecrets(credentials);
+  const config: GatewayConfigInput = {
+    rules: options.rules,
+    blocked,
+    hostsFile: hostPins.length > 0,
+    ...(credentials.length
+      ? { credentials: credentials.map(({ domain, header }) => ({ domain, header })) }
+      : {}),
+  };
   // The proxy starts on the outward network while the internal one is made and checked: it joins
   // that one only once docker says it is internal with no host address.
   const internal = createEgressNetwork(options.sandboxId, 'internal', labels);
@@ -166,9 +214,15 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     cpus: 1,
     pidsLimit: 128,
     tmpfsSize: '64m',
-    env: { [CONFIG_ENV]: renderSquidConfig({ rules: options.rules, blocked }) },
+    env: {
+      [CONFIG_ENV]: renderSquidConfig(config),
+      [GATEWAY_HOSTS_ENV]: renderGatewayHosts(hostPins),
+      ...(credentials.length
+        ? { [CREDENTIAL_DOMAINS_ENV]: [...new Set(credentials.map((each) => each.domain))].join(' ') }
+        : {}),
+    },
     labels,
-    command: options.heartbeat ? START_WATCHED_COMMAND : START_COMMAND,
+    command: options.heartbeat ? START_WATCHED_COMMAND : startCommand(credentials.length > 0),
   });
   await engine.network.connect(await internal, names.gateway);
   const report = await verifyContainer(names.gateway);
@@ -179,6 +233,9 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     );
   }
   await waitUntilReady(names.gateway, undefined, options.signal);
+  const credentialCa = credentials.length
+    ? await deliverCredentials(names.gateway, secrets, options.upstreamCa ?? '', options.signal)
+    : undefined;
   const inspect = await inspectContainer(names.gateway);
   const address = inspect?.NetworkSettings.Networks[names.internal]?.IPAddress;
   if (!address) throw new GatewayStartError(names.gateway, 'it has no address on the internal network');
@@ -187,7 +244,82 @@ export async function startGateway(options: GatewayOptions): Promise<EgressGatew
     network: names.internal,
     proxyUrl: `http://${address}:${GATEWAY_PORT}`,
     blocked,
+    hostPins,
+    ...(credentialCa ? { credentialCa } : {}),
   };
+}
+
+/**
+ * A gateway that was started again (a reboot, `docker start`): waits until squid listens (from
+ * the container's own start), then hands it the credentials again (deliverCredentials): its
+ * restart made a new CA and an empty values' file. Returns the new CA.
+ */
+export async function restoreCredentials(
+  container: string,
+  credentials: readonly GatewayCredential[],
+  upstreamCa: string,
+): Promise<string> {
+  const inspect = await inspectContainer(container);
+  const started = inspect?.State.StartedAt ? new Date(inspect.State.StartedAt) : undefined;
+  await waitUntilReady(container, started && !Number.isNaN(started.getTime()) ? started : undefined);
+  return deliverCredentials(container, renderCredentialSecrets(credentials), upstreamCa);
+}
+
+/**
+ * The CA certificate (PEM) of a running gateway with credentials, and whether it holds their values
+ * (a gateway restarted since the create or the last `start` has an empty values' file).
+ */
+export async function readGatewayCa(container: string): Promise<{ ca: string; loaded: boolean }> {
+  const script = `cat ${GATEWAY_CA_PATH} && if [ -s ${CREDENTIALS_CONF_PATH} ]; then echo ca-sandbox:loaded; fi`;
+  const read = await engine.exec.internal(container, ['/bin/sh', '-c', script], {
+    user: BOX_USER,
+    timeoutMs: 15_000,
+  });
+  if (read.exitCode !== 0 || !read.stdout.includes('BEGIN CERTIFICATE'))
+    throw new GatewayStartError(container, `its CA is unreadable: ${read.stderr.slice(0, 200)}`);
+  const loaded = read.stdout.includes('ca-sandbox:loaded');
+  return { ca: read.stdout.replace('ca-sandbox:loaded\n', ''), loaded };
+}
+
+/**
+ * Hands a started gateway its credentials and has squid re-read them: the values go through an
+ * exec's stdin (an exec's command and variables are kept in its inspect; its input is not) into
+ * the gateway's tmpfs, mode 600, and the user's CAs are appended to the ones it trusts upstream.
+ * Returns the gateway's CA certificate (PEM). Also what `start` calls after a gateway restart,
+ * which made a new CA and lost the values.
+ */
+export async function deliverCredentials(
+  container: string,
+  secrets: string,
+  upstreamCa: string,
+  signal?: AbortSignal,
+): Promise<string> {
+  const since = new Date(Date.now() - 1);
+  const run = (script: string, input: string) =>
+    engine.exec.internal(container, ['/bin/sh', '-c', script], {
+      user: BOX_USER,
+      stdin: true,
+      input,
+      timeoutMs: 15_000,
+      ...(signal ? { signal } : {}),
+    });
+  if (upstreamCa.trim()) {
+    const added = await run(`cat >> ${UPSTREAM_CA_PATH}`, `\n${upstreamCa}\n`);
+    if (added.exitCode !== 0)
+      throw new GatewayStartError(container, `its upstream CAs: ${added.stderr.slice(0, 200)}`);
+  }
+  const script = [
+    `umask 077; cat > ${CREDENTIALS_CONF_PATH}.new && mv ${CREDENTIALS_CONF_PATH}.new ${CREDENTIALS_CONF_PATH}`,
+    `/usr/sbin/squid -k reconfigure -f ${CONFIG_PATH} && cat ${GATEWAY_CA_PATH}`,
+  ].join(' && ');
+  const delivered = await run(script, secrets);
+  if (delivered.exitCode !== 0 || !delivered.stdout.includes('BEGIN CERTIFICATE'))
+    throw new GatewayStartError(
+      container,
+      `its credentials were not taken: ${delivered.stderr.slice(0, 200)}`,
+    );
+  await waitUntilReady(container, since, signal);
+  return delivered.stdout;
 }
 
 /**
@@ -259,7 +391,9 @@ export async function reconfigureGateway(
     {
       cmd: ['/bin/sh', '-c', `${WRITE_CONFIG} && /usr/sbin/squid -k reconfigure -f ${CONFIG_PATH}`],
       user: BOX_USER,
-      env: [`${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked })}`],
+      env: [
+        `${CONFIG_ENV}=${renderSquidConfig({ rules, blocked: gateway.blocked, hostsFile: gateway.hostPins.length > 0 })}`,
+      ],
     },
     { timeoutMs: 15_000 },
   );
@@ -274,8 +408,7 @@ export async function reconfigureGateway(
  */
 export async function gatewayConfigMatches(
   sandboxId: string,
-  rules: readonly EgressRule[],
-  blocked: readonly string[],
+  expectedConfig: GatewayConfigInput,
 ): Promise<{ ok: boolean; seen: string }> {
   const { gateway } = egressNames(sandboxId);
   const readConfig = () =>
@@ -289,7 +422,7 @@ export async function gatewayConfigMatches(
     read = await readConfig();
   }
   if (read.exitCode !== 0) return { ok: false, seen: `${CONFIG_PATH} unreadable` };
-  const expected = renderSquidConfig({ rules, blocked }).trimEnd();
+  const expected = renderSquidConfig(expectedConfig).trimEnd();
   const live = read.stdout.trimEnd();
   if (live === expected) return { ok: true, seen: 'the rules of the box' };
   const expectedLines = new Set(expected.split('\n'));

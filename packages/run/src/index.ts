@@ -14,10 +14,13 @@ export {
   GATEWAY_LOG_MAX_BYTES,
   type GatewayOptions,
   gatewayConfigMatches,
+  gatewayHostPins,
   gatewayImage,
   gatewayLogEntries,
+  readGatewayCa,
   readGatewayLog,
   reconfigureGateway,
+  restoreCredentials,
   startGateway,
   stopGateway,
 } from './gateway.js';

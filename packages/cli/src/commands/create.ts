@@ -77,7 +77,12 @@ export function summary(
     `  network  ${sanitizeName(record.network)}   runtime ${sanitizeName(record.runtime)}`,
   ];
   if (record.allow?.length)
-    lines.push(`  allow    ${record.allow.map(sanitizeName).join(' ')} (nothing else)`);
+    // Not .map(sanitizeName): map's index would be its length cap (every entry came out as `…`).
+    lines.push(`  allow    ${record.allow.map((entry) => sanitizeName(entry)).join(' ')} (nothing else)`);
+  for (const credential of record.credentials ?? [])
+    lines.push(
+      `  secret   ${sanitizeName(credential.header)} for ${sanitizeName(credential.domain)} from ${sanitizeName(credential.source)}: added by the gateway, never in the box`,
+    );
   if (record.withClaude) lines.push(...claudeLines(record.id, showNext));
   const egress = record.egress ?? [];
   if (egress.length > 0) {

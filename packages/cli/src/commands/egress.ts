@@ -19,9 +19,17 @@ export async function egressCommand(out: Output, args: unknown[]): Promise<numbe
     out.info('no connection went through the egress gateway (a local source, or nothing installed)');
     return 0;
   }
+  // The column appears only for a box whose gateway adds credentials (`--credential`).
+  const credentials = rows.some((row) => row.credential);
   out.table(
-    ['PHASE', 'DECISION', 'DESTINATION', 'COUNT'],
-    rows.map((row) => [row.phase, row.allowed ? 'allowed' : 'REFUSED', row.destination, String(row.count)]),
+    ['PHASE', 'DECISION', 'DESTINATION', 'COUNT', ...(credentials ? ['CREDENTIAL'] : [])],
+    rows.map((row) => [
+      row.phase,
+      row.allowed ? 'allowed' : 'REFUSED',
+      row.destination,
+      String(row.count),
+      ...(credentials ? [row.credential ? `added (${row.credential})` : '-'] : []),
+    ]),
   );
   return 0;
 }

@@ -14,9 +14,11 @@ export async function startCommand(out: Output, args: unknown[]): Promise<number
   const lifecycle = await loadLifecycle();
   const result = await lifecycle.startSandbox(id);
   const verify = verifyRows(result.report);
+  const notices = result.notices ?? [];
   if (out.options.json) {
-    out.json({ id: result.id, started: result.started, verify });
+    out.json({ id: result.id, started: result.started, verify, notices });
   } else {
+    for (const notice of notices) out.warn(sanitizeName(notice));
     const name = sanitizeName(result.id);
     out.result(result.started ? `started ${name}` : `${name} was already running`);
     out.info(out.green(`all ${verify.checks.length} isolation checks pass`));

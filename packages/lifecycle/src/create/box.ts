@@ -2,13 +2,15 @@ import type { PreparedImage } from '@ca-sandbox/build';
 import { engine } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
-import { boxEnv } from '../box-env.js';
+import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
 import { type EgressSummaryRow, LABEL_EGRESS } from '../egress.js';
 import { allowlistFirewallCheck } from '../list.js';
 import {
   LABEL_ALLOW,
   LABEL_BLOCKED,
+  LABEL_CREDENTIALS,
   LABEL_EGRESS_ALLOW,
+  LABEL_GATEWAY_HOSTS,
   LABEL_WITH_CLAUDE,
   sandboxRecordLabels,
 } from '../record.js';
@@ -32,13 +34,24 @@ async function boxNetwork(ctx: CreateContext): Promise<BoxNetwork> {
   if (ctx.boxUsesGateway()) {
     // The box reaches the listed destinations through the gateway and nothing else: its network
     // is internal (no route out), and names resolve only in the gateway.
-    const gateway = await ctx.egress.openForBox(options.allowRules);
+    const gateway = await ctx.egress.openForBox(
+      options.allowRules,
+      ctx.credentials.length ? { credentials: ctx.credentials, upstreamCa: userCaPem() } : {},
+    );
     ctx.checkAborted();
     // verify renders the gateway's expected configuration from these and compares the live one.
     return {
       network: gateway.network,
       gateway,
-      labels: { [LABEL_ALLOW]: options.allowEntries.join(','), [LABEL_BLOCKED]: gateway.blocked.join(',') },
+      labels: {
+        [LABEL_ALLOW]: options.allowEntries.join(','),
+        [LABEL_BLOCKED]: gateway.blocked.join(','),
+        ...(gateway.hostPins.length
+          ? { [LABEL_GATEWAY_HOSTS]: gateway.hostPins.map((pin) => `${pin.name}=${pin.address}`).join(',') }
+          : {}),
+        // Where each credential goes and where it was read from: `start` reads it again from there.
+        ...(options.credentials.length ? { [LABEL_CREDENTIALS]: JSON.stringify(options.credentials) } : {}),
+      },
     };
   }
   if (options.policy === 'allowlist') {
@@ -115,6 +128,7 @@ export async function startBox(
         reachesNetwork: options.policy === 'allowlist',
         toolchain: prepared.toolchain,
         trustedCa: prepared.trustedCa,
+        gatewayCa: net.gateway?.credentialCa !== undefined,
       }),
       // On its user-defined network Docker's resolver would forward to the host's DNS servers:
       // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
@@ -136,6 +150,14 @@ export async function startBox(
       throw new IsolationViolationError(box.name, [rules]);
     }
     box.report = { ...box.report, checks: [...box.report.checks, rules] };
+  }
+  if (net.gateway?.credentialCa) {
+    try {
+      await writeBoxTrust(box.name, net.gateway.credentialCa);
+    } catch (error) {
+      await engine.container.remove(box.name, { force: true }).catch(() => undefined);
+      throw error;
+    }
   }
   ctx.checkAborted();
   return box;

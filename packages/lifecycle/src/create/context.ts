@@ -8,6 +8,7 @@ import {
   sandboxLabels,
   sandboxNames,
 } from '@ca-sandbox/docker';
+import type { GatewayCredential } from '@ca-sandbox/network';
 import { CreateEgress } from '../egress.js';
 import type { BoxLimits } from '../limits.js';
 import type { ResolvedCreateOptions } from '../options.js';
@@ -44,6 +45,11 @@ export class CreateContext {
   readonly checkoutDone: (written: boolean) => void;
   /** The helper's manifest read, started beside the clone (clone.ts) and gated on checkoutWritten. */
   manifests?: Promise<ManifestRead>;
+  /**
+   * The values of `--credential`, read on the host before anything runs: they go to the box's
+   * gateway by an exec's stdin and nowhere else (no label, no variable, no log).
+   */
+  credentials: GatewayCredential[] = [];
   /** Work started beside another phase: a cleanup waits for it, so it sees all that it made. */
   private readonly inFlight: Promise<unknown>[] = [];
 

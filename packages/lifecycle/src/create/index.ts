@@ -1,3 +1,4 @@
+import { readCredential } from '../credentials.js';
 import { CreateAbortedError, CreateCleanupError } from '../errors.js';
 import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../options.js';
 import { recordFromInspect, type SandboxRecord } from '../record.js';
@@ -32,6 +33,8 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
   const source = await parseSource(resolved.source);
   const id = resolved.id || generateSandboxId(source.repoName);
   const ctx = new CreateContext(id, resolved, source, hooks);
+  // A missing variable or unreadable file is a usage error before anything is made.
+  ctx.credentials = resolved.credentials.map((spec) => readCredential(spec));
   const { progress } = ctx;
   try {
     await progress.phase('preflight', () => preflight(ctx));

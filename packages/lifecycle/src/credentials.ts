@@ -1,0 +1,148 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import {
+  type CredentialTarget,
+  checkCredentialValue,
+  credentialHeader,
+  type GatewayCredential,
+  InvalidCredentialError,
+  MAX_CREDENTIAL_BYTES,
+  parseEgressRule,
+} from '@ca-sandbox/network';
+
+/**
+ * `--credential <domain>=<source>[,header=<name>]`: a value read on the host, handed to the box's
+ * egress gateway only, which adds it to the box's HTTPS requests for that domain. Without a header,
+ * `Authorization: Bearer <value>`; with one, the header gets the value as it is (so
+ * `header=authorization` with a value `token abc` sends exactly that).
+ */
+export interface CredentialSpec extends CredentialTarget {
+  /** `env:NAME` (a variable of the calling process) or `file:/abs/path` (its first line). */
+  source: string;
+  /** `Bearer ` goes before the value (the default header). */
+  bearer: boolean;
+}
+
+export const CREDENTIAL_SYNTAX = '<domain>=env:<VAR>|file:<path>[,header=<name>]';
+
+function specError(text: string, why: string): InvalidCredentialError {
+  const shown = text.replace(/[^\x20-\x7e]/g, '?').slice(0, 120);
+  return new InvalidCredentialError(
+    `invalid --credential '${shown}': ${why} (expected ${CREDENTIAL_SYNTAX})`,
+  );
+}
+
+/**
+ * Parses one spec. A bare source is a variable name (`api.example.com=TOKEN`) unless it holds a
+ * `/` (a path). A relative path is the caller's working directory's.
+ */
+export function parseCredentialSpec(text: string, cwd: string = process.cwd()): CredentialSpec {
+  const equals = text.indexOf('=');
+  if (equals <= 0) throw specError(text, 'no <domain>=');
+  const domainText = text.slice(0, equals).trim();
+  const [sourceText = '', ...options] = text.slice(equals + 1).split(',');
+  let rule: ReturnType<typeof parseEgressRule>;
+  try {
+    rule = parseEgressRule(domainText);
+  } catch {
+    throw specError(text, 'the domain is not a host name');
+  }
+  if (rule.kind !== 'domain' || rule.subdomains || domainText.includes(':'))
+    throw specError(text, 'a credential names one exact domain (no address, wildcard or port)');
+  let header = 'authorization';
+  let bearer = true;
+  for (const option of options) {
+    const match = /^\s*header=(.+)$/.exec(option);
+    if (!match?.[1]) throw specError(text, `unknown option '${option.trim().slice(0, 40)}'`);
+    header = credentialHeader(match[1]);
+    bearer = false;
+  }
+  return { domain: rule.domain, header, bearer, source: credentialSource(text, sourceText.trim(), cwd) };
+}
+
+function credentialSource(text: string, source: string, cwd: string): string {
+  const kind = /^(env|file):/.exec(source)?.[1] ?? (source.includes('/') ? 'file' : 'env');
+  const rest = source.replace(/^(env|file):/, '');
+  if (kind === 'env') {
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(rest)) throw specError(text, 'not a variable name');
+    return `env:${rest}`;
+  }
+  if (!rest || rest.includes('\0')) throw specError(text, 'no file path');
+  return `file:${isAbsolute(rest) ? rest : resolve(cwd, rest)}`;
+}
+
+/** What the record keeps of a spec (no value): domain, header, source, bearer. */
+export function describeCredential(spec: CredentialSpec): string {
+  return `${spec.domain} ${spec.header}${spec.bearer ? ' (bearer)' : ''} from ${spec.source}`;
+}
+
+/**
+ * Reads a spec's value on the host (a variable of `env`, or a file's first line, at most
+ * MAX_CREDENTIAL_BYTES), checked as squid takes it; errors name the source, never the value.
+ */
+export function readCredential(
+  spec: CredentialSpec,
+  env: NodeJS.ProcessEnv = process.env,
+): GatewayCredential {
+  const where = spec.source.replace(/^env:/, 'the variable ').replace(/^file:/, 'the file ');
+  let raw: string | undefined;
+  if (spec.source.startsWith('env:')) {
+    raw = env[spec.source.slice('env:'.length)];
+    if (raw === undefined)
+      throw new InvalidCredentialError(`the credential for ${spec.domain}: ${where} is not set`);
+  } else {
+    raw = readSmallFile(spec.source.slice('file:'.length), spec.domain, where);
+  }
+  const value = (raw.split(/\r?\n/)[0] ?? '').trim();
+  const full = spec.bearer ? `Bearer ${value}` : value;
+  try {
+    checkCredentialValue(spec.domain, value);
+    checkCredentialValue(spec.domain, full);
+  } catch (error) {
+    throw new InvalidCredentialError(
+      `the credential for ${spec.domain} from ${where}: ${(error as Error).message.replace(/^[^:]*: /, '')}`,
+    );
+  }
+  return { domain: spec.domain, header: spec.header, value: full };
+}
+
+function readSmallFile(path: string, domain: string, where: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const stat = fstatSync(fd);
+    if (!stat.isFile())
+      throw new InvalidCredentialError(`the credential for ${domain}: ${where} is not a regular file`);
+    const buffer = Buffer.alloc(MAX_CREDENTIAL_BYTES + 2);
+    const read = readSync(fd, buffer, 0, buffer.length, 0);
+    return buffer.subarray(0, read).toString('utf8');
+  } catch (error) {
+    if (error instanceof InvalidCredentialError) throw error;
+    throw new InvalidCredentialError(
+      `the credential for ${domain}: cannot read ${where} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** The box label of its credentials: their targets and sources, never values (JSON). */
+export const LABEL_CREDENTIALS = 'ca.sandbox.credentials';
+
+/** The specs a box's label records (absent or unreadable: none). */
+export function credentialsFromLabel(text: string | undefined): CredentialSpec[] {
+  if (!text) return [];
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (!Array.isArray(parsed)) return [];
+    return parsed.filter(
+      (each): each is CredentialSpec =>
+        typeof each?.domain === 'string' &&
+        typeof each?.header === 'string' &&
+        typeof each?.source === 'string' &&
+        typeof each?.bearer === 'boolean',
+    );
+  } catch {
+    return [];
+  }
+}
