@@ -93,7 +93,7 @@ function addCreateOptions(command: Command): Command {
     )
     .option(
       '--with-claude',
-      'Claude Code in the box (offline-installed at build), egress to api.anthropic.com:443 only, gVisor where it can run that; no --network other than allowlist, no --allow; the key is typed into `ca-sandbox shell`',
+      'Claude Code in the box (offline-installed at build), egress to api.anthropic.com:443 only, gVisor where it can run that; no --network other than allowlist, no --allow; the key: --credential api.anthropic.com=env:ANTHROPIC_API_KEY (the gateway adds it, the box never holds it), else typed into `ca-sandbox shell`',
     );
 }
 

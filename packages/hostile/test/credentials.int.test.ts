@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, createBox, destroyBox, destroyLeftovers, execBox, labeledLeft, parseJson } from './_harness.js';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  labeledLeft,
+  parseJson,
+} from './_harness.js';
 
 /**
  * `--credential`: the gateway adds a host value to the box's HTTPS requests for one allowed
@@ -44,6 +53,35 @@ const handler = (scheme) => (req, res) => {
   res.end('ok ' + req.method + ' ' + req.url + '\n');
 };
 https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, handler('https')).listen(8443, '0.0.0.0');
+// api.anthropic.com on 443: as much of the Messages API as Claude Code's \`-p\` needs.
+const [claudeKey, claudeCert] = process.argv.slice(5);
+https.createServer({ key: fs.readFileSync(claudeKey), cert: fs.readFileSync(claudeCert) }, (req, res) => {
+  let body = '';
+  req.on('data', (d) => { body += d; });
+  req.on('end', () => {
+    fs.appendFileSync(log, JSON.stringify({ scheme: 'anthropic', method: req.method, url: req.url, host: req.headers.host,
+      authorization: req.headers.authorization ?? null, apiKey: req.headers['x-api-key'] ?? null }) + '\n');
+    if (req.method === 'GET' && req.url === '/api/hello') { res.writeHead(200); return res.end('{}'); }
+    if (req.method !== 'POST' || !req.url.startsWith('/v1/messages')) { res.writeHead(404); return res.end('{}'); }
+    let stream = false;
+    try { stream = JSON.parse(body).stream === true; } catch {}
+    const message = { id: 'msg_standin', type: 'message', role: 'assistant', model: 'claude-standin', stop_sequence: null };
+    if (!stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ ...message, content: [{ type: 'text', text: 'STANDIN-REPLY' }], stop_reason: 'end_turn',
+        usage: { input_tokens: 1, output_tokens: 1 } }));
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (data) => res.write('event: ' + data.type + '\ndata: ' + JSON.stringify(data) + '\n\n');
+    send({ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } } });
+    send({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    send({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'STANDIN-REPLY' } });
+    send({ type: 'content_block_stop', index: 0 });
+    send({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } });
+    send({ type: 'message_stop' });
+    res.end();
+  });
+}).listen(443, '0.0.0.0');
 http.createServer(handler('http')).listen(8080, '0.0.0.0', () => console.log('listening'));
 `;
 
@@ -92,7 +130,7 @@ let id = '';
 /** What the stand-in recorded since the last call. */
 let seenCount = 0;
 async function seenSince(): Promise<
-  { scheme: string; method: string; url: string; host: string; authorization: string | null }[]
+  { scheme: string; method: string; url: string; host: string; authorization: string | null; apiKey?: string | null }[]
 > {
   const lines = (await readFile(seenLog, 'utf8').catch(() => '')).split('\n').filter(Boolean);
   const fresh = lines.slice(seenCount);
@@ -123,25 +161,38 @@ beforeAll(async () => {
     '-subj',
     '/CN=ca-sbx stand-in CA',
   ]);
-  await openssl(['req', '-new', ...ec, '-keyout', 'api.key', '-out', 'api.csr', '-subj', `/CN=${API}`]);
-  await writeFile(join(pki, 'api.ext'), `subjectAltName=DNS:${API},DNS:${OTHER}\n`);
-  await openssl([
-    'x509',
-    '-req',
-    '-in',
-    'api.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    'api.ext',
-    '-out',
-    'api.pem',
-  ]);
+  // A leaf of the stand-in CA: `<file>.key` and `<file>.pem`, for the names given.
+  const leaf = async (file: string, names: string[]) => {
+    await openssl([
+      'req',
+      '-new',
+      ...ec,
+      '-keyout',
+      `${file}.key`,
+      '-out',
+      `${file}.csr`,
+      '-subj',
+      `/CN=${names[0]}`,
+    ]);
+    await writeFile(
+      join(pki, `${file}.ext`),
+      `subjectAltName=${names.map((name) => `DNS:${name}`).join(',')}\n`,
+    );
+    const sign = ['-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2'];
+    await openssl([
+      'x509',
+      '-req',
+      '-in',
+      `${file}.csr`,
+      ...sign,
+      '-extfile',
+      `${file}.ext`,
+      '-out',
+      `${file}.pem`,
+    ]);
+  };
+  await leaf('api', [API, OTHER]);
+  await leaf('claude', ['api.anthropic.com']);
   // The user's bundle: this machine's own (its TLS proxy) and the stand-in's CA.
   const system = await readFile('/etc/ssl/certs/ca-certificates.crt', 'utf8').catch(() => '');
   await writeFile(join(work, 'user-ca.pem'), `${system}\n${await readFile(join(pki, 'ca.pem'), 'utf8')}`);
@@ -172,6 +223,8 @@ beforeAll(async () => {
       join(pki, 'api.key'),
       join(pki, 'api.pem'),
       seenLog,
+      join(pki, 'claude.key'),
+      join(pki, 'claude.pem'),
     ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -191,7 +244,8 @@ beforeAll(async () => {
   await writeFile(join(fixture, 'probe.js'), PROBE);
   env = {
     CA_SANDBOX_CA_CERTS: join(work, 'user-ca.pem'),
-    CA_SANDBOX_GATEWAY_HOSTS: `${API}=${standIn},${OTHER}=${otherStandIn}`,
+    // api.anthropic.com too: the --with-claude box below talks to the stand-in under that name.
+    CA_SANDBOX_GATEWAY_HOSTS: `${API}=${standIn},${OTHER}=${otherStandIn},api.anthropic.com=${standIn}`,
     CA_SBX_TEST_API_KEY: canary,
   };
   const box = await createBox(fixture, {
@@ -423,4 +477,35 @@ describe('a credential the gateway adds', () => {
     await destroyBox(id);
     expect(await labeledLeft(id)).toEqual([]);
   }, 120_000);
+});
+
+describe('--with-claude with the key in the gateway', () => {
+  it('a real Claude Code talks to the API (a stand-in under its name) with a key it never holds', async () => {
+    const box = await createBox(join(FIXTURES, 'with-claude'), {
+      network: 'allowlist',
+      runtime: 'runc',
+      env,
+      extra: ['--with-claude', '--credential', 'api.anthropic.com=env:CA_SBX_TEST_API_KEY'],
+    });
+    expect(JSON.stringify(box)).not.toContain(canary);
+    await seenSince();
+    const answer = await execBox(box.id, ['timeout', '120', 'claude', '-p', 'say hi']);
+    expect(answer.exitCode, answer.stderr).toBe(0);
+    expect(answer.stdout).toContain('STANDIN-REPLY');
+    const messages = (await seenSince()).filter(
+      (row) => row.scheme === 'anthropic' && row.url.startsWith('/v1/messages'),
+    );
+    expect(messages.length).toBeGreaterThan(0);
+    for (const row of messages) expect(row.apiKey).toBe(canary);
+    // What Claude Code holds is the placeholder; its state file approves that, not the key.
+    const held = await execBox(box.id, [
+      'sh',
+      '-c',
+      'printf "%s\\n" "$ANTHROPIC_API_KEY"; cat /tmp/.claude.json',
+    ]);
+    expect(held.stdout.split('\n')[0]).toBe('ca-sandbox-placeholder-the-gateway-adds-the-real-key');
+    expect(held.stdout).not.toContain(canary);
+    await destroyBox(box.id);
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 900_000);
 });

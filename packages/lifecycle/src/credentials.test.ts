@@ -2,7 +2,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credentialsFromLabel, parseCredentialSpec, readCredential } from './credentials.js';
+import {
+  CLAUDE_KEY_PLACEHOLDER,
+  claudeKeyEnv,
+  credentialsFromLabel,
+  parseCredentialSpec,
+  readCredential,
+} from './credentials.js';
 import { resolveCreateOptions } from './options.js';
 
 let dir = '';
@@ -37,6 +43,21 @@ describe('parseCredentialSpec', () => {
     ],
   ])('%s', (text, spec) => {
     expect(parseCredentialSpec(text, '/work')).toEqual(spec);
+  });
+
+  it("fills a known API's own header by default (Anthropic: x-api-key), and the placeholder a --with-claude box holds", () => {
+    const spec = parseCredentialSpec('api.anthropic.com=env:ANTHROPIC_API_KEY');
+    expect(spec).toEqual({
+      domain: 'api.anthropic.com',
+      header: 'x-api-key',
+      bearer: false,
+      source: 'env:ANTHROPIC_API_KEY',
+    });
+    expect(claudeKeyEnv(true, [spec])).toEqual({ ANTHROPIC_API_KEY: CLAUDE_KEY_PLACEHOLDER });
+    expect(claudeKeyEnv(false, [spec])).toEqual({});
+    expect(claudeKeyEnv(true, [parseCredentialSpec('api.anthropic.com=env:T,header=authorization')])).toEqual(
+      {},
+    );
   });
 
   it.each([

@@ -13,8 +13,9 @@ import {
 /**
  * `--credential <domain>=<source>[,header=<name>]`: a value read on the host, handed to the box's
  * egress gateway only, which adds it to the box's HTTPS requests for that domain. Without a header,
- * `Authorization: Bearer <value>`; with one, the header gets the value as it is (so
- * `header=authorization` with a value `token abc` sends exactly that).
+ * `Authorization: Bearer <value>` (or a known API's own header, KNOWN_API_HEADERS); with one, the
+ * header gets the value as it is (so `header=authorization` with a value `token abc` sends exactly
+ * that).
  */
 export interface CredentialSpec extends CredentialTarget {
   /** `env:NAME` (a variable of the calling process) or `file:/abs/path` (its first line). */
@@ -22,6 +23,14 @@ export interface CredentialSpec extends CredentialTarget {
   /** `Bearer ` goes before the value (the default header). */
   bearer: boolean;
 }
+
+/**
+ * APIs whose keys go in a header of their own: a credential for them without `header=` fills that
+ * header with the value as is (Anthropic's API keys: `x-api-key`), not `Authorization: Bearer`.
+ */
+const KNOWN_API_HEADERS: Readonly<Record<string, string>> = {
+  'api.anthropic.com': 'x-api-key',
+};
 
 export const CREDENTIAL_SYNTAX = '<domain>=env:<VAR>|file:<path>[,header=<name>]';
 
@@ -49,8 +58,9 @@ export function parseCredentialSpec(text: string, cwd: string = process.cwd()): 
   }
   if (rule.kind !== 'domain' || rule.subdomains || domainText.includes(':'))
     throw specError(text, 'a credential names one exact domain (no address, wildcard or port)');
-  let header = 'authorization';
-  let bearer = true;
+  const known = KNOWN_API_HEADERS[rule.domain];
+  let header = known ?? 'authorization';
+  let bearer = known === undefined;
   for (const option of options) {
     const match = /^\s*header=(.+)$/.exec(option);
     if (!match?.[1]) throw specError(text, `unknown option '${option.trim().slice(0, 40)}'`);
@@ -145,4 +155,16 @@ export function credentialsFromLabel(text: string | undefined): CredentialSpec[]
   } catch {
     return [];
   }
+}
+
+/**
+ * What a `--with-claude` box gets instead of a key when its gateway adds one: Claude Code sees an
+ * API key and sends it as `x-api-key`, which the gateway replaces with the real one. Not a secret.
+ */
+export const CLAUDE_KEY_PLACEHOLDER = 'ca-sandbox-placeholder-the-gateway-adds-the-real-key';
+
+/** The box variables of a `--with-claude` box whose gateway holds the Anthropic key (none otherwise). */
+export function claudeKeyEnv(withClaude: boolean, specs: readonly CredentialSpec[]): Record<string, string> {
+  const key = specs.find((spec) => spec.domain === 'api.anthropic.com' && spec.header === 'x-api-key');
+  return withClaude && key ? { ANTHROPIC_API_KEY: CLAUDE_KEY_PLACEHOLDER } : {};
 }

@@ -9,8 +9,10 @@ import {
 } from '@ca-sandbox/run';
 import { inspectBox } from './_utils.js';
 import { userCaPem, writeBoxTrust } from './box-env.js';
+import { writeClaudeHome } from './claude-home.js';
 import {
   type CredentialSpec,
+  claudeKeyEnv,
   credentialsFromLabel,
   LABEL_CREDENTIALS,
   readCredential,
@@ -18,6 +20,7 @@ import {
 import { SandboxStartRefusedError } from './errors.js';
 import { allowlistFirewallCheck, verifySandbox } from './list.js';
 import { boxName } from './names.js';
+import { LABEL_WITH_CLAUDE } from './record.js';
 
 /** What `start` reports: the box is running and passed the isolation gate (its report). */
 export interface StartResult {
@@ -58,10 +61,15 @@ export async function startSandbox(id: string): Promise<StartResult> {
         const ca = await gatewayCredentials(gateway, specs, notices);
         await engine.container.start(name);
         // The box's tmpfs is new: its trust of the gateway's CA is written before anyone runs in it.
-        await writeBoxTrust(name, ca).catch(async (error: unknown) => {
-          await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
-          throw error;
-        });
+        const withClaude = inspect.Config.Labels[LABEL_WITH_CLAUDE] === 'true';
+        await writeBoxTrust(name, ca)
+          .then(async () => {
+            if (Object.keys(claudeKeyEnv(withClaude, specs)).length) await writeClaudeHome(name);
+          })
+          .catch(async (error: unknown) => {
+            await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
+            throw error;
+          });
       }
     } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
       const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);

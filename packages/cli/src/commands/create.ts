@@ -83,7 +83,8 @@ export function summary(
     lines.push(
       `  secret   ${sanitizeName(credential.header)} for ${sanitizeName(credential.domain)} from ${sanitizeName(credential.source)}: added by the gateway, never in the box`,
     );
-  if (record.withClaude) lines.push(...claudeLines(record.id, showNext));
+  const claudeKey = record.credentials?.some((each) => each.domain === 'api.anthropic.com');
+  if (record.withClaude) lines.push(...claudeLines(record.id, showNext, Boolean(claudeKey)));
   const egress = record.egress ?? [];
   if (egress.length > 0) {
     const count = (allowed: boolean) =>
@@ -103,12 +104,17 @@ export function summary(
 }
 
 /**
- * How the key gets into a --with-claude box: typed by the user into the box's shell, nowhere else.
- * `run` is already on its way to the shell.
+ * How the key gets into a --with-claude box: added by the gateway (`--credential
+ * api.anthropic.com=…`), or typed by the user into the box's shell. `run` is already on its way to
+ * the shell.
  */
-export function claudeLines(id: string, showNext: boolean): string[] {
+export function claudeLines(id: string, showNext: boolean, gatewayKey = false): string[] {
   const name = sanitizeName(id);
   const open = showNext ? `ca-sandbox shell ${name}, then run` : 'in the shell, run';
+  if (gatewayKey)
+    return [
+      `  claude   ${open} \`claude\`: the gateway adds the API key to its requests, the box never holds it (the repo's code can still spend it on the API while the box runs)`,
+    ];
   return [
     `  claude   ${open} \`claude\` and paste a dedicated, short-lived, spend-capped API key (never your own; the repo's code can read it)`,
     `           then ca-sandbox destroy ${name} and revoke the key`,

@@ -3,6 +3,8 @@ import { engine } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
+import { writeClaudeHome } from '../claude-home.js';
+import { claudeKeyEnv } from '../credentials.js';
 import { type EgressSummaryRow, LABEL_EGRESS } from '../egress.js';
 import { allowlistFirewallCheck } from '../list.js';
 import {
@@ -123,13 +125,16 @@ export async function startBox(
       role: 'box',
       volume: ctx.names.volume,
       network: net.network,
-      env: boxEnv({
-        gateway: net.gateway,
-        reachesNetwork: options.policy === 'allowlist',
-        toolchain: prepared.toolchain,
-        trustedCa: prepared.trustedCa,
-        gatewayCa: net.gateway?.credentialCa !== undefined,
-      }),
+      env: {
+        ...boxEnv({
+          gateway: net.gateway,
+          reachesNetwork: options.policy === 'allowlist',
+          toolchain: prepared.toolchain,
+          trustedCa: prepared.trustedCa,
+          gatewayCa: net.gateway?.credentialCa !== undefined,
+        }),
+        ...claudeKeyEnv(options.withClaude, options.credentials),
+      },
       // On its user-defined network Docker's resolver would forward to the host's DNS servers:
       // an allowlist box resolves nothing itself (addresses are allowed, or names via the gateway).
       ...(options.policy === 'allowlist' ? { dns: 'blackhole' as const } : {}),
@@ -154,6 +159,8 @@ export async function startBox(
   if (net.gateway?.credentialCa) {
     try {
       await writeBoxTrust(box.name, net.gateway.credentialCa);
+      if (Object.keys(claudeKeyEnv(options.withClaude, options.credentials)).length)
+        await writeClaudeHome(box.name);
     } catch (error) {
       await engine.container.remove(box.name, { force: true }).catch(() => undefined);
       throw error;
