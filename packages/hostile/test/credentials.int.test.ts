@@ -130,7 +130,14 @@ let id = '';
 /** What the stand-in recorded since the last call. */
 let seenCount = 0;
 async function seenSince(): Promise<
-  { scheme: string; method: string; url: string; host: string; authorization: string | null; apiKey?: string | null }[]
+  {
+    scheme: string;
+    method: string;
+    url: string;
+    host: string;
+    authorization: string | null;
+    apiKey?: string | null;
+  }[]
 > {
   const lines = (await readFile(seenLog, 'utf8').catch(() => '')).split('\n').filter(Boolean);
   const fresh = lines.slice(seenCount);
