@@ -116,6 +116,8 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     >;
     expect(properties.runtime?.description).toMatch(/runsc .*offline or clone-then-cut, not allowlist/);
     expect(properties.network?.description).toMatch(/allowlist \(the box reaches only the allow list/);
+    expect(properties.withClaude?.description).toMatch(/claude\.keySource setting/);
+    expect(properties).not.toHaveProperty('credentials');
   });
 
   it('marks the tools that delete host or docker state as destructive', async () => {
@@ -165,6 +167,15 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       expect(text).not.toMatch(/--[a-z]|see --help/);
       expect(text).toMatch(/`(memory|allow|network)`/);
     }
+
+    // Claude Code only with a key the user configured (the agent names none), nothing made.
+    const claude = await client.callTool({
+      name: 'sandbox_create',
+      arguments: { source: work, withClaude: true },
+    });
+    expect(claude.isError).toBe(true);
+    expect(payload(claude)).toMatchObject({ error: { code: 'INVALID_OPTIONS', kind: 'usage' } });
+    expect((claude as ToolResult).content[0]?.text ?? '').toMatch(/claude\.keySource setting/);
 
     expect(payload(await client.callTool({ name: 'sandbox_list', arguments: {} }))).toHaveProperty(
       'sandboxes',

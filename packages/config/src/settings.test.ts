@@ -106,6 +106,14 @@ describe('loadSettings', () => {
     [{ caCertificates: 'relative.pem' }, /: caCertificates: expected an absolute path$/],
     [{ mirrors: { npmRegistry: 'file:///etc/passwd' } }, /: mirrors\.npmRegistry: /],
     [{ mcp: { roots: ['~/src'] } }, /: mcp\.roots\.0: expected an absolute path$/],
+    [
+      { claude: { keySource: 'ANTHROPIC_API_KEY' } },
+      /: claude\.keySource: expected env:<var> or file:\/<absolute path>$/i,
+    ],
+    [
+      { claude: { keySource: 'file:relative' } },
+      /: claude\.keySource: expected env:<var> or file:\/<absolute path>$/i,
+    ],
   ])('a bad file %j is one usage error naming the file and the key', (content, message) => {
     const path = file('bad.json', content);
     const load = () => loadSettings({ env: { CA_SANDBOX_CONFIG: path } });

@@ -137,6 +137,18 @@ export const DEFINITIONS = {
     describe:
       'names the egress gateway resolves to a fixed address, name=address (an internal API your DNS does not know); blocked ranges stay blocked',
   }),
+  'claude.keySource': define({
+    schema: z
+      .string()
+      .max(4096)
+      .regex(
+        /^(env:[A-Za-z_][A-Za-z0-9_]{0,127}|file:\/\S.*)$/,
+        'expected env:<VAR> or file:/<absolute path>',
+      ),
+    env: ['CA_SANDBOX_CLAUDE_KEY_SOURCE'],
+    describe:
+      'where --with-claude reads the Anthropic API key its gateway adds (env:ANTHROPIC_API_KEY, file:/path): the box never holds it; unset, the key is typed into claude in the box',
+  }),
   'install.allow': define({
     // Shape only: each entry is checked as an egress destination (--allow syntax) by the create.
     schema: z.array(z.string().min(1).max(300)).max(256),

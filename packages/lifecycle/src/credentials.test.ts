@@ -122,6 +122,23 @@ describe('resolveCreateOptions with credentials', () => {
     ]);
   });
 
+  it('gives a --with-claude box the configured Anthropic key source unless a credential names that API', () => {
+    const env = { CA_SANDBOX_CLAUDE_KEY_SOURCE: 'env:MY_KEY' };
+    expect(resolveCreateOptions({ source: '/tmp/x', withClaude: true }, env).credentials).toEqual([
+      { domain: 'api.anthropic.com', header: 'x-api-key', bearer: false, source: 'env:MY_KEY' },
+    ]);
+    const own = resolveCreateOptions(
+      {
+        source: '/tmp/x',
+        withClaude: true,
+        credentials: ['api.anthropic.com=file:/run/key,header=authorization'],
+      },
+      env,
+    );
+    expect(own.credentials.map((spec) => spec.source)).toEqual(['file:/run/key']);
+    expect(resolveCreateOptions({ source: '/tmp/x' }, env).credentials).toEqual([]);
+  });
+
   it.each([
     [{ network: 'offline' }, /a box with --network offline reaches no API/],
     [{ network: 'clone-then-cut' }, /a box with --network clone-then-cut reaches no API/],

@@ -161,7 +161,12 @@ export function resolveCreateOptions(
   };
   // A bad extra destination is a usage error now, not a failed install later.
   parseEgressRules(installDestinations.extra);
-  const credentials = resolveCredentials(options.credentials ?? [], policy, allowVia, allowRules);
+  const credentials = resolveCredentials(
+    withClaudeKey(options.credentials ?? [], options.withClaude === true, settings.value('claude.keySource')),
+    policy,
+    allowVia,
+    allowRules,
+  );
   return {
     source: options.source,
     id: options.name === undefined ? '' : validateSandboxName(options.name),
@@ -191,6 +196,19 @@ export function resolveCreateOptions(
     },
     credentials,
   };
+}
+
+/**
+ * A `--with-claude` box gets the Anthropic key from the gateway when the user configured where it
+ * is (setting claude.keySource) and named no credential for that API themselves.
+ */
+function withClaudeKey(
+  specs: readonly string[],
+  withClaude: boolean,
+  keySource: string | undefined,
+): string[] {
+  const named = specs.some((spec) => /^\s*api\.anthropic\.com\s*=/i.test(spec));
+  return withClaude && keySource && !named ? [...specs, `api.anthropic.com=${keySource}`] : [...specs];
 }
 
 /**

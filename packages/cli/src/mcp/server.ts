@@ -109,6 +109,12 @@ const createShape = {
   cpus: z.number().positive().optional().describe(`cpu limit (default ${BOX_LIMITS.cpus.default})`),
   pids: z.number().int().positive().optional().describe(`process limit (default ${BOX_LIMITS.pids.default})`),
   baseImage: z.string().optional(),
+  withClaude: z
+    .boolean()
+    .optional()
+    .describe(
+      'Claude Code in the box, egress to api.anthropic.com:443 only; needs the claude.keySource setting (the user configures where the API key is: the gateway adds it, the box never holds it). No network other than allowlist, no allow',
+    ),
 };
 
 /** What every client should know before it calls a tool (sent as the server's instructions). */
@@ -151,6 +157,13 @@ export function createMcpServer(version: string): McpServer {
     },
     guarded(async (args: z.infer<z.ZodObject<typeof createShape>>, extra: ToolExtra) => {
       const { source, cpus, pids, ...rest } = args;
+      // No credential from the agent (it could name any host variable or file, and the domain):
+      // the Anthropic key only from where the user configured it.
+      if (args.withClaude && !currentSettings().value('claude.keySource'))
+        throw new UsageError(
+          'withClaude needs the claude.keySource setting (e.g. env:ANTHROPIC_API_KEY in the configuration file, or CA_SANDBOX_CLAUDE_KEY_SOURCE): the MCP server has no terminal to type a key into, and takes no key from the agent',
+          'INVALID_OPTIONS',
+        );
       const request = resolveCreateOptions(source, {
         ...rest,
         ...(cpus === undefined ? {} : { cpus: String(cpus) }),
