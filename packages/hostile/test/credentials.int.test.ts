@@ -418,6 +418,15 @@ describe('a credential the gateway adds', () => {
     }
     const verify = await cli(['verify', id, '--json'], env);
     expect(verify.exitCode, verify.stdout).toBe(0);
+    const report = parseJson<{
+      network: { credentials: unknown[]; decisions: { destination: string; credential?: string }[] };
+    }>(await cli(['report', id, '--json'], env));
+    expect(report.network.credentials).toEqual([
+      { domain: API, header: 'authorization', source: 'env:CA_SBX_TEST_API_KEY' },
+    ]);
+    expect(report.network.decisions).toContainEqual(
+      expect.objectContaining({ destination: `https://${API}:8443/v1/one`, credential: API }),
+    );
     const record = parseJson<{ id: string; credentials: unknown[] }[]>(await cli(['ls', '--json'])).find(
       (each) => each.id === id,
     );

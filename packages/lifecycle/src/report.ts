@@ -58,6 +58,8 @@ const EgressRowSchema = z.strictObject({
   phase: z.string(),
   destination: z.string(),
   allowed: z.boolean(),
+  /** The gateway added this domain's credential to these requests (`--credential`; never the value). */
+  credential: z.string().optional(),
   count: z.number().int(),
 });
 
@@ -94,6 +96,8 @@ export const SandboxReportSchema = z.strictObject({
     /** What the box itself could reach: nothing, or its allowlist. */
     boxEgress: z.enum(['none', 'allowlist']),
     allow: z.array(z.string()),
+    /** Headers the gateway added for the box (`--credential`): domain, header, host source; never a value. */
+    credentials: z.array(z.strictObject({ domain: z.string(), header: z.string(), source: z.string() })),
     /** Every egress decision of every phase (clone, install, box), refusals first. */
     decisions: z.array(EgressRowSchema),
     allowed: z.number().int(),
@@ -147,9 +151,15 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
         ...logged,
         entries: logged.entries.filter((entry) => Date.parse(entry.startedAt) >= boxCreated - 1000),
       };
-  // The four fields alone: a row written by another version may carry more.
+  // The known fields alone: a row written by another version may carry more.
   const refusalsFirst = decisions
-    .map(({ phase, destination, allowed, count }) => ({ phase, destination, allowed, count }))
+    .map(({ phase, destination, allowed, count, credential }) => ({
+      phase,
+      destination,
+      allowed,
+      count,
+      ...(credential ? { credential } : {}),
+    }))
     .sort((a, b) => Number(a.allowed) - Number(b.allowed));
   const count = (allowed: boolean) =>
     decisions.filter((row) => row.allowed === allowed).reduce((sum, row) => sum + row.count, 0);
@@ -175,6 +185,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       runtime: record.runtime,
       boxEgress: record.network === 'allowlist' ? 'allowlist' : 'none',
       allow: record.allow,
+      credentials: record.credentials,
       decisions: refusalsFirst,
       allowed: count(true),
       refused: count(false),

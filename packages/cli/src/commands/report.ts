@@ -38,14 +38,20 @@ export async function reportCommand(out: Output, args: unknown[]): Promise<numbe
   out.result(
     `network    ${clean(network.policy)} (${clean(network.runtime)}): ${reach}; ${network.allowed} request(s) allowed, ${network.refused} refused through the gateway`,
   );
+  for (const credential of network.credentials)
+    out.result(
+      `           the gateway added ${clean(credential.header)} for ${clean(credential.domain)} (from ${clean(credential.source)}): the box never held it`,
+    );
+  const credentialColumn = network.decisions.some((row) => row.credential);
   if (network.decisions.length)
     out.table(
-      ['PHASE', 'DECISION', 'DESTINATION', 'COUNT'],
+      ['PHASE', 'DECISION', 'DESTINATION', 'COUNT', ...(credentialColumn ? ['CREDENTIAL'] : [])],
       network.decisions.map((row) => [
         row.phase,
         row.allowed ? 'allowed' : 'REFUSED',
         row.destination,
         String(row.count),
+        ...(credentialColumn ? [row.credential ? `added (${row.credential})` : '-'] : []),
       ]),
     );
   const failed = isolation.checks.filter((check) => !check.pass);
