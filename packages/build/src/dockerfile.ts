@@ -1,5 +1,5 @@
 import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
-import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
+import { hasControlCharacter, InvariantError } from '@ca-sandbox/docker/contracts';
 import { ImageRefSchema } from './base-image.js';
 import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CA_TRUST_ENV } from './ca-trust.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
@@ -11,7 +11,7 @@ export const CONTEXT_MANIFESTS = 'manifests';
 
 /** A Dockerfile ENV value in double quotes; without `expand`, `$` is escaped (no substitution). */
 export function envValue(entry: EnvEntry): string {
-  if (hasControlCharacter(entry.value)) throw new Error(`env ${entry.name} has a control character`);
+  if (hasControlCharacter(entry.value)) throw new InvariantError(`env ${entry.name} has a control character`);
   let value = entry.value.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
   if (!entry.expand) value = value.replace(/\$/g, '\\$');
   return `"${value}"`;
@@ -27,7 +27,8 @@ export function envValue(entry: EnvEntry): string {
 export function envLines(entries: readonly EnvEntry[]): string[] {
   const groups: EnvEntry[][] = [];
   for (const entry of entries) {
-    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name))
+      throw new InvariantError(`invalid env name ${JSON.stringify(entry.name)}`);
     const group = groups.at(-1);
     const clash = group?.some(
       (earlier) =>
@@ -111,7 +112,7 @@ export function renderPrepDockerfile(
   options: { extraCa?: boolean } = {},
 ): string {
   if (!ImageRefSchema.safeParse(baseImage).success)
-    throw new Error(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
+    throw new InvariantError(`invalid base image ${JSON.stringify(baseImage.slice(0, 100))}`);
   return [
     `FROM ${baseImage}`,
     ...labelLine(buildLabels),
@@ -141,13 +142,14 @@ function labelLine(labels: Record<string, string>): string[] {
   if (entries.length === 0) return [];
   for (const [key, value] of entries)
     if (!LABEL_PART.test(key) || !LABEL_PART.test(value))
-      throw new Error(`invalid build label ${JSON.stringify(`${key}=${value}`.slice(0, 100))}`);
+      throw new InvariantError(`invalid build label ${JSON.stringify(`${key}=${value}`.slice(0, 100))}`);
   return [`LABEL ${entries.map(([key, value]) => `${key}=${value}`).join(' ')}`];
 }
 
 export function shellEnv(entries: readonly EnvEntry[]): string[] {
   return entries.map((entry) => {
-    if (!ENV_NAME_PATTERN.test(entry.name)) throw new Error(`invalid env name ${JSON.stringify(entry.name)}`);
+    if (!ENV_NAME_PATTERN.test(entry.name))
+      throw new InvariantError(`invalid env name ${JSON.stringify(entry.name)}`);
     return `export ${entry.name}='${entry.value.replace(/'/g, `'\\''`)}'`;
   });
 }
@@ -221,9 +223,9 @@ function probe(options: RenderOptions): string {
  */
 export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
   if (options.sourceKey !== undefined && !/^[0-9a-f]{1,64}$/.test(options.sourceKey))
-    throw new Error('invalid source key');
+    throw new InvariantError('invalid source key');
   if (options.image !== undefined && !/^[a-z0-9][a-z0-9._:-]{0,200}$/.test(options.image))
-    throw new Error(`invalid image name ${JSON.stringify(options.image.slice(0, 100))}`);
+    throw new InvariantError(`invalid image name ${JSON.stringify(options.image.slice(0, 100))}`);
   return [
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
@@ -256,11 +258,13 @@ export function renderDockerfile(
   options: RenderOptions = {},
 ): string {
   if (!ImageRefSchema.safeParse(prepImage).success)
-    throw new Error(`invalid base image ${JSON.stringify(prepImage.slice(0, 100))}`);
+    throw new InvariantError(`invalid base image ${JSON.stringify(prepImage.slice(0, 100))}`);
   if (options.buildId !== undefined && !/^[0-9a-f]{8,64}$/.test(options.buildId))
-    throw new Error('invalid build id');
+    throw new InvariantError('invalid build id');
   if (options.claudeImage !== undefined && !ImageRefSchema.safeParse(options.claudeImage).success)
-    throw new Error(`invalid Claude Code image ${JSON.stringify(options.claudeImage.slice(0, 100))}`);
+    throw new InvariantError(
+      `invalid Claude Code image ${JSON.stringify(options.claudeImage.slice(0, 100))}`,
+    );
   const lines = [
     `FROM ${prepImage}`,
     ...labelLine({

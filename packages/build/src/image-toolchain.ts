@@ -1,4 +1,5 @@
 import { engine } from '@ca-sandbox/docker';
+import { InvariantError } from '@ca-sandbox/docker/contracts';
 import { PROXY_BUILD_ARGS } from './build-argv.js';
 import { envValue } from './dockerfile.js';
 import { LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';
@@ -19,10 +20,11 @@ const IMAGE_ID = /^sha256:[0-9a-f]{64}$/;
  */
 export function labelInstruction(labels: Record<string, string>): string {
   const pairs = Object.entries(labels).map(([key, value]) => {
-    if (!LABEL_KEY.test(key)) throw new Error(`invalid label name ${JSON.stringify(key.slice(0, 100))}`);
+    if (!LABEL_KEY.test(key))
+      throw new InvariantError(`invalid label name ${JSON.stringify(key.slice(0, 100))}`);
     return `${key}=${envValue({ name: key, value })}`;
   });
-  if (pairs.length === 0) throw new Error('no label to set');
+  if (pairs.length === 0) throw new InvariantError('no label to set');
   return `LABEL ${pairs.join(' ')}`;
 }
 
@@ -37,7 +39,8 @@ export async function labelImage(
   tag: string,
   labels: Record<string, string>,
 ): Promise<void> {
-  if (!IMAGE_ID.test(imageId)) throw new Error(`invalid image id ${JSON.stringify(imageId.slice(0, 100))}`);
+  if (!IMAGE_ID.test(imageId))
+    throw new InvariantError(`invalid image id ${JSON.stringify(imageId.slice(0, 100))}`);
   const dockerfile = `FROM ${imageId}\n${labelInstruction(labels)}\n`;
   const blankProxies = PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=`]);
   await engine.image.build(['build', '--quiet', '--network', 'none', ...blankProxies, '--tag', tag, '-'], {

@@ -1,5 +1,5 @@
 // Zod-free on purpose: `ca-sandbox exec` start-up is measured against raw `docker exec`.
-import { SANDBOX_ID_PATTERN } from '@ca-sandbox/docker/contracts';
+import { assertSandboxIdSyntax } from '@ca-sandbox/docker/contracts';
 import { UsageError } from './errors.js';
 
 function flagNumber(
@@ -87,12 +87,5 @@ export function resolveExecOptions(flags: ExecFlags, json = true): ExecCallOptio
 
 /** Throws a usage error unless `id` is a well-formed sandbox id. */
 export function assertSandboxId(id: string): string {
-  if (!SANDBOX_ID_PATTERN.test(id)) {
-    throw new UsageError(
-      `invalid sandbox id "${id}": expected lower-case letters, digits, ".", "_" or "-"`,
-      'INVALID_SANDBOX_ID',
-      'list sandboxes with `ca-sandbox list`',
-    );
-  }
-  return id;
+  return assertSandboxIdSyntax(id);
 }

@@ -1,3 +1,4 @@
+import { InvalidSandboxIdError } from '@ca-sandbox/docker/contracts';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from './errors.js';
 import { assertSandboxId, parseCpOperands, resolveCreateOptions, resolveExecOptions } from './options.js';
@@ -139,7 +140,10 @@ describe('parseCpOperands', () => {
 describe('assertSandboxId', () => {
   it('accepts ids and refuses anything else', () => {
     expect(assertSandboxId('sbx-1.a_b')).toBe('sbx-1.a_b');
-    expect(usageMessage(() => assertSandboxId('--all'))).toMatch(/invalid sandbox id/);
-    expect(usageMessage(() => assertSandboxId('a'.repeat(64)))).toMatch(/invalid sandbox id/);
+    // The one error of an invalid id, whoever sees it (@ca-sandbox/docker): a usage error.
+    for (const id of ['--all', 'a'.repeat(64)]) {
+      expect(() => assertSandboxId(id)).toThrow(InvalidSandboxIdError);
+      expect(() => assertSandboxId(id)).toThrow(/^invalid sandbox id '/);
+    }
   });
 });

@@ -4,7 +4,9 @@
 // PortBindings, CapAdd and the rest have no field here, and a body carrying any key outside this
 // shape is refused before it reaches the engine. @ca-sandbox/run builds the body; its gate reads
 // the started container back.
+
 import { engineCall, engineJson, query, segment } from './engine-client.js';
+import { InvariantError } from './error-base.js';
 import { DockerEngineError, DockerResponseError } from './errors.js';
 
 /** A named volume at a target (the only mount a sandbox container has; @ca-sandbox/mounts makes it). */
@@ -112,14 +114,15 @@ export function assertSandboxConfig(config: SandboxContainerConfig): void {
       .filter((key) => !HOST_CONFIG_KEYS.has(key))
       .map((key) => `HostConfig.${key}`),
   ];
-  if (extra.length) throw new Error(`container create: keys outside the sandbox shape: ${extra.join(', ')}`);
+  if (extra.length)
+    throw new InvariantError(`container create: keys outside the sandbox shape: ${extra.join(', ')}`);
   const host = config.HostConfig;
   if (host.CapDrop?.length !== 1 || host.CapDrop[0] !== 'ALL' || host.ReadonlyRootfs !== true)
-    throw new Error('container create: CapDrop must be [ALL] and the root read-only');
+    throw new InvariantError('container create: CapDrop must be [ALL] and the root read-only');
   if (!host.Mounts.every((mount) => mount.Type === 'volume' && Object.keys(mount).length === 4))
-    throw new Error('container create: only volume mounts are allowed');
+    throw new InvariantError('container create: only volume mounts are allowed');
   if (!Array.isArray(config.Entrypoint) || config.Entrypoint.length !== 0 || !config.Cmd[0]?.startsWith('/'))
-    throw new Error('container create: no entrypoint, and the command named by an absolute path');
+    throw new InvariantError('container create: no entrypoint, and the command named by an absolute path');
 }
 
 /** Creates the container (not started); its id. A name in use is a DockerEngineError with status 409. */

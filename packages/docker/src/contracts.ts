@@ -7,6 +7,9 @@
 export * from './error-base.js';
 export * from './sanitize.js';
 
+import { CaSandboxError } from './error-base.js';
+import { SHOWN_NAME_MAX, sanitizeName } from './sanitize.js';
+
 /** The syntax of a sandbox id (the name a user gives a sandbox), as shown in error messages. */
 export const SANDBOX_ID_SYNTAX = '[a-z0-9][a-z0-9_.-]{0,62}';
 /**
@@ -17,6 +20,27 @@ export const SANDBOX_ID_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 
 export function isSandboxId(value: unknown): value is string {
   return typeof value === 'string' && SANDBOX_ID_PATTERN.test(value);
+}
+
+/**
+ * A sandbox id (or name) outside SANDBOX_ID_PATTERN: the one error for it, whichever package or
+ * caller saw it first (the CLI's argument, a create's name, a network name derived from it).
+ */
+export class InvalidSandboxIdError extends CaSandboxError {
+  readonly code = 'INVALID_SANDBOX_ID';
+  readonly kind = 'usage';
+  constructor(id: unknown) {
+    super(
+      `invalid sandbox id '${sanitizeName(String(id), SHOWN_NAME_MAX)}': use 1-63 characters of a-z, 0-9, '_', '.', '-', starting with a letter or digit`,
+      { hint: 'list sandboxes with `ca-sandbox ls`' },
+    );
+  }
+}
+
+/** Throws InvalidSandboxIdError unless `id` is a well-formed sandbox id. */
+export function assertSandboxIdSyntax(id: unknown): string {
+  if (!isSandboxId(id)) throw new InvalidSandboxIdError(id);
+  return id;
 }
 
 /**

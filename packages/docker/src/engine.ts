@@ -3,6 +3,7 @@
 // DockerEngineError (a DockerCommandError) with the engine's own message, a missing object
 // DockerNotFoundError, an engine that does not answer DockerUnavailableError. Where a verb still
 // runs the docker CLI (the hardened `docker run`, the legacy-builder `docker build`), it says so.
+
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { z } from 'zod';
@@ -30,6 +31,7 @@ import {
   internalExecSpec,
   startExec,
 } from './engine-exec.js';
+import { InvariantError } from './error-base.js';
 import { DockerEngineError, DockerNotFoundError, DockerResponseError } from './errors.js';
 import {
   type DockerChild,
@@ -123,7 +125,7 @@ export function filterRecord(filters: readonly string[]): Record<string, string[
   const record: Record<string, string[]> = {};
   for (const filter of filters) {
     const at = filter.indexOf('=');
-    if (at <= 0) throw new Error(`not a filter: ${JSON.stringify(filter)}`);
+    if (at <= 0) throw new InvariantError(`not a filter: ${JSON.stringify(filter)}`);
     const key = filter.slice(0, at);
     record[key] = [...(record[key] ?? []), filter.slice(at + 1)];
   }
@@ -562,11 +564,12 @@ const image: ImageVerbs = {
     if (pulled.exitCode !== 0) throw new DockerEngineError('pull', 0, pulled.stderr);
   },
   async build(argv, options) {
-    if (argv[0] !== 'build') throw new Error('engine.image.build: the argv must start with `build`');
+    if (argv[0] !== 'build') throw new InvariantError('engine.image.build: the argv must start with `build`');
     return docker(argv, options);
   },
   buildStream(argv) {
-    if (argv[0] !== 'build') throw new Error('engine.image.buildStream: the argv must start with `build`');
+    if (argv[0] !== 'build')
+      throw new InvariantError('engine.image.buildStream: the argv must start with `build`');
     return spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
   },
 };

@@ -46,3 +46,13 @@ export function isCaSandboxError(value: unknown): value is CaSandboxError {
     (ERROR_KINDS as readonly unknown[]).includes(fields.kind)
   );
 }
+
+/**
+ * A rule of our own code broken (a value our code made that another part of it refuses): a bug,
+ * never the user's input or the repo's. Coded like every other error (exit 1), so that the CLI
+ * reports it in one line instead of a raw Error.
+ */
+export class InvariantError extends CaSandboxError {
+  readonly code = 'INVARIANT_VIOLATED';
+  readonly kind = 'failure';
+}

@@ -4,6 +4,7 @@
 // ship `sh` or `grep`), and its ENV may carry BASH_ENV, ENV, SHELLOPTS or exported bash functions.
 
 import { ENV_NAME_PATTERN } from './contracts.js';
+import { InvariantError } from './error-base.js';
 /** The only PATH our own commands see in a box or a helper: system directories, nothing writable. */
 export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -35,12 +36,14 @@ export interface InternalExecOptions {
 export function internalExecCommand(command: readonly string[], options: InternalExecOptions): string[] {
   const program = command[0];
   if (!program?.startsWith('/')) {
-    throw new Error(`internal exec: the program must be an absolute path, got ${JSON.stringify(program)}`);
+    throw new InvariantError(
+      `internal exec: the program must be an absolute path, got ${JSON.stringify(program)}`,
+    );
   }
   const env = { PATH: SYSTEM_PATH, HOME: '/tmp', ...options.env };
   for (const name of Object.keys(env)) {
     if (!ENV_NAME_PATTERN.test(name))
-      throw new Error(`internal exec: invalid variable name ${JSON.stringify(name)}`);
+      throw new InvariantError(`internal exec: invalid variable name ${JSON.stringify(name)}`);
   }
   return [...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...command];
 }

@@ -29,7 +29,7 @@ import {
 import { cleanupCreate, createSandbox, type PhaseEvent } from './create/index.js';
 import {
   CreateCleanupError,
-  InvalidSandboxNameError,
+  InvalidSandboxIdError,
   InvalidSourceError,
   SandboxExistsError,
 } from './errors.js';
@@ -231,7 +231,7 @@ describe.skipIf(!ready)('createSandbox refuses bad input before anything runs', 
   it('a bad name, and a duplicate name with a clear error', async () => {
     const repo = await makeGitRepo(join(work, 'dup'), { 'a.txt': 'a' });
     await expect(createSandbox({ source: repo, name: 'Bad Name' })).rejects.toBeInstanceOf(
-      InvalidSandboxNameError,
+      InvalidSandboxIdError,
     );
     const id = uniqueId(created);
     await createSandbox({ source: repo, name: id });

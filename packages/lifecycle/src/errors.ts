@@ -9,16 +9,8 @@ export class InvalidSourceError extends CaSandboxError {
   }
 }
 
-/** A sandbox name/id outside `[a-z0-9][a-z0-9_.-]{0,62}`. */
-export class InvalidSandboxNameError extends CaSandboxError {
-  readonly code = 'INVALID_SANDBOX_NAME';
-  readonly kind = 'usage';
-  constructor(name: string) {
-    super(
-      `invalid sandbox name '${sanitizeName(name, SHOWN_NAME_MAX)}': use 1-63 characters of a-z, 0-9, '_', '.', '-', starting with a letter or digit`,
-    );
-  }
-}
+/** A sandbox name/id outside `[a-z0-9][a-z0-9_.-]{0,62}`: the one error of @ca-sandbox/docker. */
+export { InvalidSandboxIdError } from '@ca-sandbox/docker/process';
 
 /** Options that do not validate (unknown keys, wrong types, a bad ref). */
 export class InvalidOptionsError extends CaSandboxError {

@@ -23,7 +23,7 @@ export {
   ExecStartError,
   HelperImageMissingError,
   InvalidOptionsError,
-  InvalidSandboxNameError,
+  InvalidSandboxIdError,
   InvalidSourceError,
   LimitError,
   NotABoxError,

@@ -30,7 +30,7 @@ describe('resolveCreateOptions', () => {
 
   it.each([
     [{ source: '.', privileged: true }, /unknown option/],
-    [{ source: '.', name: 'Bad' }, /invalid sandbox name/],
+    [{ source: '.', name: 'Bad' }, /invalid sandbox id/],
     [{ source: '.', network: 'open' }, /unknown network policy/],
     [{ source: '.', network: 'allowlist' }, /at least one --allow/],
     [{ source: '.', allow: ['1.2.3.4'] }, /only for the allowlist/],

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidSandboxNameError, InvalidSourceError } from './errors.js';
+import { InvalidSandboxIdError, InvalidSourceError } from './errors.js';
 import {
   parseRef,
   parseSource,
@@ -237,7 +237,7 @@ describe('validateSandboxName', () => {
     expect(validateSandboxName(name)).toBe(name);
   });
   it.each(['', '-a', '.a', '_a', 'A', 'a b', 'a/b', 'a'.repeat(64), 'a\n', 'é'])('refuses %j', (name) => {
-    expect(() => validateSandboxName(name)).toThrow(InvalidSandboxNameError);
+    expect(() => validateSandboxName(name)).toThrow(InvalidSandboxIdError);
   });
 });
 

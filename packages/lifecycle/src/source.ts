@@ -2,7 +2,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { GATEWAY_HOSTNAME, hasControlCharacter, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { isSandboxId } from '@ca-sandbox/docker/process';
-import { InvalidOptionsError, InvalidSandboxNameError, InvalidSourceError } from './errors.js';
+import { InvalidOptionsError, InvalidSandboxIdError, InvalidSourceError } from './errors.js';
 
 export type CloneScheme = 'https' | 'http' | 'git' | 'ssh';
 
@@ -34,9 +34,9 @@ const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::([0-9]{1,5}))?$/;
 const REF = /^[A-Za-z0-9_][A-Za-z0-9._/+-]{0,199}$/;
 const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
-/** Throws InvalidSandboxNameError unless `name` matches `[a-z0-9][a-z0-9_.-]{0,62}`. */
+/** Throws InvalidSandboxIdError unless `name` matches `[a-z0-9][a-z0-9_.-]{0,62}`. */
 export function validateSandboxName(name: unknown): string {
-  if (!isSandboxId(name)) throw new InvalidSandboxNameError(String(name));
+  if (!isSandboxId(name)) throw new InvalidSandboxIdError(String(name));
   return name;
 }
 

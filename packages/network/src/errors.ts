@@ -23,11 +23,8 @@ export class InvalidNetworkLabelsError extends CaSandboxError {
   readonly kind = 'usage';
 }
 
-/** A sandbox id outside `[a-z0-9][a-z0-9_.-]{0,62}`. */
-export class InvalidSandboxIdError extends CaSandboxError {
-  readonly code = 'INVALID_SANDBOX_ID';
-  readonly kind = 'usage';
-}
+/** A sandbox id outside `[a-z0-9][a-z0-9_.-]{0,62}`: the one error of @ca-sandbox/docker. */
+export { InvalidSandboxIdError } from '@ca-sandbox/docker/contracts';
 
 export const FIREWALL_HINT =
   'run as root on a Linux host with iptables (Debian: apt-get install iptables) and a dockerd that manages iptables (the DOCKER-USER chain); or pick --network offline or clone-then-cut';

@@ -1,3 +1,4 @@
+import { InvariantError } from '@ca-sandbox/docker/contracts';
 import { splitRuleLine } from './_utils.js';
 import { type Cidr, cidrContains, formatCidr, parseCidr } from './cidr.js';
 import { FIXED_BLOCKED_RANGES, type HostRanges } from './host-ranges.js';
@@ -42,7 +43,7 @@ function tagArgs(sandboxId: string, part: string): string[] {
 function parseAll(cidrs: readonly string[]): Cidr[] {
   return cidrs.map((text) => {
     const cidr = parseCidr(text);
-    if (!cidr) throw new Error(`not a cidr: ${text}`);
+    if (!cidr) throw new InvariantError(`not a cidr: ${text}`);
     return cidr;
   });
 }

@@ -1,14 +1,10 @@
 import { createHash } from 'node:crypto';
-import { isSandboxId, SANDBOX_ID_SYNTAX, sandboxNames } from '@ca-sandbox/docker';
-import { InvalidSandboxIdError } from './errors.js';
+import { InvalidSandboxIdError, isSandboxId, sandboxNames } from '@ca-sandbox/docker';
+import { InvariantError } from '@ca-sandbox/docker/contracts';
 
-/** Throws InvalidSandboxIdError unless `id` is a well-formed sandbox id. */
+/** Throws InvalidSandboxIdError (the one of @ca-sandbox/docker) unless `id` is a well-formed sandbox id. */
 export function assertSandboxId(id: unknown): asserts id is string {
-  if (!isSandboxId(id)) {
-    throw new InvalidSandboxIdError(
-      `invalid sandbox id ${JSON.stringify(String(id)).slice(0, 80)}: expected ${SANDBOX_ID_SYNTAX}`,
-    );
-  }
+  if (!isSandboxId(id)) throw new InvalidSandboxIdError(id);
 }
 
 /** The docker network of an allowlist sandbox: `ca-sbx-<id>`. */
@@ -38,7 +34,7 @@ export function bridgeName(sandboxId: string): string {
 export function ruleTag(sandboxId: string, part?: string): string {
   assertSandboxId(sandboxId);
   if (part !== undefined && !RULE_PART.test(part))
-    throw new Error(`invalid rule tag part ${JSON.stringify(part)}`);
+    throw new InvariantError(`invalid rule tag part ${JSON.stringify(part)}`);
   return `${RULE_TAG_PREFIX}${sandboxId}${part === undefined ? '' : `${RULE_PART_SEPARATOR}${part}`}`;
 }
 

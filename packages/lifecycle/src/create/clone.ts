@@ -1,4 +1,5 @@
 import { readExtraCa, resolveCaCertificates, startManifestRead } from '@ca-sandbox/build';
+import { InvariantError } from '@ca-sandbox/docker/contracts';
 import { checkoutVerdict, measureStep } from '../checkout-size.js';
 import {
   buildLocalClonePlan,
@@ -84,7 +85,7 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
     await ctx.egress.collect();
     return source.display;
   }
-  if (!scan) throw new Error('unreachable: local source without a scan');
+  if (!scan) throw new InvariantError('unreachable: local source without a scan');
   // The tar goes in with the fetch and the measure, in one exec.
   const unpack = { steps: [unpackStep(scan)], input: localTreeInput(scan) };
   // A partial clone (--filter) lacks objects of its history, which the offline helper cannot
