@@ -64,6 +64,9 @@ export function buildArgv(input: BuildArgvInput): string[] {
     `nproc=${limits.processes}:${limits.processes}`,
     '--ulimit',
     `fsize=${limits.fileSize}:${limits.fileSize}`,
+    // No core dumps of the install's processes on the host (see @ca-sandbox/run's run-args).
+    '--ulimit',
+    'core=0:0',
     ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=${proxyValue(name, input.proxyUrl)}`]),
     ...(input.image ? ['--tag', input.image] : []),
     ...(input.iidFile ? ['--iidfile', input.iidFile] : []),

@@ -472,6 +472,43 @@ describe('a credential the gateway adds', () => {
       expect(result.stderr.split('\n').filter((line) => line.startsWith('error:'))).toHaveLength(1);
       expect(await labeledLeft(name)).toEqual([]);
     }
+    // The value typed where its source goes, and values squid could not carry as given.
+    const typo = await cli(
+      [
+        'create',
+        fixture,
+        '--network',
+        'allowlist',
+        '--allow',
+        `${API}:8443`,
+        '--credential',
+        `${API}=sk-${canary}`,
+      ],
+      env,
+    );
+    expect(typo.exitCode).toBe(2);
+    expect(typo.stderr).toMatch(/the source must start with env: or file:/);
+    expect(typo.stderr + typo.stdout).not.toContain(canary);
+    for (const value of ['x'.repeat(5000), `${canary}\${service_name}`, '%'.repeat(2100)]) {
+      const bad = await cli(
+        [
+          'create',
+          fixture,
+          '--network',
+          'allowlist',
+          '--allow',
+          `${API}:8443`,
+          '--credential',
+          `${API}=env:CA_SBX_BAD_VALUE`,
+        ],
+        { ...env, CA_SBX_BAD_VALUE: value },
+      );
+      expect(bad.exitCode, bad.stderr).toBe(2);
+      expect(bad.stderr).toMatch(
+        /the credential for api\.ca-sbx-standin\.test from the variable CA_SBX_BAD_VALUE: /,
+      );
+      expect(bad.stderr).not.toContain(value.slice(0, 40));
+    }
     const unset = await cli(
       [
         'create',

@@ -26,7 +26,7 @@ describe('parseCredentialSpec', () => {
       { domain: 'api.example.com', header: 'authorization', bearer: true, source: 'env:TOKEN' },
     ],
     [
-      'API.example.com=TOKEN',
+      'API.example.com=env:TOKEN',
       { domain: 'api.example.com', header: 'authorization', bearer: true, source: 'env:TOKEN' },
     ],
     [
@@ -34,7 +34,7 @@ describe('parseCredentialSpec', () => {
       { domain: 'api.example.com', header: 'authorization', bearer: true, source: 'file:/run/key' },
     ],
     [
-      'api.example.com=./key,header=X-Api-Key',
+      'api.example.com=file:./key,header=X-Api-Key',
       { domain: 'api.example.com', header: 'x-api-key', bearer: false, source: 'file:/work/key' },
     ],
     [
@@ -60,6 +60,23 @@ describe('parseCredentialSpec', () => {
     );
   });
 
+  it('never shows what follows = (it may be the value, typed there by mistake)', () => {
+    for (const text of [
+      'api.example.com=sk-ant-secret-1',
+      'api.example.com=env:sk-ant-secret-1',
+      'api.example.com=ghp_secret1',
+    ]) {
+      let message = '';
+      try {
+        parseCredentialSpec(text);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toMatch(/^invalid --credential for 'api\.example\.com': /);
+      expect(message).not.toMatch(/secret/);
+    }
+  });
+
   it.each([
     ['api.example.com', /no <domain>=/],
     ['=env:X', /no <domain>=/],
@@ -67,6 +84,8 @@ describe('parseCredentialSpec', () => {
     ['api.example.com:443=env:X', /one exact domain/],
     ['203.0.113.7=env:X', /one exact domain/],
     ['api.example.com=env:1X', /not a variable name/],
+    ['api.example.com=TOKEN', /must start with env: or file:/],
+    ['api.example.com=./key', /must start with env: or file:/],
     ['api.example.com=env:X,scheme=basic', /unknown option/],
     ['api.example.com=env:X,header=host', /frames or routes/],
   ])('refuses %s', (text, why) => {
@@ -87,7 +106,7 @@ describe('readCredential', () => {
   it("reads a file's first line, as is with a header named", async () => {
     const file = join(dir, 'key');
     await writeFile(file, 'token abc\nsecond line\n');
-    const spec = parseCredentialSpec(`api.example.com=${file},header=authorization`);
+    const spec = parseCredentialSpec(`api.example.com=file:${file},header=authorization`);
     expect(readCredential(spec, {}).value).toBe('token abc');
   });
 

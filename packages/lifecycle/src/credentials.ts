@@ -34,16 +34,22 @@ const KNOWN_API_HEADERS: Readonly<Record<string, string>> = {
 
 export const CREDENTIAL_SYNTAX = '<domain>=env:<VAR>|file:<path>[,header=<name>]';
 
+/**
+ * Shows the domain part of a spec only: what follows `=` may be the value itself, typed there by
+ * mistake (`api.example.com=sk-…`).
+ */
 function specError(text: string, why: string): InvalidCredentialError {
-  const shown = text.replace(/[^\x20-\x7e]/g, '?').slice(0, 120);
+  const domain = text.split('=')[0] ?? '';
+  const shown = domain.replace(/[^\x20-\x7e]/g, '?').slice(0, 80);
   return new InvalidCredentialError(
-    `invalid --credential '${shown}': ${why} (expected ${CREDENTIAL_SYNTAX})`,
+    `invalid --credential for '${shown}': ${why} (expected ${CREDENTIAL_SYNTAX})`,
   );
 }
 
 /**
- * Parses one spec. A bare source is a variable name (`api.example.com=TOKEN`) unless it holds a
- * `/` (a path). A relative path is the caller's working directory's.
+ * Parses one spec. The source says what it is (`env:` or `file:`): a bare word could be the value
+ * itself, which would then be shown as a variable's name and kept in the record. A relative path
+ * is the caller's working directory's.
  */
 export function parseCredentialSpec(text: string, cwd: string = process.cwd()): CredentialSpec {
   const equals = text.indexOf('=');
@@ -71,8 +77,9 @@ export function parseCredentialSpec(text: string, cwd: string = process.cwd()): 
 }
 
 function credentialSource(text: string, source: string, cwd: string): string {
-  const kind = /^(env|file):/.exec(source)?.[1] ?? (source.includes('/') ? 'file' : 'env');
-  const rest = source.replace(/^(env|file):/, '');
+  const kind = /^(env|file):/.exec(source)?.[1];
+  if (!kind) throw specError(text, 'the source must start with env: or file:');
+  const rest = source.slice(kind.length + 1);
   if (kind === 'env') {
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(rest)) throw specError(text, 'not a variable name');
     return `env:${rest}`;

@@ -31,7 +31,18 @@ describe('credential headers and values', () => {
   });
 
   it('refuses values squid could not quote, without showing them', () => {
-    for (const value of ['', '   ', 'a"b', 'a\\b', 'line\nbreak', 'tab\tin', 'é', 'x'.repeat(8193)]) {
+    for (const value of [
+      '',
+      '   ',
+      'a"b',
+      'a\\b',
+      'line\nbreak',
+      'tab\tin',
+      'é',
+      'x'.repeat(4097),
+      '%'.repeat(2049),
+      'a${service_name}b',
+    ]) {
       let message = '';
       try {
         checkCredentialValue('api.example.com', value);
@@ -110,7 +121,7 @@ describe('the configuration of a gateway with credentials', () => {
     expect(lines.indexOf('ssl_bump bump credential_names')).toBeLessThan(
       lines.indexOf('ssl_bump splice all'),
     );
-    expect(lines).toContain('host_verify_strict on');
+    expect(lines).toContain('reply_header_access X-Cache deny all');
   });
 
   it("strips the box's own header there, logs which request got one, refuses TRACE, includes the values last", () => {

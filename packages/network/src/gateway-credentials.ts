@@ -59,8 +59,12 @@ const RESERVED_HEADERS = new Set([
   'cache-control',
 ]);
 const HEADER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
-/** Longest credential value taken (an API key, a JWT): a bound on what goes into squid's config. */
-export const MAX_CREDENTIAL_BYTES = 8192;
+/**
+ * Longest credential value taken (an API key, a JWT), as written into squid's configuration (`%`
+ * doubled): squid reads a configuration line in chunks of 8191 bytes and, past one, fails with the
+ * line (the value) in its error; well under that.
+ */
+export const MAX_CREDENTIAL_BYTES = 4096;
 
 function credentialError(what: string, why: string): InvalidCredentialError {
   return new InvalidCredentialError(`invalid credential ${quoteForMessage(what)}: ${why}`);
@@ -80,17 +84,21 @@ export function credentialHeader(name: string): string {
 
 /**
  * Checks a credential's value (as read on the host) for what squid's quoted string takes: printable
- * ASCII and spaces, no `"` or `\`, not blank, at most MAX_CREDENTIAL_BYTES. The error never shows
- * the value.
+ * ASCII and spaces, no `"` or `\`, no `${` (squid replaces `${service_name}` and its like in any
+ * value, with no escape), not blank, at most MAX_CREDENTIAL_BYTES once `%` is doubled. The error
+ * never shows the value.
  */
 export function checkCredentialValue(domain: string, value: string): void {
   if (value.trim() === '') throw credentialError(domain, 'its value is empty');
-  if (Buffer.byteLength(value) > MAX_CREDENTIAL_BYTES)
-    throw credentialError(domain, `its value is longer than ${MAX_CREDENTIAL_BYTES} bytes`);
-  if (!/^[\x20-\x7e]+$/.test(value) || /["\\]/.test(value))
+  if (Buffer.byteLength(value.replaceAll('%', '%%')) > MAX_CREDENTIAL_BYTES)
     throw credentialError(
       domain,
-      'its value must be printable ASCII without " or \\ (the value itself is not shown)',
+      `its value is longer than ${MAX_CREDENTIAL_BYTES} bytes (a % counts twice)`,
+    );
+  if (!/^[\x20-\x7e]+$/.test(value) || /["\\]/.test(value) || value.includes('${'))
+    throw credentialError(
+      domain,
+      'its value must be printable ASCII without " or \\ or ${ (the value itself is not shown)',
     );
 }
 
@@ -126,8 +134,14 @@ export function checkCredentialTargets(
  * configuration that `verify` compares): bump the box's TLS to the credential domains only, strip
  * the box's own header there, mark what got one in the log, refuse TRACE (an API that echoes the
  * request would hand the value back) and squid's cache manager (it shows the configuration), and
- * include the values' file. `host_verify_strict` refuses
- * a request whose Host does not match the tunnel it came through.
+ * include the values' file.
+ *
+ * A request is given a value by its own host (the URL squid builds from the request line or the
+ * Host header), never by the tunnel it came through: one inside the API's tunnel that names
+ * another host is a request to that host, allowed or refused by the list like any other, and gets
+ * no value. A plain `GET https://<domain>/` sent to the proxy gets the value too (squid then speaks
+ * verified TLS to the domain); only its hop from the box to the gateway, on the box's internal
+ * network, is in clear.
  */
 export function credentialConfigLines(targets: readonly CredentialTarget[]): {
   port: string;
@@ -142,14 +156,17 @@ export function credentialConfigLines(targets: readonly CredentialTarget[]): {
     // squid's cache manager reports its configuration, the included values with it: never served.
     'cachemgr_passwd disable all',
     `tls_outgoing_options cafile=${UPSTREAM_CA_PATH}`,
-    'host_verify_strict on',
+    // squid names itself in these answer headers (its host name and port): not the box's business.
+    'reply_header_access X-Cache deny all',
+    'reply_header_access X-Cache-Lookup deny all',
     `acl credential_names dstdomain -n ${domains.join(' ')}`,
     'acl credential_https proto HTTPS',
     'acl credential_trace method TRACE',
     'ssl_bump bump credential_names',
     'ssl_bump splice all',
-    // A tunnel to a credential domain that does not speak TLS (plain HTTP through CONNECT, as
-    // undici sends http:// URLs) is passed through as is: never parsed, so never given a value.
+    // What squid cannot parse in a tunnel to a credential domain is passed on as is, never given a
+    // value: plain HTTP through CONNECT (undici sends http:// URLs so) goes to the host unchanged,
+    // and bytes that are not HTTP after the box's TLS go to the host's port in clear.
     'on_unsupported_protocol tunnel all',
   ];
   targets.forEach((target, index) => {

@@ -123,7 +123,9 @@ const START_WATCHED_COMMAND = [
   String(HEARTBEAT_STALE_SECONDS),
 ];
 // `Accepting SSL bumped HTTP Socket connections` when the port terminates TLS (credentials).
-const READY = /Accepting (SSL bumped )?HTTP Socket connections/;
+// Anchored on squid's own line head: a diagnostic that quotes a box's text is never read as it.
+const READY =
+  /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d(\.\d+)?(\s+kid\d+)?\| Accepting (SSL bumped )?HTTP Socket connections at /;
 const READY_TIMEOUT_MS = 15_000;
 
 export interface GatewayOptions {
@@ -313,11 +315,9 @@ export async function deliverCredentials(
     `/usr/sbin/squid -k reconfigure -f ${CONFIG_PATH} && cat ${GATEWAY_CA_PATH}`,
   ].join(' && ');
   const delivered = await run(script, secrets);
+  // Never squid's words here: a line it refuses is quoted in its error, the value with it.
   if (delivered.exitCode !== 0 || !delivered.stdout.includes('BEGIN CERTIFICATE'))
-    throw new GatewayStartError(
-      container,
-      `its credentials were not taken: ${delivered.stderr.slice(0, 200)}`,
-    );
+    throw new GatewayStartError(container, `squid refused its credentials file (exit ${delivered.exitCode})`);
   await waitUntilReady(container, since, signal);
   return delivered.stdout;
 }

@@ -39,7 +39,7 @@ describe('buildRunArgs', () => {
     expect(flagValues(argv, '--network')).toEqual(['none']);
     expect(flagValues(argv, '--runtime')).toEqual(['runc']);
     expect(flagValues(argv, '--workdir')).toEqual(['/work/repo']);
-    expect(flagValues(argv, '--ulimit')).toEqual([`fsize=${4 * 1024 ** 3}`]);
+    expect(flagValues(argv, '--ulimit')).toEqual(['core=0', `fsize=${4 * 1024 ** 3}`]);
     expect(argv.slice(-3)).toEqual(['ca-sbx-base:debian', '/bin/sleep', 'infinity']);
   });
 
@@ -262,7 +262,10 @@ describe('buildContainerConfig', () => {
       MemorySwap: 2 * 1024 ** 3,
       NanoCpus: 2e9,
       PidsLimit: 512,
-      Ulimits: [{ Name: 'fsize', Soft: 4 * 1024 ** 3, Hard: 4 * 1024 ** 3 }],
+      Ulimits: [
+        { Name: 'core', Soft: 0, Hard: 0 },
+        { Name: 'fsize', Soft: 4 * 1024 ** 3, Hard: 4 * 1024 ** 3 },
+      ],
       Tmpfs: { '/tmp': `exec,nosuid,nodev,size=${512 * 1024 ** 2}` },
       Mounts: [{ Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo', ReadOnly: false }],
       NetworkMode: 'none',

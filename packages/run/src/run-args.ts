@@ -98,7 +98,14 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
       // What docker's --cpus parser makes of the number (cpus × 10⁹ nano-CPUs).
       NanoCpus: Math.round(options.cpus * 1e9),
       IpcMode: 'private',
-      Ulimits: [{ Name: 'fsize', Soft: maxFileSize, Hard: maxFileSize }],
+      // No core dumps: where the kernel sends one is the host's core_pattern (systemd-coredump,
+      // apport), which would keep on the host's disk what a box's process held, or what a
+      // gateway held (a credential), and let a crashing box fill that disk. Both honour 0.
+      // By name, as the docker CLI orders them (the create body and `docker run`'s are compared).
+      Ulimits: [
+        { Name: 'core', Soft: 0, Hard: 0 },
+        { Name: 'fsize', Soft: maxFileSize, Hard: maxFileSize },
+      ],
       Init: true,
       Runtime: options.runtime,
       NetworkMode: options.network,
