@@ -1,6 +1,6 @@
 import { SH_BIN } from '@ca-sandbox/docker';
 import { REPO_DIR } from '@ca-sandbox/docker/process';
-import { type CloneStep, firstLine, gitCommand } from './clone.js';
+import { type CloneStep, firstLine, gitCommand } from './clone-plan.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
 import type { PackLimits } from './pack-local.js';
 

@@ -11,7 +11,7 @@ import {
   localTreeInput,
   runCloneSteps,
   unpackStep,
-} from '../clone.js';
+} from '../clone-plan.js';
 import { cloneRules, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
 import { CloneFailedError, CreateAbortedError } from '../errors.js';
 import { localOrigin } from '../local-origin.js';

@@ -12,7 +12,7 @@ import {
   gitHardening,
   STEP_STDERR_TAIL_BYTES,
   stepsScript,
-} from './clone.js';
+} from './clone-plan.js';
 
 /** Every step of a plan, in the order they run (the measure sits between fetch and checkout). */
 const buildUrlCloneSteps = (...args: Parameters<typeof buildUrlClonePlan>) => {
