@@ -473,55 +473,24 @@ describe('a credential the gateway adds', () => {
       expect(await labeledLeft(name)).toEqual([]);
     }
     // The value typed where its source goes, and values squid could not carry as given.
-    const typo = await cli(
-      [
-        'create',
-        fixture,
-        '--network',
-        'allowlist',
-        '--allow',
-        `${API}:8443`,
-        '--credential',
-        `${API}=sk-${canary}`,
-      ],
-      env,
-    );
+    const createWith = (credential: string, more: Record<string, string> = {}) =>
+      cli(
+        ['create', fixture, '--network', 'allowlist', '--allow', `${API}:8443`, '--credential', credential],
+        { ...env, ...more },
+      );
+    const typo = await createWith(`${API}=sk-${canary}`);
     expect(typo.exitCode).toBe(2);
     expect(typo.stderr).toMatch(/the source must start with env: or file:/);
     expect(typo.stderr + typo.stdout).not.toContain(canary);
     for (const value of ['x'.repeat(5000), `${canary}\${service_name}`, '%'.repeat(2100)]) {
-      const bad = await cli(
-        [
-          'create',
-          fixture,
-          '--network',
-          'allowlist',
-          '--allow',
-          `${API}:8443`,
-          '--credential',
-          `${API}=env:CA_SBX_BAD_VALUE`,
-        ],
-        { ...env, CA_SBX_BAD_VALUE: value },
-      );
+      const bad = await createWith(`${API}=env:CA_SBX_BAD_VALUE`, { CA_SBX_BAD_VALUE: value });
       expect(bad.exitCode, bad.stderr).toBe(2);
       expect(bad.stderr).toMatch(
         /the credential for api\.ca-sbx-standin\.test from the variable CA_SBX_BAD_VALUE: /,
       );
       expect(bad.stderr).not.toContain(value.slice(0, 40));
     }
-    const unset = await cli(
-      [
-        'create',
-        fixture,
-        '--network',
-        'allowlist',
-        '--allow',
-        `${API}:8443`,
-        '--credential',
-        `${API}=env:CA_SBX_NOT_SET`,
-      ],
-      env,
-    );
+    const unset = await createWith(`${API}=env:CA_SBX_NOT_SET`);
     expect(unset.exitCode).toBe(2);
     expect(unset.stderr).toMatch(/the variable CA_SBX_NOT_SET is not set/);
   }, 120_000);

@@ -170,8 +170,14 @@ export function credentialsFromLabel(text: string | undefined): CredentialSpec[]
  */
 export const CLAUDE_KEY_PLACEHOLDER = 'ca-sandbox-placeholder-the-gateway-adds-the-real-key';
 
+/** Whether a `--with-claude` box's gateway holds the Anthropic key (sent as `x-api-key`). */
+export function gatewayHoldsClaudeKey(withClaude: boolean, specs: readonly CredentialSpec[]): boolean {
+  return (
+    withClaude && specs.some((spec) => spec.domain === 'api.anthropic.com' && spec.header === 'x-api-key')
+  );
+}
+
 /** The box variables of a `--with-claude` box whose gateway holds the Anthropic key (none otherwise). */
 export function claudeKeyEnv(withClaude: boolean, specs: readonly CredentialSpec[]): Record<string, string> {
-  const key = specs.find((spec) => spec.domain === 'api.anthropic.com' && spec.header === 'x-api-key');
-  return withClaude && key ? { ANTHROPIC_API_KEY: CLAUDE_KEY_PLACEHOLDER } : {};
+  return gatewayHoldsClaudeKey(withClaude, specs) ? { ANTHROPIC_API_KEY: CLAUDE_KEY_PLACEHOLDER } : {};
 }

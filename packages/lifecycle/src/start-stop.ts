@@ -12,8 +12,8 @@ import { userCaPem, writeBoxTrust } from './box-env.js';
 import { writeClaudeHome } from './claude-home.js';
 import {
   type CredentialSpec,
-  claudeKeyEnv,
   credentialsFromLabel,
+  gatewayHoldsClaudeKey,
   LABEL_CREDENTIALS,
   readCredential,
 } from './credentials.js';
@@ -64,7 +64,7 @@ export async function startSandbox(id: string): Promise<StartResult> {
         const withClaude = inspect.Config.Labels[LABEL_WITH_CLAUDE] === 'true';
         await writeBoxTrust(name, ca)
           .then(async () => {
-            if (Object.keys(claudeKeyEnv(withClaude, specs)).length) await writeClaudeHome(name);
+            if (gatewayHoldsClaudeKey(withClaude, specs)) await writeClaudeHome(name);
           })
           .catch(async (error: unknown) => {
             await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);

@@ -4,7 +4,7 @@ import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sa
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
 import { writeClaudeHome } from '../claude-home.js';
-import { claudeKeyEnv } from '../credentials.js';
+import { claudeKeyEnv, gatewayHoldsClaudeKey } from '../credentials.js';
 import { type EgressSummaryRow, LABEL_EGRESS } from '../egress.js';
 import { allowlistFirewallCheck } from '../list.js';
 import {
@@ -159,8 +159,7 @@ export async function startBox(
   if (net.gateway?.credentialCa) {
     try {
       await writeBoxTrust(box.name, net.gateway.credentialCa);
-      if (Object.keys(claudeKeyEnv(options.withClaude, options.credentials)).length)
-        await writeClaudeHome(box.name);
+      if (gatewayHoldsClaudeKey(options.withClaude, options.credentials)) await writeClaudeHome(box.name);
     } catch (error) {
       await engine.container.remove(box.name, { force: true }).catch(() => undefined);
       throw error;
