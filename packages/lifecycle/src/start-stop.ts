@@ -52,30 +52,22 @@ export async function startSandbox(id: string): Promise<StartResult> {
   const notices: string[] = [];
   if (!running) {
     const { gateway, internal } = egressNames(id);
-    if (inspect.HostConfig.NetworkMode === internal) {
+    const behindGateway = inspect.HostConfig.NetworkMode === internal;
+    if (behindGateway) {
       // An allowlist of domains: its gateway first (verifySandbox then checks it); without it the
       // box has no way out at all, never an open one.
       await engine.container.start(gateway).catch(() => undefined);
-      const specs = credentialsFromLabel(inspect.Config.Labels[LABEL_CREDENTIALS]);
-      if (specs.length > 0) {
-        const ca = await gatewayCredentials(gateway, specs, notices);
-        await engine.container.start(name);
-        // The box's tmpfs is new: its trust of the gateway's CA is written before anyone runs in it.
-        const withClaude = inspect.Config.Labels[LABEL_WITH_CLAUDE] === 'true';
-        await writeBoxTrust(name, ca)
-          .then(async () => {
-            if (gatewayHoldsClaudeKey(withClaude, specs)) await writeClaudeHome(name);
-          })
-          .catch(async (error: unknown) => {
-            await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
-            throw error;
-          });
-      }
     } else if (inspect.Config.Labels[LABEL_POLICY] === 'allowlist') {
       const rules = await allowlistFirewallCheck(id, inspect.Config.Labels);
       if (!rules.pass) throw new SandboxStartRefusedError(id, rules.seen);
     }
-    if (!(await engine.container.find(name))?.State.Running) await engine.container.start(name);
+    const specs = behindGateway ? credentialsFromLabel(inspect.Config.Labels[LABEL_CREDENTIALS]) : [];
+    if (specs.length > 0) {
+      const withClaude = inspect.Config.Labels[LABEL_WITH_CLAUDE] === 'true';
+      await startWithCredentials(name, gateway, specs, withClaude, notices);
+    } else {
+      await engine.container.start(name);
+    }
   }
   const report = await verifySandbox(id);
   if (!report.ok) {
@@ -86,6 +78,29 @@ export async function startSandbox(id: string): Promise<StartResult> {
     );
   }
   return { id, started: !running, report, notices };
+}
+
+/**
+ * Starts a box whose gateway adds credentials: the gateway's CA (and its values, restored if it
+ * lost them) first, then the box, whose tmpfs is new: its trust of that CA (and Claude Code's
+ * state file) is written before anyone runs in it; a failure stops the box again.
+ */
+async function startWithCredentials(
+  name: string,
+  gateway: string,
+  specs: CredentialSpec[],
+  withClaude: boolean,
+  notices: string[],
+): Promise<void> {
+  const ca = await gatewayCredentials(gateway, specs, notices);
+  await engine.container.start(name);
+  try {
+    await writeBoxTrust(name, ca);
+    if (gatewayHoldsClaudeKey(withClaude, specs)) await writeClaudeHome(name);
+  } catch (error) {
+    await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
