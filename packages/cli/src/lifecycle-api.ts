@@ -12,6 +12,7 @@ export type ExecResult = Awaited<ReturnType<Lifecycle['execInSandbox']>>;
 export type CpOutResult = Awaited<ReturnType<Lifecycle['cpOut']>>;
 export type TeardownResult = Awaited<ReturnType<Lifecycle['destroySandbox']>>;
 export type IsolationReport = Awaited<ReturnType<Lifecycle['verifySandbox']>>;
+export type SandboxReport = Awaited<ReturnType<Lifecycle['sandboxReport']>>;
 
 let loaded: Promise<Lifecycle> | undefined;
 let oneShot = false;

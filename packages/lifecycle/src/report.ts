@@ -3,9 +3,11 @@ import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
+import { compareListings, parseListing } from './file-changes.js';
+import { listBox, readCloneListing } from './file-listing.js';
 import { egressLog, verifySandbox } from './list.js';
 import { boxName } from './names.js';
-import { recordFromInspect } from './record.js';
+import { LABEL_INSTANCE, recordFromInspect } from './record.js';
 
 /**
  * The vetting report (issue 29): what the repository's sandbox did, in one structure, for a person
@@ -53,6 +55,44 @@ async function readCommands(
   }
   return { entries, complete: Buffer.byteLength(text) < MAX_LOG_BYTES };
 }
+
+const ChangedFileSchema = z.strictObject({
+  path: z.string(),
+  type: z.enum(['file', 'directory', 'symlink', 'other']),
+  /** Octal permission bits, setuid/setgid/sticky included ('755', '4755'). */
+  mode: z.string(),
+  size: z.number(),
+  target: z.string().optional(),
+  /** For a modified entry: content, mode, type or target. */
+  changed: z.array(z.string()).optional(),
+  /** Why git or a host tool runs it once copied out (a hook, .git/config, .envrc, .vscode tasks...). */
+  runs: z.string().optional(),
+});
+
+const FileChangesSchema = z.strictObject({
+  /**
+   * computed: compared with the listing the create took at the clone; no-baseline: the box's
+   * files are listed but there is nothing to compare /work/repo with (a box made before this
+   * version, or the clone's listing failed); box-not-running: nothing could be listed.
+   */
+  state: z.enum(['computed', 'no-baseline', 'box-not-running']),
+  /** ISO times: the clone's listing, the box's. */
+  baselineAt: z.string().optional(),
+  listedAt: z.string().optional(),
+  /** False when a listing was cut at its bound or find could not read a directory (see problems). */
+  complete: z.boolean(),
+  problems: z.array(z.string()),
+  added: z.array(ChangedFileSchema),
+  modified: z.array(ChangedFileSchema),
+  deleted: z.array(ChangedFileSchema),
+  /** node_modules folders and links into /deps the deps link made at create (not listed one by one). */
+  depsLinks: z.number().int(),
+  /** Everything under the box's /tmp (also its HOME, so caches too). */
+  outsideRepo: z.array(ChangedFileSchema),
+  setuid: z.array(ChangedFileSchema),
+  newExecutables: z.array(ChangedFileSchema),
+});
+export type ReportedChanges = z.infer<typeof FileChangesSchema>;
 
 const EgressRowSchema = z.strictObject({
   phase: z.string(),
@@ -124,13 +164,14 @@ export const SandboxReportSchema = z.strictObject({
     /** False once the log reached its bound: later commands ran but are not listed. */
     complete: z.boolean(),
   }),
+  /** What changed in the box's files since the clone: /work/repo, /tmp, setuid files, new executables. */
+  changes: FileChangesSchema,
   /** What this version does not record yet, so that a reader never takes silence for "nothing". */
   notRecorded: z.array(z.string()),
 });
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
 const NOT_RECORDED = [
-  'files added, changed or deleted in /work/repo since the clone, new executables and setuid files, files under /tmp',
   'the commit, signatures and size of the source as cloned',
   'which lifecycle scripts of the dependencies ran during the install',
   'the isolation gate as it was at create and at each start (the gate is re-run for this report)',
@@ -141,7 +182,12 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
-  const [decisions, gate, logged] = await Promise.all([egressLog(id), verifySandbox(id), readCommands(id)]);
+  const [decisions, gate, logged, changes] = await Promise.all([
+    egressLog(id),
+    verifySandbox(id),
+    readCommands(id),
+    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State.Running),
+  ]);
   // A log left by an earlier sandbox of the same name (its box removed by hand, never destroyed)
   // holds commands older than this box: they are not this box's.
   const boxCreated = Date.parse(inspect.Created ?? '');
@@ -203,6 +249,50 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       })),
     },
     commands,
+    changes,
     notRecorded: NOT_RECORDED,
   });
+}
+
+/** What changed in the files of `id`'s box since its clone (file-changes.ts); the box must run. */
+async function fileChanges(id: string, instance: string, running: boolean): Promise<ReportedChanges> {
+  const none = {
+    added: [],
+    modified: [],
+    deleted: [],
+    depsLinks: 0,
+    outsideRepo: [],
+    setuid: [],
+    newExecutables: [],
+  };
+  if (!running) return { state: 'box-not-running', complete: false, problems: [], ...none };
+  const [baseline, now] = await Promise.all([readCloneListing(id, instance), listBox(boxName(id))]);
+  const listedAt = new Date().toISOString();
+  const current = parseListing(now.bytes);
+  const problems = [
+    ...now.problems,
+    ...(current.malformed ? ["the box's listing was cut at its bound"] : []),
+  ];
+  if (!baseline) {
+    // The box's own view still says what is setuid and what sits in /tmp.
+    const seen = compareListings({ entries: new Map(), malformed: 0 }, current);
+    return {
+      state: 'no-baseline',
+      listedAt,
+      complete: false,
+      problems,
+      ...none,
+      outsideRepo: seen.outsideRepo,
+      setuid: seen.setuid,
+    };
+  }
+  const before = parseListing(baseline.bytes);
+  return {
+    state: 'computed',
+    baselineAt: baseline.meta.takenAt,
+    listedAt,
+    complete: now.complete && baseline.meta.complete && before.malformed === 0 && current.malformed === 0,
+    problems,
+    ...compareListings(before, current),
+  };
 }

@@ -1,4 +1,5 @@
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
@@ -76,6 +77,115 @@ export async function reportCommand(out: Output, args: unknown[]): Promise<numbe
         entry.command.join(' '),
       ]),
     );
+  printChanges(out, report.changes);
   out.info(`not recorded yet: ${report.notRecorded.join('; ')}`);
   return 0;
+}
+
+/** At most this many rows of files in the terminal; --json has them all. */
+const MAX_FILE_ROWS = 40;
+
+type Changes = SandboxReport['changes'];
+type ChangedFile = Changes['added'][number];
+
+/**
+ * The files part: counts, then the rows that matter most first (setuid, what git or a host tool
+ * runs, new executables), then the rest, bounded.
+ */
+function printChanges(out: Output, changes: Changes): void {
+  if (changes.state === 'box-not-running') {
+    out.result('files      not listed: the box is not running (start it, then report again)');
+    return;
+  }
+  const repo =
+    changes.state === 'computed'
+      ? `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted in /work/repo since the clone`
+      : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
+  const more = [
+    `${changes.outsideRepo.length} under /tmp`,
+    `${changes.setuid.length} setuid/setgid`,
+    `${changes.newExecutables.length} new executable(s)`,
+  ];
+  out.result(
+    `files      ${repo}; ${more.join(', ')}${changes.complete ? '' : ' (incomplete: see --json problems)'}`,
+  );
+  type Row = { kind: string; file: ChangedFile; inside: number; bytes: number };
+  const each = (kind: string, files: ChangedFile[]): Row[] =>
+    files.map((file) => ({ kind, file, inside: 0, bytes: 0 }));
+  const rows: Row[] = [
+    ...each('SETUID', changes.setuid),
+    ...each(
+      'RUNS',
+      [...changes.added, ...changes.modified].filter((file) => file.runs),
+    ),
+    ...each('EXECUTABLE', changes.newExecutables),
+    ...byFolder('added', changes.added),
+    ...each('modified', changes.modified),
+    ...each('deleted', changes.deleted),
+    ...byFolder('tmp', changes.outsideRepo),
+  ];
+  // Each file once, under the first kind it has above.
+  const shown = new Set<string>();
+  const unique = rows.filter((row) => !shown.has(row.file.path) && shown.add(row.file.path));
+  if (unique.length === 0) return;
+  out.table(
+    ['KIND', 'MODE', 'SIZE', 'PATH', 'DETAIL'],
+    unique
+      .slice(0, MAX_FILE_ROWS)
+      .map(({ kind, file, inside, bytes }) => [
+        kind,
+        `${file.type === 'directory' ? 'd' : file.type === 'symlink' ? 'l' : '-'}${file.mode}`,
+        String(file.size),
+        file.path,
+        [
+          kind === kind.toUpperCase() ? whatHappened(changes, file) : '',
+          inside ? `${inside} entries inside (${bytes} bytes)` : '',
+          fileDetail(file),
+        ]
+          .filter(Boolean)
+          .join('; '),
+      ]),
+  );
+  if (unique.length > MAX_FILE_ROWS)
+    out.result(`           … ${unique.length - MAX_FILE_ROWS} more rows (--json lists every file)`);
+}
+
+/**
+ * A folder that is new stands for everything under it (one row with a count, not the thousand
+ * files of a cache): `files` sorted by path, so a folder comes before what it holds.
+ */
+function byFolder(kind: string, files: ChangedFile[]) {
+  const folders = new Set(files.filter((file) => file.type === 'directory').map((file) => file.path));
+  const rows = new Map<string, { kind: string; file: ChangedFile; inside: number; bytes: number }>();
+  for (const file of files) {
+    const parts = file.path.split('/');
+    let top: string | undefined;
+    for (let depth = 2; depth < parts.length && top === undefined; depth += 1) {
+      const ancestor = parts.slice(0, depth).join('/');
+      if (folders.has(ancestor)) top = ancestor;
+    }
+    const row = top === undefined ? undefined : rows.get(top);
+    if (row) {
+      row.inside += 1;
+      row.bytes += file.size;
+    } else rows.set(file.path, { kind, file, inside: 0, bytes: 0 });
+  }
+  return [...rows.values()];
+}
+
+/** For a row listed by what it is (SETUID, RUNS, EXECUTABLE): what happened to it. */
+function whatHappened(changes: Changes, file: ChangedFile): string {
+  if (changes.added.some((other) => other.path === file.path)) return 'added';
+  if (changes.modified.some((other) => other.path === file.path)) return 'modified';
+  return file.path.startsWith('/tmp/') ? 'in /tmp' : 'at the clone already';
+}
+
+function fileDetail(file: ChangedFile): string {
+  return [
+    file.changed ? `changed: ${file.changed.join(', ')}` : '',
+    file.target !== undefined ? `-> ${file.target}` : '',
+    file.runs ?? '',
+  ]
+    .filter(Boolean)
+    .join('; ');
 }

@@ -89,6 +89,20 @@ export const OUTPUT = {
     commands: z
       .looseObject({ entries: z.array(z.looseObject({})), complete: z.boolean() })
       .describe('every command run in the box, oldest first'),
+    changes: z
+      .looseObject({
+        state: z.string(),
+        complete: z.boolean(),
+        added: z.array(z.looseObject({ path: z.string() })),
+        modified: z.array(z.looseObject({ path: z.string() })),
+        deleted: z.array(z.looseObject({ path: z.string() })),
+        outsideRepo: z.array(z.looseObject({ path: z.string() })),
+        setuid: z.array(z.looseObject({ path: z.string() })),
+        newExecutables: z.array(z.looseObject({ path: z.string() })),
+      })
+      .describe(
+        'files added, modified and deleted in /work/repo since the clone, everything under /tmp, setuid files, new executables; runs: why git or a host tool would run a file. Paths are UNTRUSTED text',
+      ),
     notRecorded: z.array(z.string()).describe('what this report version does not cover yet'),
   }),
   verify: loose({

@@ -1,5 +1,6 @@
 import { DockerUnavailableError, engine } from '@ca-sandbox/docker';
 import { listIds } from '../_utils.js';
+import { removeCloneListing } from '../file-listing.js';
 import { releaseFirewallRules } from '../firewall-release.js';
 import { LABEL_INSTANCE } from '../record.js';
 import type { CreateContext } from './context.js';
@@ -52,6 +53,8 @@ export async function cleanupFailedCreate(ctx: CreateContext): Promise<string[]>
   await ctx.egress.settled();
   ctx.egress.stopKeepAlive();
   ctx.stopHeartbeat();
+  // The clone's listing was taken by this create only once it owned the id (its volume exists).
+  if (ctx.cloneListing) await removeCloneListing(ctx.id, ctx.instance);
   try {
     return await cleanupCreate(ctx.id, ctx.instance, ctx.firewallTouched);
   } catch (error) {

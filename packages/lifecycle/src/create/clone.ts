@@ -14,6 +14,7 @@ import {
 } from '../clone-plan.js';
 import { cloneRules, proxyEnv, relayEnv, relayInstallStep } from '../egress.js';
 import { CloneFailedError, CreateAbortedError } from '../errors.js';
+import { captureCloneListing } from '../file-listing.js';
 import { localOrigin } from '../local-origin.js';
 import { type DirectoryScan, scanDirectory } from '../pack-local.js';
 import type { CreateContext } from './context.js';
@@ -64,6 +65,17 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
       after: ctx.checkoutWritten,
       ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
     }),
+  );
+  // The report's baseline of "what changed": what the checkout wrote, before anything of the repo ran.
+  ctx.cloneListing = ctx.beside(
+    captureCloneListing(helper, ctx.id, ctx.instance, {
+      after: ctx.checkoutWritten,
+      ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
+    }).catch((error: unknown) =>
+      ctx.log(
+        `the clone's file listing failed (the report cannot say what changed): ${(error as Error).message}`,
+      ),
+    ),
   );
   if (source.kind === 'url') {
     // git:// and ssh read no proxy variable: they go through a CONNECT relay to the gateway.

@@ -45,6 +45,8 @@ export class CreateContext {
   readonly checkoutDone: (written: boolean) => void;
   /** The helper's manifest read, started beside the clone (clone.ts) and gated on checkoutWritten. */
   manifests?: Promise<ManifestRead>;
+  /** The clone's file listing for the report (file-listing.ts), taken in the helper beside the manifest read. */
+  cloneListing?: Promise<void>;
   /**
    * The values of `--credential`, read on the host before anything runs: they go to the box's
    * gateway by an exec's stdin and nowhere else (no label, no variable, no log).

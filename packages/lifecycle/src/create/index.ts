@@ -59,7 +59,8 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     const removeHelperOnce = () => {
       if (!helperRemoval) {
         ctx.stopHeartbeat();
-        helperRemoval = ctx.beside(removeHelper(id));
+        // The clone's listing runs in the helper beside the manifest read: it goes once that is done.
+        helperRemoval = ctx.beside(Promise.resolve(ctx.cloneListing).then(() => removeHelper(id)));
       }
       return helperRemoval;
     };

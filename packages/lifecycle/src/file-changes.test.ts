@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { compareListings, listingScript, parseListing } from './file-changes.js';
+
+interface Row {
+  root?: '/work/repo' | '/tmp';
+  type?: string;
+  mode?: string;
+  size?: number;
+  mtime?: string;
+  ctime?: string;
+  path: string | Buffer;
+  target?: string;
+}
+
+/** find's bytes for these rows, as LISTING_FORMAT prints them. */
+function listing(rows: Row[], cut = 0): Buffer {
+  const parts = rows.map((row) =>
+    Buffer.concat([
+      Buffer.from(
+        `${row.root ?? '/work/repo'} ${row.type ?? 'f'} ${row.mode ?? '644'} ${row.size ?? 1} ${row.mtime ?? '100.5'} ${row.ctime ?? '100.5'}\0`,
+      ),
+      Buffer.isBuffer(row.path) ? row.path : Buffer.from(row.path),
+      Buffer.from(`\0${row.target ?? ''}\0`),
+    ]),
+  );
+  const all = Buffer.concat([Buffer.from('/work/repo d 755 4096 1.0 1.0\0\0\0'), ...parts]);
+  return cut ? all.subarray(0, all.length - cut) : all;
+}
+
+const compare = (before: Row[], now: Row[]) =>
+  compareListings(parseListing(listing(before)), parseListing(listing(now)));
+
+describe('file changes', () => {
+  it('lists with the system find, gated on the word go when asked', () => {
+    expect(listingScript(false)).toBe('exec find "$@" -xdev -printf \'%H %y %m %s %T@ %C@\\0%P\\0%l\\0\'');
+    expect(listingScript(true).split('\n').slice(0, 2)).toEqual([
+      'IFS= read -r word || exit 0',
+      '[ "$word" = go ] || exit 0',
+    ]);
+  });
+
+  it('parses records, leaves the roots out, and stops at a record the bound cut', () => {
+    const rows: Row[] = [
+      { path: 'a' },
+      { path: 'dir', type: 'd', mode: '755' },
+      { path: 'l', type: 'l', target: 'a' },
+    ];
+    const whole = parseListing(listing(rows));
+    expect([...whole.entries.keys()]).toEqual(['repo:a', 'repo:dir', 'repo:l']);
+    expect(whole.malformed).toBe(0);
+    expect(whole.entries.get('repo:l')).toMatchObject({ type: 'symlink', target: 'a' });
+    const cut = parseListing(listing(rows, 30));
+    expect(cut.entries.size).toBe(2);
+  });
+
+  it('sees a rewrite by its ctime even when size and mtime were put back', () => {
+    const changes = compare([{ path: 'src.js' }], [{ path: 'src.js', ctime: '200.1' }]);
+    expect(changes.modified).toEqual([
+      { path: '/work/repo/src.js', type: 'file', mode: '644', size: 1, changed: ['content'] },
+    ]);
+  });
+
+  it('tells a chmod from a rewrite, and lists what became executable', () => {
+    const changes = compare([{ path: 'run.sh' }], [{ path: 'run.sh', mode: '755', ctime: '300' }]);
+    expect(changes.modified.map((file) => file.changed)).toEqual([['mode']]);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual(['/work/repo/run.sh']);
+  });
+
+  it('lists added, deleted, setuid, /tmp and what git or a host tool would run', () => {
+    const changes = compare(
+      [{ path: 'gone.txt' }, { path: '.git', type: 'd' }, { path: '.git/hooks', type: 'd' }],
+      [
+        { path: '.git', type: 'd' },
+        { path: '.git/hooks', type: 'd' },
+        { path: '.git/hooks/pre-commit', mode: '755' },
+        { path: '.git/config' },
+        { path: '.envrc' },
+        { path: 'tool', mode: '4755' },
+        { root: '/tmp', path: 'payload', mode: '6755' },
+        { root: '/tmp', path: '.ca-sandbox-trust', type: 'd' },
+        { root: '/tmp', path: '.ca-sandbox-trust/ca.pem' },
+      ],
+    );
+    expect(changes.deleted.map((file) => file.path)).toEqual(['/work/repo/gone.txt']);
+    expect(changes.added.map((file) => [file.path, file.runs !== undefined])).toEqual([
+      ['/work/repo/.envrc', true],
+      ['/work/repo/.git/config', true],
+      ['/work/repo/.git/hooks/pre-commit', true],
+      ['/work/repo/tool', false],
+    ]);
+    expect(changes.setuid.map((file) => `${file.path} ${file.mode}`)).toEqual([
+      '/tmp/payload 6755',
+      '/work/repo/tool 4755',
+    ]);
+    // ca-sandbox's own trust bundles are not the box's doing.
+    expect(changes.outsideRepo.map((file) => file.path)).toEqual(['/tmp/payload']);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual([
+      '/tmp/payload',
+      '/work/repo/.git/hooks/pre-commit',
+      '/work/repo/tool',
+    ]);
+  });
+
+  it('counts the deps link (on either side of the race with the clone listing) but lists other writes there', () => {
+    const link = { type: 'l', target: '/deps/src/node_modules/vitest' };
+    const changes = compare(
+      [
+        { path: 'node_modules', type: 'd' },
+        { path: 'node_modules/chalk', type: 'l', target: '/deps/src/node_modules/chalk' },
+      ],
+      [
+        { path: 'node_modules', type: 'd' },
+        { path: 'node_modules/vitest', ...link },
+        { path: 'packages/a/node_modules', type: 'd' },
+        { path: 'packages/a/node_modules/x', type: 'l', target: '/deps/src/packages/a/node_modules/x' },
+        { path: 'node_modules/.cache', type: 'd' },
+        { path: 'node_modules/evil', type: 'l', target: '/home' },
+      ],
+    );
+    expect(changes.depsLinks).toBe(3);
+    expect(changes.deleted).toEqual([]);
+    expect(changes.added.map((file) => file.path)).toEqual([
+      '/work/repo/node_modules/.cache',
+      '/work/repo/node_modules/evil',
+    ]);
+  });
+
+  it('keeps names byte-exact for the comparison and never trusts them for display', () => {
+    // Two names that differ only in bytes that are not UTF-8: one must not stand for the other.
+    const before = [{ path: Buffer.from([0x61, 0xff]) }];
+    const now = [{ path: Buffer.from([0x61, 0xfe]) }];
+    const changes = compare(before, now);
+    expect(changes.added).toHaveLength(1);
+    expect(changes.deleted).toHaveLength(1);
+    expect(changes.added[0]?.path).toBe('/work/repo/a\ufffd');
+    // A newline or escape in a name is data: one entry, its bytes kept.
+    const hostile = compare([], [{ path: 'x\n/work/repo f 644 1 1 1\u001b[2J' }]);
+    expect(hostile.added.map((file) => file.path)).toEqual(['/work/repo/x\n/work/repo f 644 1 1 1\u001b[2J']);
+  });
+
+  it('a header that is not find’s own ends the parse (nothing after it is trusted)', () => {
+    const bad = Buffer.concat([listing([{ path: 'a' }]), Buffer.from('rm -rf f 644 1 1 1\0b\0\0')]);
+    const parsed = parseListing(bad);
+    expect(parsed.entries.size).toBe(1);
+    expect(parsed.malformed).toBe(1);
+  });
+});

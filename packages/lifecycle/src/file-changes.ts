@@ -1,0 +1,254 @@
+import { REPO_DIR } from '@ca-sandbox/docker/contracts';
+import { autorunReason } from './autorun.js';
+
+/**
+ * What changed in a box's files (issue 29's "what changed"): a listing of /work/repo taken in the
+ * helper right after the checkout (nothing of the repo has run yet) is the baseline; the report
+ * lists /work/repo and /tmp in the box and compares. Both listings come from GNU find in a
+ * container, never from git and never on the host's files, and are parsed here as hostile data.
+ *
+ * A change is seen by the inode's ctime, which a process cannot set (only the kernel's clock
+ * does): restoring a file's size and mtime after rewriting it still shows. Directories compare by
+ * type and mode only (their times change with every entry added under them).
+ */
+
+/** Where each listing starts: the checkout and the box's own tmpfs. */
+export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp' } as const;
+export type ListedRoot = keyof typeof LISTED_ROOTS;
+
+/**
+ * One record per entry: a header of find's own fields (no byte of it is the repo's), then the
+ * path below its start and the symlink's target, each ended by NUL (the one byte no name holds).
+ */
+const LISTING_FORMAT = '%H %y %m %s %T@ %C@\\0%P\\0%l\\0';
+
+/**
+ * The listing's shell script: `$@` are the roots. With `gated`, it waits for `go` on stdin (the
+ * checkout written) and lists nothing otherwise. `find` is the system's (PATH fixed by the
+ * internal exec); `-xdev` keeps it on the roots' own file systems.
+ */
+export function listingScript(gated: boolean): string {
+  return [
+    ...(gated ? ['IFS= read -r word || exit 0', '[ "$word" = go ] || exit 0'] : []),
+    `exec find "$@" -xdev -printf '${LISTING_FORMAT}'`,
+  ].join('\n');
+}
+
+export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
+
+export interface ListedEntry {
+  root: ListedRoot;
+  type: EntryType;
+  /** Permission bits with setuid, setgid and sticky (find's %m). */
+  mode: number;
+  size: number;
+  /** find's %T@ and %C@, compared as text. */
+  mtime: string;
+  ctime: string;
+  /** The path below its root, in latin1 (one char per byte: distinct names stay distinct). */
+  key: string;
+  /** The symlink's target (latin1), '' for anything else. */
+  target: string;
+}
+
+export interface Listing {
+  entries: Map<string, ListedEntry>;
+  /** Records that did not parse (a listing cut at its bound ends with one). */
+  malformed: number;
+}
+
+const HEADER =
+  /^(\/work\/repo|\/tmp) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (\d{1,12}(?:\.\d{1,12})?) (\d{1,12}(?:\.\d{1,12})?)$/;
+const TYPES: Record<string, EntryType> = { f: 'file', d: 'directory', l: 'symlink' };
+
+/** The map key of an entry: its root and its path. */
+function entryKey(root: ListedRoot, key: string): string {
+  return `${root}:${key}`;
+}
+
+/** Parses find's NUL-separated records (LISTING_FORMAT). The roots themselves are left out. */
+export function parseListing(bytes: Buffer): Listing {
+  const entries = new Map<string, ListedEntry>();
+  let malformed = 0;
+  const fields = bytes.toString('latin1').split('\0');
+  // A complete listing ends with NUL: the last split piece is ''.
+  for (let i = 0; i + 2 < fields.length; i += 3) {
+    const match = HEADER.exec(fields[i] ?? '');
+    if (!match) {
+      // NUL ends every field and no name holds one, so records only misalign where the listing
+      // was cut: nothing after this point can be read.
+      malformed += 1;
+      break;
+    }
+    const key = fields[i + 1] ?? '';
+    if (key === '') continue;
+    const root: ListedRoot = match[1] === REPO_DIR ? 'repo' : 'tmp';
+    entries.set(entryKey(root, key), {
+      root,
+      type: TYPES[match[2] ?? ''] ?? 'other',
+      mode: Number.parseInt(match[3] ?? '0', 8),
+      size: Number(match[4]),
+      mtime: match[5] ?? '',
+      ctime: match[6] ?? '',
+      key,
+      target: fields[i + 2] ?? '',
+    });
+  }
+  return { entries, malformed };
+}
+
+/** One entry as the report shows it. */
+export interface ChangedFile {
+  /** Absolute path in the box (UTF-8; bytes that are not become U+FFFD). */
+  path: string;
+  type: EntryType;
+  /** Octal permission bits, e.g. '755', '4755'. */
+  mode: string;
+  size: number;
+  /** A symlink's target. */
+  target?: string;
+  /** For a modified entry: what differs (content, mode, type, target). */
+  changed?: string[];
+  /** Why a host tool or git may run it once copied out (autorun.ts, .git/hooks, .git/config). */
+  runs?: string;
+}
+
+export interface FileChanges {
+  /** /work/repo against the listing taken at the clone. */
+  added: ChangedFile[];
+  modified: ChangedFile[];
+  deleted: ChangedFile[];
+  /** Entries the deps link made at create (node_modules directories and their links into /deps). */
+  depsLinks: number;
+  /** Everything under the box's /tmp (its HOME: caches too), ca-sandbox's own trust bundles left out. */
+  outsideRepo: ChangedFile[];
+  /** Files with the setuid or setgid bit, in /work/repo or /tmp. */
+  setuid: ChangedFile[];
+  /** Regular files that are executable and were not at the clone (added, or their x bit set since). */
+  newExecutables: ChangedFile[];
+}
+
+const SPECIAL_BITS = 0o6000;
+const EXEC_BITS = 0o111;
+
+/** Paths under /tmp that ca-sandbox writes as root at each start (box-env.ts): not the box's. */
+const OWN_TMP = ['.ca-sandbox-trust'];
+
+function display(entry: ListedEntry): string {
+  const path = Buffer.from(entry.key, 'latin1').toString('utf8');
+  return `${LISTED_ROOTS[entry.root]}/${path}`;
+}
+
+function describe(entry: ListedEntry, extra: Partial<ChangedFile> = {}): ChangedFile {
+  const runs = runsReason(entry);
+  return {
+    path: display(entry),
+    type: entry.type,
+    mode: entry.mode.toString(8),
+    size: entry.size,
+    ...(entry.type === 'symlink' ? { target: Buffer.from(entry.target, 'latin1').toString('utf8') } : {}),
+    ...extra,
+    ...(runs ? { runs } : {}),
+  };
+}
+
+/** Why git or a host tool would run this entry once the repo is copied out, or undefined. */
+function runsReason(entry: ListedEntry): string | undefined {
+  if (entry.root !== 'repo') return undefined;
+  const parts = Buffer.from(entry.key, 'latin1').toString('utf8').split('/');
+  const gitAt = parts.indexOf('.git');
+  if (gitAt >= 0) {
+    const inGit = parts.slice(gitAt + 1);
+    if (inGit[0] === 'hooks' && inGit.length > 1)
+      return 'a git hook: git runs it on commit, checkout or merge';
+    if (inGit.length === 1 && inGit[0] === 'config')
+      return 'git config: core.fsmonitor, hooksPath, filters and aliases in it run commands';
+    return undefined;
+  }
+  return autorunReason(parts, entry.type === 'directory');
+}
+
+/**
+ * True for what the deps link makes (deps-link.ts): node_modules folders and their links into
+ * /deps. The early box links beside the clone's listing, so either listing may hold them: they are
+ * counted, never listed. Anything else under node_modules (a real file, a link elsewhere) is.
+ */
+function isDepsLink(entry: ListedEntry): boolean {
+  if (entry.root !== 'repo') return false;
+  const parts = entry.key.split('/');
+  if (!parts.includes('node_modules')) return false;
+  if (entry.type === 'symlink') return entry.target.startsWith('/deps/');
+  return entry.type === 'directory' && parts.at(-1) === 'node_modules';
+}
+
+function contentChanged(before: ListedEntry, now: ListedEntry): string[] {
+  const changed: string[] = [];
+  if (before.type !== now.type) return ['type'];
+  if (before.mode !== now.mode) changed.push('mode');
+  if (now.type === 'symlink' && before.target !== now.target) changed.push('target');
+  if (
+    now.type !== 'directory' &&
+    (before.size !== now.size || before.mtime !== now.mtime || before.ctime !== now.ctime)
+  ) {
+    // A chmod alone changes the ctime too: that is a mode change, not a content one.
+    const modeOnly = changed.includes('mode') && before.size === now.size && before.mtime === now.mtime;
+    if (!modeOnly && !changed.includes('target')) changed.push('content');
+  }
+  return changed;
+}
+
+/** Compares the box's listing now with the clone's baseline. */
+export function compareListings(baseline: Listing, now: Listing): FileChanges {
+  const changes: FileChanges = {
+    added: [],
+    modified: [],
+    deleted: [],
+    depsLinks: 0,
+    outsideRepo: [],
+    setuid: [],
+    newExecutables: [],
+  };
+  for (const [key, entry] of now.entries) {
+    if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(describe(entry));
+    if (entry.root === 'tmp') {
+      if (OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`))) continue;
+      changes.outsideRepo.push(describe(entry));
+      if (entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0)
+        changes.newExecutables.push(describe(entry));
+      continue;
+    }
+    const before = baseline.entries.get(key);
+    if (isDepsLink(entry) && (!before || isDepsLink(before))) {
+      if (!before) changes.depsLinks += 1;
+      continue;
+    }
+    if (!before) {
+      changes.added.push(describe(entry));
+      if (entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0)
+        changes.newExecutables.push(describe(entry));
+      continue;
+    }
+    const changed = contentChanged(before, entry);
+    if (changed.length === 0) continue;
+    changes.modified.push(describe(entry, { changed }));
+    const newlyExecutable =
+      entry.type === 'file' &&
+      (entry.mode & EXEC_BITS) !== 0 &&
+      (before.type !== 'file' || (before.mode & EXEC_BITS) === 0);
+    if (newlyExecutable) changes.newExecutables.push(describe(entry));
+  }
+  for (const [key, entry] of baseline.entries)
+    if (entry.root === 'repo' && !now.entries.has(key) && !isDepsLink(entry))
+      changes.deleted.push(describe(entry));
+  const byPath = (a: ChangedFile, b: ChangedFile) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  for (const list of [
+    changes.added,
+    changes.modified,
+    changes.deleted,
+    changes.outsideRepo,
+    changes.setuid,
+    changes.newExecutables,
+  ])
+    list.sort(byPath);
+  return changes;
+}
