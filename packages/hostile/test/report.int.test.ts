@@ -55,6 +55,7 @@ for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c
 
 let work: string;
 let id: string;
+let commit: string;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'ca-hostile-report-'));
@@ -76,9 +77,22 @@ beforeAll(async () => {
   const { execa } = await import('execa');
   const git = (...args: string[]) =>
     execa('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: repo });
+  await writeFile(join(repo, '.envrc'), 'echo hi\n');
   await git('init', '-q');
   await git('add', '.');
-  await git('commit', '-qm', 'fixture');
+  // An ssh-signed commit: the report says a signature is there (it verifies nothing).
+  await execa('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(work, 'signing')]);
+  await git(
+    '-c',
+    'gpg.format=ssh',
+    '-c',
+    `user.signingkey=${join(work, 'signing')}`,
+    'commit',
+    '-qS',
+    '-m',
+    'fixture',
+  );
+  commit = (await git('rev-parse', 'HEAD')).stdout.trim();
   id = uniqueName('report');
   const created = await cli(['create', repo, '--json', '--name', id, '--network', 'clone-then-cut']);
   expect(created.exitCode, created.stderr).toBe(0);
@@ -204,6 +218,19 @@ describe('ca-sandbox report', () => {
     expect(page.stdout).toMatch(/exec\s+4\s+\S+\s+7 B\s+sh -c printf 12345/);
     for (const line of page.stdout.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
+  });
+
+  it('the source as cloned: its commit, that it is signed (not verified), its size, what a host tool would run', async () => {
+    const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+    expect(report.source.cloned).toMatchObject({ commit, signature: 'ssh', files: 6, symlinks: 0 });
+    expect(report.source.cloned?.gitBytes).toBeGreaterThan(0);
+    expect(report.source.cloned?.runs.map((file) => file.path)).toEqual([
+      '/work/repo/.envrc',
+      '/work/repo/.pnpmfile.cjs',
+    ]);
+    const page = await cli(['report', id]);
+    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); 6 files`);
+    expect(page.stdout).toMatch(/at the clone already: \/work\/repo\/\.envrc: direnv/);
   });
 
   it('what the tests changed: added, rewritten (ctime), deleted, setuid, new executables, a git hook, /tmp; no escape printed', async () => {

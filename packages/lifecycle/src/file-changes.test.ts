@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareListings, listingScript, parseListing } from './file-changes.js';
+import { cloneFacts, compareListings, listingScript, parseListing } from './file-changes.js';
 
 interface Row {
   root?: '/work/repo' | '/tmp';
@@ -143,5 +143,58 @@ describe('file changes', () => {
     const parsed = parseListing(bad);
     expect(parsed.entries.size).toBe(1);
     expect(parsed.malformed).toBe(1);
+  });
+});
+
+describe('clone facts', () => {
+  it('reads the commit record: the sha and the signature kind, never verified', () => {
+    const record = (text: string) =>
+      Buffer.concat([Buffer.from(`${text}\0\0\0`), listing([{ path: 'a', size: 5 }])]);
+    const signed = parseListing(record(`commit ${'a'.repeat(40)} SSH_SIGNATURE`));
+    expect(signed.commit).toEqual({ sha: 'a'.repeat(40), signature: 'SSH_SIGNATURE' });
+    expect(signed.entries.size).toBe(1);
+    expect(cloneFacts(signed)).toMatchObject({
+      commit: 'a'.repeat(40),
+      signature: 'ssh',
+      files: 1,
+      bytes: 5,
+    });
+    expect(cloneFacts(parseListing(record(`commit ${'b'.repeat(64)} PGP_SIGNATURE`))).signature).toBe('pgp');
+    expect(cloneFacts(parseListing(record(`commit ${'b'.repeat(40)} FOO`))).signature).toBe('other');
+    const plain = cloneFacts(parseListing(record('commit - -')));
+    expect(plain).toMatchObject({ commit: null, signature: 'none' });
+    // Without the record (the box's listing) there is no commit.
+    expect(parseListing(listing([{ path: 'a' }])).commit).toBeUndefined();
+  });
+
+  it('counts outside .git, sizes .git apart, flags what a host tool runs but not the clone-made .git', () => {
+    const facts = cloneFacts(
+      parseListing(
+        listing([
+          { path: '.git', type: 'd' },
+          { path: '.git/config', size: 90 },
+          { path: '.git/hooks', type: 'd' },
+          { path: '.git/hooks/pre-commit.sample', mode: '755', size: 10 },
+          { path: '.envrc', size: 7 },
+          { path: 'src', type: 'd' },
+          { path: 'src/link', type: 'l', target: '../.envrc' },
+        ]),
+      ),
+    );
+    expect(facts).toMatchObject({ files: 1, directories: 1, symlinks: 1, bytes: 7, gitBytes: 100 });
+    expect(facts.runs.map((file) => file.path)).toEqual(['/work/repo/.envrc']);
+  });
+
+  it('git samples are not hooks', () => {
+    const changes = compare(
+      [],
+      [
+        { path: '.git/hooks/pre-push.sample', mode: '755' },
+        { path: '.git/hooks/pre-push', mode: '755' },
+      ],
+    );
+    expect(changes.added.filter((file) => file.runs).map((file) => file.path)).toEqual([
+      '/work/repo/.git/hooks/pre-push',
+    ]);
   });
 });

@@ -27,12 +27,26 @@ const LISTING_FORMAT = '%H %y %m %s %T@ %C@\\0%P\\0%l\\0';
  * checkout written) and lists nothing otherwise. `find` is the system's (PATH fixed by the
  * internal exec); `-xdev` keeps it on the roots' own file systems.
  */
-export function listingScript(gated: boolean): string {
+export function listingScript(gated: boolean, withCommit = false): string {
   return [
     ...(gated ? ['IFS= read -r word || exit 0', '[ "$word" = go ] || exit 0'] : []),
+    ...(withCommit ? COMMIT_RECORD : []),
     `exec find "$@" -xdev -printf '${LISTING_FORMAT}'`,
   ].join('\n');
 }
+
+/**
+ * The clone's commit and the kind of signature its header carries, as a first record
+ * `commit <sha|-> <KIND|->` (nothing verified: no key is at hand). git without any config but the
+ * clone's own; its output is reduced to hex and capitals before it is printed.
+ */
+const COMMIT_RECORD = [
+  'root=$1',
+  'g() { GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null /usr/bin/git -C "$root" "$@" 2>/dev/null; }',
+  'sha=$(g rev-parse --verify -q "HEAD^{commit}" | tr -cd 0-9a-f | head -c 64)',
+  `sig=$(g cat-file commit HEAD | sed -n -e '/^$/q' -e 's/^gpgsig[-a-z0-9]* -----BEGIN \\([A-Z0-9 ]*\\)-----$/\\1/p' | head -n 1 | tr -c 'A-Z0-9\\n' _ | head -c 40)`,
+  `printf 'commit %s %s\\0\\0\\0' "\${sha:--}" "\${sig:--}"`,
+];
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -53,6 +67,8 @@ export interface ListedEntry {
 
 export interface Listing {
   entries: Map<string, ListedEntry>;
+  /** The clone's commit record (listingScript withCommit): sha or '' , signature kind or ''. */
+  commit?: { sha: string; signature: string };
   /** Records that did not parse (a listing cut at its bound ends with one). */
   malformed: number;
 }
@@ -71,8 +87,9 @@ export function parseListing(bytes: Buffer): Listing {
   const entries = new Map<string, ListedEntry>();
   let malformed = 0;
   const fields = bytes.toString('latin1').split('\0');
+  const commit = COMMIT_HEADER.exec(fields[0] ?? '');
   // A complete listing ends with NUL: the last split piece is ''.
-  for (let i = 0; i + 2 < fields.length; i += 3) {
+  for (let i = commit ? 3 : 0; i + 2 < fields.length; i += 3) {
     const match = HEADER.exec(fields[i] ?? '');
     if (!match) {
       // NUL ends every field and no name holds one, so records only misalign where the listing
@@ -94,8 +111,16 @@ export function parseListing(bytes: Buffer): Listing {
       target: fields[i + 2] ?? '',
     });
   }
-  return { entries, malformed };
+  if (!commit) return { entries, malformed };
+  const [, sha = '-', signature = '-'] = commit;
+  return {
+    entries,
+    malformed,
+    commit: { sha: sha === '-' ? '' : sha, signature: signature === '-' ? '' : signature },
+  };
 }
+
+const COMMIT_HEADER = /^commit ([0-9a-f]{40,64}|-) ([A-Z0-9_]{1,40}|-)$/;
 
 /** One entry as the report shows it. */
 export interface ChangedFile {
@@ -159,7 +184,8 @@ function runsReason(entry: ListedEntry): string | undefined {
   const gitAt = parts.indexOf('.git');
   if (gitAt >= 0) {
     const inGit = parts.slice(gitAt + 1);
-    if (inGit[0] === 'hooks' && inGit.length > 1)
+    // git's own samples (*.sample) are never run.
+    if (inGit[0] === 'hooks' && inGit.length > 1 && !inGit.at(-1)?.endsWith('.sample'))
       return 'a git hook: git runs it on commit, checkout or merge';
     if (inGit.length === 1 && inGit[0] === 'config')
       return 'git config: core.fsmonitor, hooksPath, filters and aliases in it run commands';
@@ -251,4 +277,56 @@ export function compareListings(baseline: Listing, now: Listing): FileChanges {
   ])
     list.sort(byPath);
   return changes;
+}
+
+/** What the clone's listing says of the source as cloned. */
+export interface CloneFacts {
+  /** The commit checked out; null for a plain copy (no git). */
+  commit: string | null;
+  /** The kind of signature in the commit's header (never verified: no key is at hand). */
+  signature: 'none' | 'pgp' | 'ssh' | 'x509' | 'other';
+  /** Entries outside .git. */
+  files: number;
+  directories: number;
+  symlinks: number;
+  /** Bytes of the regular files outside .git, and inside it. */
+  bytes: number;
+  gitBytes: number;
+  /** Entries already there at the clone that git or a host tool would run once copied out. */
+  runs: ChangedFile[];
+}
+
+const SIGNATURE_KINDS: Record<string, CloneFacts['signature']> = {
+  PGP_SIGNATURE: 'pgp',
+  SSH_SIGNATURE: 'ssh',
+  SIGNED_MESSAGE: 'x509',
+};
+
+export function cloneFacts(listing: Listing): CloneFacts {
+  const facts: CloneFacts = {
+    commit: listing.commit?.sha || null,
+    signature: listing.commit?.signature ? (SIGNATURE_KINDS[listing.commit.signature] ?? 'other') : 'none',
+    files: 0,
+    directories: 0,
+    symlinks: 0,
+    bytes: 0,
+    gitBytes: 0,
+    runs: [],
+  };
+  for (const entry of listing.entries.values()) {
+    // The clone made .git itself (copy-out withholds it): its size is said, its files not counted.
+    if (entry.key === '.git' || entry.key.startsWith('.git/')) {
+      if (entry.type === 'file') facts.gitBytes += entry.size;
+      continue;
+    }
+    if (entry.type === 'directory') facts.directories += 1;
+    else if (entry.type === 'symlink') facts.symlinks += 1;
+    else if (entry.type === 'file') {
+      facts.files += 1;
+      facts.bytes += entry.size;
+    }
+    if (runsReason(entry)) facts.runs.push(describe(entry));
+  }
+  facts.runs.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return facts;
 }

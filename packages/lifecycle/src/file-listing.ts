@@ -29,10 +29,11 @@ export interface RawListing {
 async function runListing(
   container: string,
   roots: readonly string[],
-  options: { after?: Promise<boolean>; signal?: AbortSignal } = {},
+  options: { after?: Promise<boolean>; signal?: AbortSignal; withCommit?: boolean } = {},
 ): Promise<RawListing> {
   const gated = options.after !== undefined;
-  const spec = internalExecSpec([SH_BIN, '-c', listingScript(gated), 'sh', ...roots], {
+  const script = listingScript(gated, options.withCommit === true);
+  const spec = internalExecSpec([SH_BIN, '-c', script, 'sh', ...roots], {
     user: BOX_USER,
     ...(gated ? { stdin: true } : {}),
   });
@@ -107,7 +108,7 @@ export async function captureCloneListing(
   options: { after: Promise<boolean>; signal?: AbortSignal },
 ): Promise<void> {
   await rm(baselineMetaPath(id), { force: true }).catch(() => undefined);
-  const listing = await runListing(helper, [LISTED_ROOTS.repo], options);
+  const listing = await runListing(helper, [LISTED_ROOTS.repo], { ...options, withCommit: true });
   if (!(await options.after.catch(() => false))) return;
   await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
   await writeFile(baselinePath(id), listing.bytes, { mode: 0o600 });

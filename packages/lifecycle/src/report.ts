@@ -3,7 +3,7 @@ import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
-import { compareListings, parseListing } from './file-changes.js';
+import { cloneFacts, compareListings, parseListing } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
 import { egressLog, verifySandbox } from './list.js';
 import { boxName } from './names.js';
@@ -116,6 +116,24 @@ export const SandboxReportSchema = z.strictObject({
     repo: z.string(),
     /** ISO time of the create. */
     createdAt: z.string(),
+    /** What the clone's listing says of the checkout, before anything of the repo ran; null without one. */
+    cloned: z
+      .strictObject({
+        /** The commit checked out; null for a plain copy. */
+        commit: z.string().nullable(),
+        /** The signature kind in the commit's header: present or not, never verified (no key at hand). */
+        signature: z.enum(['none', 'pgp', 'ssh', 'x509', 'other']),
+        files: z.number().int(),
+        directories: z.number().int(),
+        symlinks: z.number().int(),
+        /** Bytes of the regular files outside .git, and in it. */
+        bytes: z.number(),
+        gitBytes: z.number(),
+        /** Files already in the checkout that git or a host tool would run once copied out. */
+        runs: z.array(ChangedFileSchema),
+        listedAt: z.string(),
+      })
+      .nullable(),
   }),
   install: z.strictObject({
     provider: z.string(),
@@ -172,7 +190,6 @@ export const SandboxReportSchema = z.strictObject({
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
 const NOT_RECORDED = [
-  'the commit, signatures and size of the source as cloned',
   'which lifecycle scripts of the dependencies ran during the install',
   'the isolation gate as it was at create and at each start (the gate is re-run for this report)',
 ];
@@ -214,7 +231,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
     generatedAt: now.toISOString(),
     id,
     status: record.status,
-    source: { source: record.source, repo: record.repo, createdAt: record.createdAt },
+    source: { source: record.source, repo: record.repo, createdAt: record.createdAt, cloned: changes.cloned },
     install: {
       provider: record.provider,
       builder: record.builder,
@@ -249,13 +266,20 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       })),
     },
     commands,
-    changes,
+    changes: changes.changes,
     notRecorded: NOT_RECORDED,
   });
 }
 
-/** What changed in the files of `id`'s box since its clone (file-changes.ts); the box must run. */
-async function fileChanges(id: string, instance: string, running: boolean): Promise<ReportedChanges> {
+/**
+ * What changed in the files of `id`'s box since its clone (file-changes.ts; the box must run), and
+ * what the clone's listing says of the source.
+ */
+async function fileChanges(
+  id: string,
+  instance: string,
+  running: boolean,
+): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = {
     added: [],
     modified: [],
@@ -265,18 +289,23 @@ async function fileChanges(id: string, instance: string, running: boolean): Prom
     setuid: [],
     newExecutables: [],
   };
-  if (!running) return { state: 'box-not-running', complete: false, problems: [], ...none };
-  const [baseline, now] = await Promise.all([readCloneListing(id, instance), listBox(boxName(id))]);
+  const [baseline, now] = await Promise.all([
+    readCloneListing(id, instance),
+    running ? listBox(boxName(id)) : undefined,
+  ]);
+  const before = baseline ? parseListing(baseline.bytes) : undefined;
+  const cloned = baseline && before ? { ...cloneFacts(before), listedAt: baseline.meta.takenAt } : null;
+  if (!now) return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   const listedAt = new Date().toISOString();
   const current = parseListing(now.bytes);
   const problems = [
     ...now.problems,
     ...(current.malformed ? ["the box's listing was cut at its bound"] : []),
   ];
-  if (!baseline) {
+  if (!baseline || !before) {
     // The box's own view still says what is setuid and what sits in /tmp.
     const seen = compareListings({ entries: new Map(), malformed: 0 }, current);
-    return {
+    const changes: ReportedChanges = {
       state: 'no-baseline',
       listedAt,
       complete: false,
@@ -285,9 +314,9 @@ async function fileChanges(id: string, instance: string, running: boolean): Prom
       outsideRepo: seen.outsideRepo,
       setuid: seen.setuid,
     };
+    return { changes, cloned };
   }
-  const before = parseListing(baseline.bytes);
-  return {
+  const changes: ReportedChanges = {
     state: 'computed',
     baselineAt: baseline.meta.takenAt,
     listedAt,
@@ -295,4 +324,5 @@ async function fileChanges(id: string, instance: string, running: boolean): Prom
     problems,
     ...compareListings(before, current),
   };
+  return { changes, cloned };
 }

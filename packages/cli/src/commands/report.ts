@@ -1,3 +1,4 @@
+import { formatSize } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
@@ -24,6 +25,18 @@ export async function reportCommand(out: Output, args: unknown[]): Promise<numbe
   out.result(
     `source     ${clean(source.source)} (repo ${clean(source.repo)}), created ${clean(source.createdAt)}`,
   );
+  const { cloned } = source;
+  if (cloned) {
+    const commit = cloned.commit
+      ? `commit ${clean(cloned.commit)} (${cloned.signature === 'none' ? 'unsigned' : `${cloned.signature} signature, not verified`})`
+      : 'a plain copy (no commit)';
+    out.result(
+      `           ${commit}; ${cloned.files} files, ${cloned.directories} folders, ${cloned.symlinks} symlinks; ${formatSize(cloned.bytes)} (+ ${formatSize(cloned.gitBytes)} in .git)`,
+    );
+    for (const file of cloned.runs)
+      out.result(`           at the clone already: ${clean(file.path)}: ${clean(file.runs ?? '')}`);
+  } else
+    out.result('           the clone was not listed (a box made before this version, or the listing failed)');
   const deps = install.depsInstalled
     ? `${clean(install.image)}${install.imageCacheHit ? ' (cache hit)' : ''}`
     : `none (${clean(install.image)}, the bare toolchain image)`;
