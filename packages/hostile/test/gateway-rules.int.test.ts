@@ -106,6 +106,26 @@ describe('the gateway of an allowlist box', () => {
     expect(started.exitCode, started.stdout).not.toBe(0);
     const state = await docker(['inspect', '--format', '{{.State.Running}}', '--', box.container]);
     expect(state.stdout.trim()).toBe('false');
+    // The report keeps the gate as it was at create (passed) and at the refused start (the row).
+    const kept = await cli(['report', box.id, '--json']);
+    expect(kept.exitCode, kept.stderr).toBe(0);
+    const { isolation, changes } = JSON.parse(kept.stdout) as {
+      isolation: { history: { phase: string; ok: boolean; checks: { id: string; pass: boolean }[] }[] };
+      changes: { state: string };
+    };
+    expect(isolation.history.map((gate) => [gate.phase, gate.ok])).toEqual([
+      ['create', true],
+      ['start', false],
+    ]);
+    expect(isolation.history[1]?.checks).toContainEqual({
+      ...isolation.history[1]?.checks.find((check) => check.id === 'allowlist-gateway-rules'),
+      pass: false,
+    });
+    // A stopped box is not listed: the report says so rather than "nothing changed".
+    expect(changes.state).toBe('box-not-running');
+    const page = await cli(['report', box.id]);
+    expect(page.stdout).toMatch(/start \S+ FAILED allowlist-gateway-rules/);
+    expect(page.stdout).toContain('files      not listed: the box is not running');
     await destroyBox(box.id);
   }, 600_000);
 });

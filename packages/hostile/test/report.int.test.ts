@@ -129,6 +129,14 @@ describe('ca-sandbox report', () => {
     expect(report.network.refused).toBeGreaterThanOrEqual(1);
     expect(report.isolation.ok).toBe(true);
     expect(report.isolation.checks.length).toBeGreaterThan(20);
+    // The gate as it was when create handed the box out.
+    expect(report.isolation.history).toEqual([
+      expect.objectContaining({
+        phase: 'create',
+        ok: true,
+        checks: expect.arrayContaining([expect.anything()]),
+      }),
+    ]);
     expect(report.notRecorded.length).toBeGreaterThan(0);
   });
 

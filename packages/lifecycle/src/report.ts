@@ -5,6 +5,7 @@ import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
 import { cloneFacts, compareListings, parseListing } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
+import { readGateLog } from './gate-log.js';
 import { egressLog, verifySandbox } from './list.js';
 import { boxName } from './names.js';
 import { LABEL_INSTANCE, recordFromInspect } from './record.js';
@@ -94,6 +95,21 @@ const FileChangesSchema = z.strictObject({
 });
 export type ReportedChanges = z.infer<typeof FileChangesSchema>;
 
+const GateCheckSchema = z.strictObject({
+  id: z.string(),
+  title: z.string(),
+  expected: z.string(),
+  seen: z.string(),
+  pass: z.boolean(),
+});
+
+const GateEntrySchema = z.strictObject({
+  phase: z.enum(['create', 'start']),
+  at: z.string(),
+  ok: z.boolean(),
+  checks: z.array(GateCheckSchema),
+});
+
 const EgressRowSchema = z.strictObject({
   phase: z.string(),
   destination: z.string(),
@@ -162,19 +178,15 @@ export const SandboxReportSchema = z.strictObject({
     refused: z.number().int(),
   }),
   isolation: z.strictObject({
-    /** The gate re-run when the report was made (not the rows of create or each start). */
+    /** The gate re-run when the report was made; `history` has the rows of create and each start. */
     checkedAt: z.string(),
     ok: z.boolean(),
     running: z.boolean(),
-    checks: z.array(
-      z.strictObject({
-        id: z.string(),
-        title: z.string(),
-        expected: z.string(),
-        seen: z.string(),
-        pass: z.boolean(),
-      }),
-    ),
+    checks: z.array(GateCheckSchema),
+    /** The gate as it ran when the box was handed out: at create and at each start, oldest first. */
+    history: z.array(GateEntrySchema),
+    /** False once the gate log reached its bound: later gates ran but are not listed. */
+    historyComplete: z.boolean(),
   }),
   /** Every command run in the box (exec, shell; CLI, MCP, plugin), oldest first. */
   commands: z.strictObject({
@@ -189,31 +201,29 @@ export const SandboxReportSchema = z.strictObject({
 });
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
-const NOT_RECORDED = [
-  'which lifecycle scripts of the dependencies ran during the install',
-  'the isolation gate as it was at create and at each start (the gate is re-run for this report)',
-];
+const NOT_RECORDED = ['which lifecycle scripts of the dependencies ran during the install'];
 
 /** The report of sandbox `id` (its box in any state). SandboxNotFoundError when there is no box. */
 export async function sandboxReport(id: string, now = new Date()): Promise<SandboxReport> {
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
-  const [decisions, gate, logged, changes] = await Promise.all([
+  const [decisions, gate, logged, changes, gates] = await Promise.all([
     egressLog(id),
     verifySandbox(id),
     readCommands(id),
     fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State.Running),
+    readGateLog(id),
   ]);
   // A log left by an earlier sandbox of the same name (its box removed by hand, never destroyed)
   // holds commands older than this box: they are not this box's.
   const boxCreated = Date.parse(inspect.Created ?? '');
-  const commands = Number.isNaN(boxCreated)
-    ? logged
-    : {
-        ...logged,
-        entries: logged.entries.filter((entry) => Date.parse(entry.startedAt) >= boxCreated - 1000),
-      };
+  const thisBox = (at: string) => Number.isNaN(boxCreated) || Date.parse(at) >= boxCreated - 1000;
+  const commands = { ...logged, entries: logged.entries.filter((entry) => thisBox(entry.startedAt)) };
+  const history = gates.lines.flatMap((line) => {
+    const parsed = GateEntrySchema.safeParse(line);
+    return parsed.success && thisBox(parsed.data.at) ? [parsed.data] : [];
+  });
   // The known fields alone: a row written by another version may carry more.
   const refusalsFirst = decisions
     .map(({ phase, destination, allowed, count, credential }) => ({
@@ -264,6 +274,8 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
         seen: check.seen,
         pass: check.pass,
       })),
+      history,
+      historyComplete: gates.complete,
     },
     commands,
     changes: changes.changes,

@@ -18,6 +18,7 @@ import {
   readCredential,
 } from './credentials.js';
 import { SandboxStartRefusedError } from './errors.js';
+import { recordGate } from './gate-log.js';
 import { allowlistFirewallCheck, verifySandbox } from './list.js';
 import { boxName } from './names.js';
 import { LABEL_WITH_CLAUDE } from './record.js';
@@ -70,6 +71,7 @@ export async function startSandbox(id: string): Promise<StartResult> {
     }
   }
   const report = await verifySandbox(id);
+  await recordGate(id, 'start', report);
   if (!report.ok) {
     await engine.container.stop(name, { timeoutSeconds: 0 }).catch(() => undefined);
     throw new IsolationViolationError(

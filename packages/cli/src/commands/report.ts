@@ -74,6 +74,16 @@ export async function reportCommand(out: Output, args: unknown[]): Promise<numbe
   );
   for (const check of failed)
     out.result(`  FAILED ${clean(check.id)}: expected ${clean(check.expected)}, seen ${clean(check.seen)}`);
+  const starts = isolation.history.filter((gate) => gate.phase === 'start').length;
+  const created = isolation.history.find((gate) => gate.phase === 'create');
+  out.result(
+    `           when handed out: ${created ? `at create ${created.checks.filter((check) => check.pass).length} of ${created.checks.length} passed` : 'no gate recorded at create (a box made before this version)'}; ${starts} start(s)${starts ? `, ${isolation.history.filter((gate) => gate.phase === 'start' && !gate.ok).length} refused` : ''}`,
+  );
+  for (const gate of isolation.history.filter((entry) => !entry.ok))
+    for (const check of gate.checks.filter((row) => !row.pass))
+      out.result(
+        `  ${gate.phase} ${clean(gate.at)} FAILED ${clean(check.id)}: expected ${clean(check.expected)}, seen ${clean(check.seen)}`,
+      );
   const { entries, complete } = report.commands;
   out.result(
     `commands   ${entries.length} run in the box${complete ? '' : ' (the log reached its bound: later ones are not listed)'}`,

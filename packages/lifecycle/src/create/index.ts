@@ -1,5 +1,6 @@
 import { readCredential } from '../credentials.js';
 import { CreateAbortedError, CreateCleanupError } from '../errors.js';
+import { recordGate } from '../gate-log.js';
 import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../options.js';
 import { recordFromInspect, type SandboxRecord } from '../record.js';
 import { parseSource } from '../source.js';
@@ -86,6 +87,7 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
       linkNodeModules(ctx, box.name, prepared, adopted ? early.adoptedLink() : undefined),
       early.remember(prepared),
       keepImageCacheBounded(ctx, prepared),
+      recordGate(id, 'create', box.report),
       helperGone,
       closing,
     ]);
