@@ -309,7 +309,14 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
     .argument('[id...]', 'sandbox ids')
     .option('--all', 'every sandbox')
     .option('--keep-volume', 'keep the source volume')
-    .addHelpText('after', example(['ca-sandbox destroy demo', 'ca-sandbox rm --all']))
+    .option(
+      '--keep-report',
+      "first keep the sandbox's report (in the state dir; `ca-sandbox report <id>` shows it once the box is gone)",
+    )
+    .addHelpText(
+      'after',
+      example(['ca-sandbox destroy demo', 'ca-sandbox destroy demo --keep-report', 'ca-sandbox rm --all']),
+    )
     .action(action(async () => (await import('./commands/destroy.js')).destroyCommand, 'abort'));
 
   program
@@ -330,7 +337,7 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
   program
     .command('report')
     .description(
-      'what the sandbox did, on one page: source, install, every egress decision, the isolation gate (re-run); --json the versioned structure',
+      'what the sandbox did, on one page: source, install, egress decisions, isolation gate, commands, files changed; --json the versioned structure; a destroyed sandbox: the report kept by destroy --keep-report',
     )
     .argument('<id>', 'sandbox id')
     .addHelpText('after', example(['ca-sandbox report demo', 'ca-sandbox report demo --json']))

@@ -98,9 +98,13 @@ beforeAll(async () => {
   expect(created.exitCode, created.stderr).toBe(0);
 }, 600_000);
 
+let destroyed = false;
+
 afterAll(async () => {
-  if (id) await destroyBox(id);
+  if (id && !destroyed) await destroyBox(id);
   await rm(work, { recursive: true, force: true });
+  const { stateDir: keptRoot } = await import('../../config/dist/paths.js');
+  await rm(join(keptRoot(), 'reports', id), { recursive: true, force: true });
   // The box's command log went with it.
   const { stateDir } = await import('../../config/dist/paths.js');
   const { existsSync } = await import('node:fs');
@@ -294,6 +298,41 @@ describe('ca-sandbox report', () => {
     for (const line of page.stdout.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
     expect(page.stdout).not.toContain('\u202e');
+  });
+
+  it('destroy --keep-report keeps the report: report and MCP sandbox_report give it once the box is gone', async () => {
+    const gone = await cli(['destroy', id, '--keep-report', '--json']);
+    expect(gone.exitCode, gone.stderr).toBe(0);
+    destroyed = true;
+    const result = JSON.parse(gone.stdout) as {
+      removed: string[];
+      keptReports: { id: string; path: string }[];
+    };
+    expect(result.removed).toContain(`container:ca-sbx-${id}`);
+    expect(result.keptReports).toEqual([{ id, path: expect.stringContaining(`/reports/${id}/`) }]);
+    expect(await labeledLeft(id)).toEqual([]);
+    const kept = await cli(['report', id, '--json']);
+    expect(kept.exitCode, kept.stderr).toBe(0);
+    const report = SandboxReportSchema.parse(JSON.parse(kept.stdout));
+    expect(report.keptAt).toEqual(expect.any(String));
+    // What it says is what was true before the destroy: the tests' changes, the refusals.
+    expect(report.changes.setuid.map((file) => file.path)).toEqual(['/work/repo/helper-bin']);
+    expect(report.network.decisions.some((row) => row.destination.includes(`exfil-${marker}`))).toBe(true);
+    const page = await cli(['report', id]);
+    expect(page.stdout).toMatch(new RegExp(`report of ${id} \\(kept at destroy, `));
+    expect(page.stderr).toContain(`${id} was destroyed: this is the report kept then`);
+    const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
+    try {
+      const answer = (await client.callTool({ name: 'sandbox_report', arguments: { id } })) as {
+        isError?: boolean;
+        structuredContent?: unknown;
+      };
+      expect(answer.isError).toBeFalsy();
+      expect(SandboxReportSchema.parse(answer.structuredContent).keptAt).toBe(report.keptAt);
+    } finally {
+      await client.close();
+    }
   });
 
   it('a bad id is a usage error (exit 2), no stack', async () => {

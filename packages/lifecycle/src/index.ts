@@ -50,6 +50,7 @@ export {
   streamExecInSandbox,
 } from './exec.js';
 export { type CacheImage, type ImageCacheListing, listImageCache } from './image-cache.js';
+export { keepReport, lastKeptReport } from './kept-report.js';
 export { BOX_LIMITS, type BoxLimits, checkLimits, fitToEngine } from './limits.js';
 export { egressLog, listSandboxes, verifySandbox } from './list.js';
 export { resolveCreateOptions } from './options.js';

@@ -196,6 +196,8 @@ export const SandboxReportSchema = z.strictObject({
   }),
   /** What changed in the box's files since the clone: /work/repo, /tmp, setuid files, new executables. */
   changes: FileChangesSchema,
+  /** Set in a report kept at destroy (`destroy --keep-report`): when it was kept, the box then removed. */
+  keptAt: z.string().optional(),
   /** What this version does not record yet, so that a reader never takes silence for "nothing". */
   notRecorded: z.array(z.string()),
 });

@@ -88,12 +88,22 @@ export async function destroyCommand(
   const lifecycle = await loadLifecycle();
   const targets = all ? (await lifecycle.listSandboxes()).map((record) => record.id) : [...new Set(ids)];
   const keepVolume = Boolean(options.keepVolume);
+  const keptReports: { id: string; path: string }[] = [];
   const { results, notFound } = await destroyEach(
     targets,
-    (id) => lifecycle.destroySandbox(id, { keepVolume }),
+    async (id) => {
+      if (options.keepReport) {
+        const kept = await keepReportBeforeDestroy(lifecycle, id);
+        if (kept) {
+          keptReports.push({ id, path: kept });
+          out.info(`report of ${id} kept: ${kept} (ca-sandbox report ${id} shows it)`);
+        } else out.info(`${id} has no box: no report to keep`);
+      }
+      return lifecycle.destroySandbox(id, { keepVolume });
+    },
     { all, signal },
   );
-  const merged = mergeTeardown(results);
+  const merged = { ...mergeTeardown(results), ...(options.keepReport ? { keptReports } : {}) };
   if (notFound.length === 0) return reportTeardown(out, merged, { json: out.options.json });
   const code = reportTeardown(
     out,
@@ -106,4 +116,22 @@ export async function destroyCommand(
   for (const { error } of notFound) out.error(describeError(error));
   // A teardown failure (exit 1) outranks an unknown id (exit 2, a usage error).
   return code !== 0 ? code : 2;
+}
+
+/**
+ * Keeps the report of `id` before its box goes (`--keep-report`); its path, or undefined when the
+ * id has objects but no box (nothing to report). Any other failure stops this id's destroy: the
+ * user asked to keep the report, and a destroy cannot be undone.
+ */
+export async function keepReportBeforeDestroy(
+  lifecycle: Awaited<ReturnType<typeof loadLifecycle>>,
+  id: string,
+): Promise<string | undefined> {
+  try {
+    return await lifecycle.keepReport(id);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
+    // A box-less id that has nothing at all is destroy's own SANDBOX_NOT_FOUND to say.
+    return undefined;
+  }
 }

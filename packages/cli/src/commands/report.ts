@@ -11,17 +11,32 @@ import type { Output } from '../output.js';
  * report does not record yet. `--json` gives the versioned structure (SandboxReportSchema). Every
  * string the repository chose passes the output layer's neutraliser (out.table, sanitizeName).
  */
+/** The report of `id`'s box, or once the box is gone, the last one destroy --keep-report kept. */
+export async function reportOrKept(id: string): Promise<{ report: SandboxReport; keptPath?: string }> {
+  const lifecycle = await loadLifecycle();
+  try {
+    return { report: await lifecycle.sandboxReport(id) };
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
+    const kept = await lifecycle.lastKeptReport(id);
+    if (!kept) throw error;
+    return { report: kept.report, keptPath: kept.path };
+  }
+}
+
 export async function reportCommand(out: Output, args: unknown[]): Promise<number> {
   const id = assertSandboxId(String(args[0]));
-  const lifecycle = await loadLifecycle();
-  const report = await lifecycle.sandboxReport(id);
+  const { report, keptPath } = await reportOrKept(id);
+  if (keptPath) out.info(`${id} was destroyed: this is the report kept then (${keptPath})`);
   if (out.options.json) {
     out.json(report);
     return 0;
   }
   const clean = (text: string) => sanitizeName(text);
   const { source, install, network, isolation } = report;
-  out.result(`report of ${clean(report.id)} (${clean(report.status)}), made ${report.generatedAt}`);
+  out.result(
+    `report of ${clean(report.id)} (${report.keptAt ? `kept at destroy, ${clean(report.keptAt)}` : clean(report.status)}), made ${clean(report.generatedAt)}`,
+  );
   out.result(
     `source     ${clean(source.source)} (repo ${clean(source.repo)}), created ${clean(source.createdAt)}`,
   );

@@ -13,7 +13,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { mergeTeardown } from '../commands/destroy.js';
+import { keepReportBeforeDestroy, mergeTeardown } from '../commands/destroy.js';
+import { reportOrKept } from '../commands/report.js';
 import { verifyRows } from '../commands/verify.js';
 import { describeError } from '../error-report.js';
 import { UsageError } from '../errors.js';
@@ -311,11 +312,15 @@ export function createMcpServer(version: string): McpServer {
         ids: z.array(id).optional().describe('sandbox ids'),
         all: z.boolean().optional().describe('every sandbox'),
         keepVolume: z.boolean().optional(),
+        keepReport: z
+          .boolean()
+          .optional()
+          .describe('first keep each sandbox report (sandbox_report then returns it once the box is gone)'),
       },
       outputSchema: OUTPUT.destroy,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    guarded(async (args: { ids?: string[]; all?: boolean; keepVolume?: boolean }) => {
+    guarded(async (args: { ids?: string[]; all?: boolean; keepVolume?: boolean; keepReport?: boolean }) => {
       const ids = args.ids ?? [];
       if (args.all && ids.length > 0) throw new UsageError('give ids or all, not both', 'INVALID_OPTIONS');
       if (!args.all && ids.length === 0)
@@ -325,15 +330,20 @@ export function createMcpServer(version: string): McpServer {
       const targets = args.all ? (await lifecycle.listSandboxes()).map((r) => r.id) : [...new Set(ids)];
       const results: TeardownResult[] = [];
       const alreadyGone: string[] = [];
+      const keptReports: { id: string; path: string }[] = [];
       for (const target of targets) {
         try {
+          if (args.keepReport) {
+            const kept = await keepReportBeforeDestroy(lifecycle, target);
+            if (kept) keptReports.push({ id: target, path: kept });
+          }
           results.push(await lifecycle.destroySandbox(target, { keepVolume: Boolean(args.keepVolume) }));
         } catch (error) {
           if (!isCaSandboxError(error) || error.code !== 'SANDBOX_NOT_FOUND') throw error;
           alreadyGone.push(target);
         }
       }
-      const merged = { ...mergeTeardown(results), alreadyGone };
+      const merged = { ...mergeTeardown(results), alreadyGone, ...(args.keepReport ? { keptReports } : {}) };
       const notes = alreadyGone.length > 0 ? [`already gone: ${alreadyGone.join(', ')}`] : [];
       return jsonResult(merged, {
         isError: merged.failures.length > 0 || merged.leftovers.length > 0,
@@ -390,7 +400,7 @@ export function createMcpServer(version: string): McpServer {
       annotations: { readOnlyHint: true },
     },
     guarded(async (args: { id: string }) =>
-      jsonResult(await (await loadLifecycle()).sandboxReport(assertSandboxId(args.id))),
+      jsonResult((await reportOrKept(assertSandboxId(args.id))).report),
     ),
   );
 
