@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-host.sh
 hash -r
+# The tests' own need (the HTML report's browser test), so that `pnpm test` runs after this alone.
+bash scripts/install-test-tools.sh
 bash scripts/seed-images.sh
 pnpm install --frozen-lockfile
 pnpm build

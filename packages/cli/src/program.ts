@@ -340,7 +340,18 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
       'what the sandbox did, on one page: source, install, egress decisions, isolation gate, commands, files changed; --json the versioned structure; a destroyed sandbox: the report kept by destroy --keep-report',
     )
     .argument('<id>', 'sandbox id')
-    .addHelpText('after', example(['ca-sandbox report demo', 'ca-sandbox report demo --json']))
+    .option(
+      '--html <file>',
+      'write the report as one self-contained page instead of printing it (no script, loads nothing; a new file only)',
+    )
+    .addHelpText(
+      'after',
+      example([
+        'ca-sandbox report demo',
+        'ca-sandbox report demo --json',
+        'ca-sandbox report demo --html demo-report.html',
+      ]),
+    )
     .action(action(async () => (await import('./commands/report.js')).reportCommand));
 
   program

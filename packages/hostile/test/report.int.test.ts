@@ -50,6 +50,8 @@ fs.copyFileSync('/bin/true', '/tmp/payload-${marker}');
 fs.chmodSync('/tmp/payload-${marker}', 0o755);
 fs.writeFileSync('esc-\\u001b]52;c;aGk=\\u0007\\u001b[2J-\\u202etxt.exe', '');
 fs.mkdirSync('cache-${marker}/deep', { recursive: true });
+fs.writeFileSync('<img src=x onerror=alert(1)>', '');
+fs.writeFileSync('<link rel=stylesheet href=x>', '');
 for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c');
 `;
 
@@ -298,6 +300,59 @@ describe('ca-sandbox report', () => {
     for (const line of page.stdout.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
     expect(page.stdout).not.toContain('\u202e');
+  });
+
+  it('--html: one page that loads nothing and runs nothing, hostile names shown as text (headless Chromium)', async () => {
+    const page = join(work, 'report.html');
+    const written = await cli(['report', id, '--html', page]);
+    expect(written.exitCode, written.stderr).toBe(0);
+    expect(written.stderr).toContain('report page written');
+    // An existing file is the user's: never overwritten.
+    const again = await cli(['report', id, '--html', page]);
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toMatch(/^error: --html .*: the file exists \(it is not overwritten\)$/m);
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    try {
+      const tab = await browser.newPage({ viewport: { width: 1280, height: 1200 } });
+      const requests: string[] = [];
+      const dialogs: string[] = [];
+      tab.on('request', (request) => requests.push(request.url()));
+      tab.on('dialog', (dialog) => {
+        dialogs.push(dialog.message());
+        void dialog.dismiss();
+      });
+      const url = `file://${page}`;
+      await tab.goto(url);
+      await tab.screenshot({ path: join(work, 'report.png'), fullPage: true });
+      // The page itself and nothing else: no image, stylesheet, font or script of the box's names.
+      expect(requests).toEqual([url]);
+      expect(dialogs).toEqual([]);
+      expect(await tab.locator('script, img, link, iframe, object, embed').count()).toBe(0);
+      const text = (await tab.locator('body').textContent()) ?? '';
+      expect(text).toContain('/work/repo/<img src=x onerror=alert(1)>');
+      expect(text).toContain('/work/repo/helper-bin');
+      expect(text).toContain(`exfil-${marker}.example:443`);
+      expect(text).toContain('\\x1b]52;c;aGk=\\x07');
+      // The page's own markup has newlines between elements; no other control and no bidi mark.
+      expect(hasControlCharacter(text.replace(/\n/g, ' '))).toBe(false);
+      expect(await tab.locator('td', { hasText: /^SETUID$/ }).count()).toBe(1);
+    } finally {
+      await browser.close();
+    }
+    const { stat } = await import('node:fs/promises');
+    expect((await stat(join(work, 'report.png'))).size).toBeGreaterThan(10_000);
   });
 
   it('destroy --keep-report keeps the report: report and MCP sandbox_report give it once the box is gone', async () => {

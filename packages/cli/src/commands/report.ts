@@ -1,5 +1,8 @@
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { formatSize } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import { UsageError } from '../errors.js';
 import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
@@ -24,10 +27,21 @@ export async function reportOrKept(id: string): Promise<{ report: SandboxReport;
   }
 }
 
-export async function reportCommand(out: Output, args: unknown[]): Promise<number> {
+export async function reportCommand(
+  out: Output,
+  args: unknown[],
+  options: Record<string, unknown> = {},
+): Promise<number> {
   const id = assertSandboxId(String(args[0]));
+  const html = options.html === undefined ? undefined : String(options.html);
+  if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name', 'INVALID_OPTIONS');
   const { report, keptPath } = await reportOrKept(id);
   if (keptPath) out.info(`${id} was destroyed: this is the report kept then (${keptPath})`);
+  if (html !== undefined) {
+    await writeHtml(html, report);
+    out.info(`report page written: ${resolve(html)} (open it in a browser; it loads nothing)`);
+    if (!out.options.json) return 0;
+  }
   if (out.options.json) {
     out.json(report);
     return 0;
@@ -226,4 +240,23 @@ function fileDetail(file: ChangedFile): string {
   ]
     .filter(Boolean)
     .join('; ');
+}
+
+/** Writes the page to a new file: an existing one is the user's, never overwritten. */
+async function writeHtml(path: string, report: SandboxReport): Promise<void> {
+  const { renderReportHtml } = await import('../report-html.js');
+  try {
+    await writeFile(path, renderReportHtml(report), { flag: 'wx', mode: 0o644 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST')
+      throw new UsageError(
+        `--html ${path}: the file exists (it is not overwritten)`,
+        'DESTINATION_EXISTS',
+        'choose another name or remove it first',
+      );
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EISDIR')
+      throw new UsageError(`--html ${path}: cannot write there (${code})`, 'INVALID_DESTINATION');
+    throw error;
+  }
 }

@@ -1,0 +1,224 @@
+import { formatSize } from '@ca-sandbox/docker';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import type { SandboxReport } from './lifecycle-api.js';
+
+/**
+ * The vetting report as one self-contained HTML page (`report --html <file>`): no script, no
+ * request of any kind (the Content-Security-Policy allows nothing but the inline style), and every
+ * string escaped twice over: controls and bidi marks made visible as in the terminal
+ * (sanitizeName), then the HTML specials. Everything in a report that the repository chose (file
+ * names, destinations, commands) is hostile.
+ */
+
+/** Past this many rows a table is cut (the JSON has every row); the page stays openable. */
+const MAX_ROWS = 5000;
+
+const CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'; base-uri 'none'";
+
+const STYLE = `
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1d2330; }
+h1 { font-size: 1.5rem; margin-bottom: .25rem; } h2 { font-size: 1.1rem; margin-top: 2rem; border-bottom: 1px solid #d7dbe3; padding-bottom: .25rem; }
+.meta { color: #5b6475; } table { border-collapse: collapse; width: 100%; margin: .5rem 0; font-size: 13px; }
+th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #eceef3; vertical-align: top; }
+th { background: #f5f6f9; } td.path, td.cmd { font-family: ui-monospace, monospace; word-break: break-all; }
+.bad { color: #b3261e; font-weight: 600; } .ok { color: #1b7f3b; font-weight: 600; } .warn { color: #9a6700; font-weight: 600; }
+.summary { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+.summary dt { font-weight: 600; } .summary dd { margin: 0; } .note { color: #5b6475; font-size: 12px; }
+`;
+
+/** Escapes box-chosen text for HTML: controls and bidi marks visible first, then the specials. */
+export function escapeHtml(value: unknown): string {
+  return sanitizeName(String(value)).replace(
+    /[&<>"']/g,
+    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
+  );
+}
+
+type Cell = string | { html: string };
+
+/** A table; each cell is escaped unless it is markup of ours ({ html }). */
+function table(headers: string[], rows: Cell[][], classes: (string | undefined)[] = []): string {
+  const shown = rows.slice(0, MAX_ROWS);
+  const cell = (value: Cell, index: number) => {
+    const cls = classes[index] ? ` class="${classes[index]}"` : '';
+    return `<td${cls}>${typeof value === 'string' ? escapeHtml(value) : value.html}</td>`;
+  };
+  const cut =
+    rows.length > MAX_ROWS
+      ? `<p class="note">${rows.length - MAX_ROWS} more rows: report --json lists every one.</p>`
+      : '';
+  return `<table><thead><tr>${headers.map((header) => `<th>${escapeHtml(header)}</th>`).join('')}</tr></thead><tbody>${shown
+    .map((row) => `<tr>${row.map(cell).join('')}</tr>`)
+    .join('')}</tbody></table>${cut}`;
+}
+
+const mark = (text: string, cls: 'bad' | 'ok' | 'warn'): Cell => ({
+  html: `<span class="${cls}">${escapeHtml(text)}</span>`,
+});
+
+type ChangedFile = SandboxReport['changes']['added'][number];
+
+/**
+ * Every changed file once, under the first kind it has (setuid, what git or a host tool runs, new
+ * executables, then added, modified, deleted, /tmp), with what happened to it.
+ */
+function fileRows(changes: SandboxReport['changes']): Cell[][] {
+  const added = new Set(changes.added.map((file) => file.path));
+  const modified = new Set(changes.modified.map((file) => file.path));
+  const kinds: [string, ChangedFile[], ('bad' | 'warn')?][] = [
+    ['SETUID', changes.setuid, 'bad'],
+    ['RUNS', [...changes.added, ...changes.modified].filter((file) => file.runs), 'warn'],
+    ['EXECUTABLE', changes.newExecutables, 'warn'],
+    ['added', changes.added],
+    ['modified', changes.modified],
+    ['deleted', changes.deleted],
+    ['tmp', changes.outsideRepo],
+  ];
+  const shown = new Set<string>();
+  const rows: Cell[][] = [];
+  for (const [kind, files, cls] of kinds)
+    for (const file of files) {
+      if (shown.has(file.path)) continue;
+      shown.add(file.path);
+      const happened = cls
+        ? added.has(file.path)
+          ? 'added'
+          : modified.has(file.path)
+            ? 'modified'
+            : ''
+        : '';
+      rows.push([
+        cls ? mark(kind, cls) : kind,
+        `${file.type === 'directory' ? 'd' : file.type === 'symlink' ? 'l' : '-'}${file.mode}`,
+        String(file.size),
+        file.path,
+        [
+          happened,
+          file.changed ? `changed: ${file.changed.join(', ')}` : '',
+          file.target !== undefined ? `-> ${file.target}` : '',
+          file.runs ?? '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+      ]);
+    }
+  return rows;
+}
+
+/** The whole page. */
+export function renderReportHtml(report: SandboxReport): string {
+  const { source, install, network, isolation, commands, changes } = report;
+  const failed = isolation.checks.filter((check) => !check.pass);
+  const cloned = source.cloned;
+  const summary: [string, Cell][] = [
+    ['Sandbox', `${report.id} (${report.keptAt ? `kept at destroy, ${report.keptAt}` : report.status})`],
+    ['Source', `${source.source} (repo ${source.repo}), created ${source.createdAt}`],
+    [
+      'Commit',
+      cloned
+        ? cloned.commit
+          ? `${cloned.commit} (${cloned.signature === 'none' ? 'unsigned' : `${cloned.signature} signature, not verified`}); ${cloned.files} files, ${formatSize(cloned.bytes)} (+ ${formatSize(cloned.gitBytes)} in .git)`
+          : `a plain copy: ${cloned.files} files, ${formatSize(cloned.bytes)}`
+        : 'not listed at the clone',
+    ],
+    [
+      'Install',
+      `${install.provider} via ${install.builder}: ${install.depsInstalled ? install.image : `none (${install.image})`}${install.installFallbacks.length ? `; fallbacks: ${install.installFallbacks.join(', ')}` : ''}`,
+    ],
+    [
+      'Network',
+      network.refused
+        ? mark(`${network.policy}: ${network.refused} request(s) REFUSED, ${network.allowed} allowed`, 'bad')
+        : `${network.policy}: ${network.allowed} request(s) allowed, none refused`,
+    ],
+    [
+      'Isolation',
+      failed.length
+        ? mark(`${failed.length} of ${isolation.checks.length} checks FAILED`, 'bad')
+        : mark(`${isolation.checks.length} checks passed (re-run now)`, 'ok'),
+    ],
+    [
+      'Commands',
+      `${commands.entries.length} run in the box${commands.complete ? '' : ' (log full: later ones not listed)'}`,
+    ],
+    [
+      'Files',
+      changes.state === 'box-not-running'
+        ? 'not listed: the box was not running'
+        : `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted; ${changes.outsideRepo.length} under /tmp; ${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
+    ],
+  ];
+  const fileTable = table(['KIND', 'MODE', 'SIZE', 'PATH', 'DETAIL'], fileRows(changes), [
+    undefined,
+    undefined,
+    undefined,
+    'path',
+  ]);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ca-sandbox report: ${escapeHtml(report.id)}</title>
+<style>${STYLE}</style></head><body>
+<h1>What ${escapeHtml(source.repo)} did in its sandbox</h1>
+<p class="meta">ca-sandbox vetting report v${report.version}, made ${escapeHtml(report.generatedAt)}. Every name, path, destination and command below is the repository's own text, shown escaped.</p>
+<dl class="summary">${summary.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${typeof value === 'string' ? escapeHtml(value) : value.html}</dd>`).join('')}</dl>
+<h2>Network: every egress decision</h2>
+${
+  network.decisions.length
+    ? table(
+        ['PHASE', 'DECISION', 'DESTINATION', 'COUNT', 'CREDENTIAL'],
+        network.decisions.map((row) => [
+          row.phase,
+          row.allowed ? 'allowed' : mark('REFUSED', 'bad'),
+          row.destination,
+          String(row.count),
+          row.credential ? `added (${row.credential})` : '',
+        ]),
+        [undefined, undefined, 'path'],
+      )
+    : `<p>No request went through the egress gateway${network.boxEgress === 'none' ? '; the box itself had no network.' : '.'}</p>`
+}
+<h2>Files changed since the clone</h2>
+${changes.state === 'box-not-running' ? '<p>The box was not running: its files were not listed.</p>' : fileTable}
+${cloned?.runs.length ? `<p>At the clone already, a host tool or git would run: ${cloned.runs.map((file) => `<code>${escapeHtml(file.path)}</code> (${escapeHtml(file.runs ?? '')})`).join(', ')}</p>` : ''}
+<h2>Commands run in the box</h2>
+${
+  commands.entries.length
+    ? table(
+        ['STARTED', 'VIA', 'USER', 'EXIT', 'DURATION', 'OUTPUT', 'COMMAND'],
+        commands.entries.map((entry) => [
+          entry.startedAt,
+          entry.via,
+          entry.user,
+          entry.timedOut
+            ? mark('timeout', 'warn')
+            : entry.outOfMemory
+              ? mark('oom', 'warn')
+              : String(entry.exitCode ?? entry.error ?? '-'),
+          `${(entry.durationMs / 1000).toFixed(1)} s`,
+          entry.stdoutBytes === null ? '-' : `${entry.stdoutBytes + (entry.stderrBytes ?? 0)} B`,
+          entry.command.join(' '),
+        ]),
+        [undefined, undefined, undefined, undefined, undefined, undefined, 'cmd'],
+      )
+    : '<p>None.</p>'
+}
+<h2>Isolation gate</h2>
+${table(
+  ['CHECK', 'RESULT', 'EXPECTED', 'SEEN'],
+  isolation.checks.map((check) => [
+    check.title,
+    check.pass ? mark('pass', 'ok') : mark('FAILED', 'bad'),
+    check.expected,
+    check.seen,
+  ]),
+)}
+<p class="note">When it was handed out: ${isolation.history.map((gate) => escapeHtml(`${gate.phase} ${gate.at}: ${gate.ok ? 'passed' : 'REFUSED'}`)).join('; ') || 'no gate recorded'}.</p>
+<h2>Not recorded by this version</h2>
+<ul>${report.notRecorded.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>
+</body></html>
+`;
+}
