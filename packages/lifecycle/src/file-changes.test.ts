@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cloneFacts, compareListings, listingScript, parseListing } from './file-changes.js';
+import { cloneFacts, compareListings, ListingReader, listingScript, parseListing } from './file-changes.js';
 
 interface Row {
   root?: '/work/repo' | '/tmp';
@@ -27,8 +27,7 @@ function listing(rows: Row[], cut = 0): Buffer {
   return cut ? all.subarray(0, all.length - cut) : all;
 }
 
-const compare = (before: Row[], now: Row[]) =>
-  compareListings(parseListing(listing(before)), parseListing(listing(now)));
+const compare = (before: Row[], now: Row[]) => compareListings(parseListing(listing(before)), listing(now));
 
 describe('file changes', () => {
   it('lists with the system find, gated on the word go when asked', () => {
@@ -196,5 +195,28 @@ describe('clone facts', () => {
     expect(changes.added.filter((file) => file.runs).map((file) => file.path)).toEqual([
       '/work/repo/.git/hooks/pre-push',
     ]);
+  });
+});
+
+describe('the listing as it comes', () => {
+  it('gives the same entries whatever the chunks (a record split across them waits for its end)', () => {
+    const bytes = Buffer.concat([
+      Buffer.from(`commit ${'c'.repeat(40)} -\0\0\0`),
+      listing([{ path: 'a' }, { path: 'dir', type: 'd' }, { path: 'l', type: 'l', target: '/x' }]),
+    ]);
+    const whole = parseListing(bytes);
+    for (const size of [1, 2, 7, 33]) {
+      const seen: string[] = [];
+      const reader = new ListingReader((entry) => seen.push(`${entry.root}:${entry.key}:${entry.target}`));
+      for (let at = 0; at < bytes.length; at += size) reader.push(bytes.subarray(at, at + size));
+      expect(reader.end()).toEqual({ malformed: 0, commit: whole.commit });
+      expect(seen).toEqual(
+        [...whole.entries.values()].map((entry) => `${entry.root}:${entry.key}:${entry.target}`),
+      );
+    }
+    // Cut inside a record: counted once, the rest given.
+    const cut = new ListingReader(() => undefined);
+    cut.push(bytes.subarray(0, bytes.length - 5));
+    expect(cut.end().malformed).toBe(1);
   });
 });

@@ -82,42 +82,96 @@ function entryKey(root: ListedRoot, key: string): string {
   return `${root}:${key}`;
 }
 
-/** Parses find's NUL-separated records (LISTING_FORMAT). The roots themselves are left out. */
-export function parseListing(bytes: Buffer): Listing {
-  const entries = new Map<string, ListedEntry>();
-  let malformed = 0;
-  const fields = bytes.toString('latin1').split('\0');
-  const commit = COMMIT_HEADER.exec(fields[0] ?? '');
-  // A complete listing ends with NUL: the last split piece is ''.
-  for (let i = commit ? 3 : 0; i + 2 < fields.length; i += 3) {
-    const match = HEADER.exec(fields[i] ?? '');
+/**
+ * Reads find's NUL-separated records (LISTING_FORMAT) as the bytes come, one record at a time
+ * (a listing of 100,000 entries is never held whole nor split into 300,000 strings at once), and
+ * hands each entry to `onEntry`. The roots themselves are left out.
+ */
+export class ListingReader {
+  private pending: Buffer = Buffer.alloc(0);
+  private first = true;
+  private stopped = false;
+  private malformed = 0;
+  private commit: Listing['commit'];
+
+  constructor(private readonly onEntry: (entry: ListedEntry) => void) {}
+
+  push(chunk: Buffer): this {
+    if (this.stopped) return this;
+    const bytes = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    let at = 0;
+    for (;;) {
+      // A record is three NUL-ended fields: wait for all three.
+      const a = bytes.indexOf(0, at);
+      const b = a < 0 ? -1 : bytes.indexOf(0, a + 1);
+      const c = b < 0 ? -1 : bytes.indexOf(0, b + 1);
+      if (c < 0) break;
+      const header = bytes.toString('latin1', at, a);
+      const key = bytes.toString('latin1', a + 1, b);
+      const target = bytes.toString('latin1', b + 1, c);
+      at = c + 1;
+      if (!this.record(header, key, target)) {
+        this.stopped = true;
+        break;
+      }
+    }
+    this.pending = this.stopped ? Buffer.alloc(0) : Buffer.from(bytes.subarray(at));
+    return this;
+  }
+
+  /** The end of the bytes: a record left unfinished was cut. */
+  end(): Pick<Listing, 'malformed' | 'commit'> {
+    if (this.pending.length) this.malformed += 1;
+    this.pending = Buffer.alloc(0);
+    return this.commit ? { malformed: this.malformed, commit: this.commit } : { malformed: this.malformed };
+  }
+
+  /** false: the record does not parse, and nothing after it can be trusted. */
+  private record(header: string, key: string, target: string): boolean {
+    if (this.first) {
+      this.first = false;
+      const commit = COMMIT_HEADER.exec(header);
+      if (commit) {
+        const [, sha = '-', signature = '-'] = commit;
+        this.commit = { sha: sha === '-' ? '' : sha, signature: signature === '-' ? '' : signature };
+        return true;
+      }
+    }
+    const match = HEADER.exec(header);
     if (!match) {
       // NUL ends every field and no name holds one, so records only misalign where the listing
       // was cut: nothing after this point can be read.
-      malformed += 1;
-      break;
+      this.malformed += 1;
+      return false;
     }
-    const key = fields[i + 1] ?? '';
-    if (key === '') continue;
-    const root: ListedRoot = match[1] === REPO_DIR ? 'repo' : 'tmp';
-    entries.set(entryKey(root, key), {
-      root,
+    if (key === '') return true;
+    this.onEntry({
+      root: match[1] === REPO_DIR ? 'repo' : 'tmp',
       type: TYPES[match[2] ?? ''] ?? 'other',
       mode: Number.parseInt(match[3] ?? '0', 8),
       size: Number(match[4]),
       mtime: match[5] ?? '',
       ctime: match[6] ?? '',
       key,
-      target: fields[i + 2] ?? '',
+      target,
     });
+    return true;
   }
-  if (!commit) return { entries, malformed };
-  const [, sha = '-', signature = '-'] = commit;
-  return {
-    entries,
-    malformed,
-    commit: { sha: sha === '-' ? '' : sha, signature: signature === '-' ? '' : signature },
-  };
+}
+
+/** Reads a whole listing's bytes (see ListingReader). */
+export function readListing(
+  bytes: Buffer,
+  onEntry: (entry: ListedEntry) => void,
+): Pick<Listing, 'malformed' | 'commit'> {
+  return new ListingReader(onEntry).push(bytes).end();
+}
+
+/** The whole listing as a map (the clone's, which the box's is compared with). */
+export function parseListing(bytes: Buffer): Listing {
+  const entries = new Map<string, ListedEntry>();
+  const read = readListing(bytes, (entry) => entries.set(entryKey(entry.root, entry.key), entry));
+  return { entries, ...read };
 }
 
 const COMMIT_HEADER = /^commit ([0-9a-f]{40,64}|-) ([A-Z0-9_]{1,40}|-)$/;
@@ -159,9 +213,23 @@ const EXEC_BITS = 0o111;
 /** Paths under /tmp that ca-sandbox writes as root at each start (box-env.ts): not the box's. */
 const OWN_TMP = ['.ca-sandbox-trust'];
 
+const ASCII = /^[\x20-\x7e]*$/;
+
 function display(entry: ListedEntry): string {
-  const path = Buffer.from(entry.key, 'latin1').toString('utf8');
+  // latin1 of ASCII bytes is already their UTF-8 reading: most names skip the decode.
+  const path = ASCII.test(entry.key) ? entry.key : Buffer.from(entry.key, 'latin1').toString('utf8');
   return `${LISTED_ROOTS[entry.root]}/${path}`;
+}
+
+/** The octal text of a mode, made once per mode (a listing holds a handful of them). */
+const MODE_TEXT = new Map<number, string>();
+function modeText(mode: number): string {
+  let text = MODE_TEXT.get(mode);
+  if (text === undefined) {
+    text = mode.toString(8);
+    MODE_TEXT.set(mode, text);
+  }
+  return text;
 }
 
 function describe(entry: ListedEntry, extra: Partial<ChangedFile> = {}): ChangedFile {
@@ -169,7 +237,7 @@ function describe(entry: ListedEntry, extra: Partial<ChangedFile> = {}): Changed
   return {
     path: display(entry),
     type: entry.type,
-    mode: entry.mode.toString(8),
+    mode: modeText(entry.mode),
     size: entry.size,
     ...(entry.type === 'symlink' ? { target: Buffer.from(entry.target, 'latin1').toString('utf8') } : {}),
     ...extra,
@@ -223,9 +291,13 @@ function contentChanged(before: ListedEntry, now: ListedEntry): string[] {
   return changed;
 }
 
-/** Compares the box's listing now with the clone's baseline. */
-export function compareListings(baseline: Listing, now: Listing): FileChanges {
-  const changes: FileChanges = {
+/**
+ * Compares the box's listing, fed as it comes (`push`), with the clone's: only what changed is
+ * kept. `finish` adds what was deleted; `malformed` counts records of the box's listing that could
+ * not be read (it was cut).
+ */
+export class ChangeCollector {
+  private readonly changes: FileChanges = {
     added: [],
     modified: [],
     deleted: [],
@@ -234,49 +306,78 @@ export function compareListings(baseline: Listing, now: Listing): FileChanges {
     setuid: [],
     newExecutables: [],
   };
-  for (const [key, entry] of now.entries) {
-    if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(describe(entry));
+  /** The clone's entries seen again: what is left of them at the end was deleted. */
+  private readonly kept = new Set<string>();
+  private readonly reader = new ListingReader((entry) => this.see(entry));
+
+  constructor(private readonly baseline: Listing) {}
+
+  push(chunk: Buffer): void {
+    this.reader.push(chunk);
+  }
+
+  finish(): FileChanges & { malformed: number } {
+    const { malformed } = this.reader.end();
+    const { changes } = this;
+    for (const [key, entry] of this.baseline.entries)
+      if (entry.root === 'repo' && !this.kept.has(key) && !isDepsLink(entry))
+        changes.deleted.push(describe(entry));
+    const byPath = (a: ChangedFile, b: ChangedFile) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+    for (const list of [
+      changes.added,
+      changes.modified,
+      changes.deleted,
+      changes.outsideRepo,
+      changes.setuid,
+      changes.newExecutables,
+    ])
+      list.sort(byPath);
+    return { ...changes, malformed };
+  }
+
+  private see(entry: ListedEntry): void {
+    const { changes } = this;
+    const key = entryKey(entry.root, entry.key);
+    // One described object per entry, shared by the lists it is in.
+    let described: ChangedFile | undefined;
+    const once = (extra?: Partial<ChangedFile>) => {
+      described ??= describe(entry, extra);
+      return described;
+    };
+    const executable = entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0;
+    if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(once());
     if (entry.root === 'tmp') {
-      if (OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`))) continue;
-      changes.outsideRepo.push(describe(entry));
-      if (entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0)
-        changes.newExecutables.push(describe(entry));
-      continue;
+      if (OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`))) return;
+      changes.outsideRepo.push(once());
+      if (executable) changes.newExecutables.push(once());
+      return;
     }
-    const before = baseline.entries.get(key);
+    const before = this.baseline.entries.get(key);
+    if (before) this.kept.add(key);
     if (isDepsLink(entry) && (!before || isDepsLink(before))) {
       if (!before) changes.depsLinks += 1;
-      continue;
+      return;
     }
     if (!before) {
-      changes.added.push(describe(entry));
-      if (entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0)
-        changes.newExecutables.push(describe(entry));
-      continue;
+      changes.added.push(once());
+      if (executable) changes.newExecutables.push(once());
+      return;
     }
     const changed = contentChanged(before, entry);
-    if (changed.length === 0) continue;
-    changes.modified.push(describe(entry, { changed }));
-    const newlyExecutable =
-      entry.type === 'file' &&
-      (entry.mode & EXEC_BITS) !== 0 &&
-      (before.type !== 'file' || (before.mode & EXEC_BITS) === 0);
-    if (newlyExecutable) changes.newExecutables.push(describe(entry));
+    if (changed.length === 0) return;
+    // A setuid entry already described: the change is said on the same object.
+    if (described) described.changed = changed;
+    changes.modified.push(once({ changed }));
+    if (executable && (before.type !== 'file' || (before.mode & EXEC_BITS) === 0))
+      changes.newExecutables.push(once());
   }
-  for (const [key, entry] of baseline.entries)
-    if (entry.root === 'repo' && !now.entries.has(key) && !isDepsLink(entry))
-      changes.deleted.push(describe(entry));
-  const byPath = (a: ChangedFile, b: ChangedFile) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-  for (const list of [
-    changes.added,
-    changes.modified,
-    changes.deleted,
-    changes.outsideRepo,
-    changes.setuid,
-    changes.newExecutables,
-  ])
-    list.sort(byPath);
-  return changes;
+}
+
+/** Compares a whole listing's bytes with the clone's (see ChangeCollector). */
+export function compareListings(baseline: Listing, now: Buffer): FileChanges & { malformed: number } {
+  const collector = new ChangeCollector(baseline);
+  collector.push(now);
+  return collector.finish();
 }
 
 /** What the clone's listing says of the source as cloned. */

@@ -14,8 +14,9 @@ import { LISTED_ROOTS, listingScript } from './file-changes.js';
 export const MAX_LISTING_BYTES = 64 * 1024 * 1024;
 const LISTING_TIMEOUT_MS = 120_000;
 
-export interface RawListing {
-  bytes: Buffer;
+export interface ListingRun {
+  /** Bytes handed to `onChunk`. */
+  bytes: number;
   /** False when cut at MAX_LISTING_BYTES or the time limit, or find could not read everything. */
   complete: boolean;
   /** find's complaints (unreadable directories), first lines only. */
@@ -23,14 +24,16 @@ export interface RawListing {
 }
 
 /**
- * Lists `roots` in `container` as the box user. With `after`, the exec starts now and lists once
- * `after` settles true (an exec start costs the engine ~70 ms: it overlaps the clone).
+ * Lists `roots` in `container` as the box user, each chunk of find's output to `onChunk` as it
+ * comes (at most MAX_LISTING_BYTES). With `after`, the exec starts now and lists once `after`
+ * settles true (an exec start costs the engine ~70 ms: it overlaps the clone).
  */
 async function runListing(
   container: string,
   roots: readonly string[],
+  onChunk: (chunk: Buffer) => void,
   options: { after?: Promise<boolean>; signal?: AbortSignal; withCommit?: boolean } = {},
-): Promise<RawListing> {
+): Promise<ListingRun> {
   const gated = options.after !== undefined;
   const script = listingScript(gated, options.withCommit === true);
   const spec = internalExecSpec([SH_BIN, '-c', script, 'sh', ...roots], {
@@ -57,12 +60,13 @@ async function runListing(
     );
   else timer = arm();
   options.signal?.addEventListener('abort', stop, { once: true });
-  const chunks: Buffer[] = [];
   let size = 0;
   child.stdout?.on('data', (chunk: Buffer) => {
     if (size >= MAX_LISTING_BYTES) return;
-    chunks.push(chunk);
-    size += chunk.length;
+    const room = MAX_LISTING_BYTES - size;
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    size += kept.length;
+    onChunk(kept);
     if (size >= MAX_LISTING_BYTES) stop();
   });
   const errors: Buffer[] = [];
@@ -73,8 +77,7 @@ async function runListing(
     const end = await child;
     const problems = Buffer.concat(errors).toString('utf8').split('\n').filter(Boolean).slice(0, 10);
     if (end.error && !cut) throw end.error;
-    const bytes = Buffer.concat(chunks).subarray(0, MAX_LISTING_BYTES);
-    return { bytes, complete: !cut && end.exitCode === 0 && problems.length === 0, problems };
+    return { bytes: size, complete: !cut && end.exitCode === 0 && problems.length === 0, problems };
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', stop);
@@ -108,10 +111,14 @@ export async function captureCloneListing(
   options: { after: Promise<boolean>; signal?: AbortSignal },
 ): Promise<void> {
   await rm(baselineMetaPath(id), { force: true }).catch(() => undefined);
-  const listing = await runListing(helper, [LISTED_ROOTS.repo], { ...options, withCommit: true });
+  const chunks: Buffer[] = [];
+  const listing = await runListing(helper, [LISTED_ROOTS.repo], (chunk) => chunks.push(chunk), {
+    ...options,
+    withCommit: true,
+  });
   if (!(await options.after.catch(() => false))) return;
   await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
-  await writeFile(baselinePath(id), listing.bytes, { mode: 0o600 });
+  await writeFile(baselinePath(id), Buffer.concat(chunks), { mode: 0o600 });
   const meta: BaselineMeta = { instance, takenAt: new Date().toISOString(), complete: listing.complete };
   // The meta last: a listing without it is never read.
   await writeFile(baselineMetaPath(id), JSON.stringify(meta), { mode: 0o600 });
@@ -145,7 +152,11 @@ export async function removeCloneListing(id: string, instance: string): Promise<
   await rm(baselinePath(id), { force: true }).catch(() => undefined);
 }
 
-/** The running box's listing of /work/repo and /tmp. */
-export function listBox(container: string, signal?: AbortSignal): Promise<RawListing> {
-  return runListing(container, [LISTED_ROOTS.repo, LISTED_ROOTS.tmp], signal ? { signal } : {});
+/** The running box's listing of /work/repo and /tmp, each chunk to `onChunk` as it comes. */
+export function listBox(
+  container: string,
+  onChunk: (chunk: Buffer) => void,
+  signal?: AbortSignal,
+): Promise<ListingRun> {
+  return runListing(container, [LISTED_ROOTS.repo, LISTED_ROOTS.tmp], onChunk, signal ? { signal } : {});
 }
