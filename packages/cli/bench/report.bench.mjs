@@ -21,7 +21,8 @@ const FILES = Number(process.argv[2] ?? 100_000);
 const COMMANDS = Number(process.argv[3] ?? 1000);
 const ENV = { ...process.env, NO_COLOR: '1' };
 
-const cli = (args, options = {}) => run(process.execPath, [BIN, ...args], { env: ENV, maxBuffer: 1 << 30, ...options });
+const cli = (args, options = {}) =>
+  run(process.execPath, [BIN, ...args], { env: ENV, maxBuffer: 1 << 30, ...options });
 
 const work = mkdtempSync(join(tmpdir(), 'ca-report-bench-'));
 const id = `report-bench-${process.pid}`;
@@ -31,7 +32,9 @@ try {
   writeFileSync(join(repo, 'README.md'), 'bench\n');
   spawnSync('git', ['init', '-q'], { cwd: repo });
   spawnSync('git', ['add', '.'], { cwd: repo });
-  spawnSync('git', ['-c', 'user.email=b@example.invalid', '-c', 'user.name=b', 'commit', '-qm', 'b'], { cwd: repo });
+  spawnSync('git', ['-c', 'user.email=b@example.invalid', '-c', 'user.name=b', 'commit', '-qm', 'b'], {
+    cwd: repo,
+  });
   await cli(['create', repo, '--name', id, '--quiet']);
   // 100,000 files written by "the repo's tests", in 100 folders.
   await cli([
@@ -97,12 +100,24 @@ try {
     encoding: 'utf8',
   });
   const [wall, rssKb] = whole.stderr.trim().split('\n').at(-1).split(' ').map(Number);
-  console.log(`load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`report of a box with ${added} files added (${FILES} asked) and ${commands} commands; JSON ${(bytes / 1e6).toFixed(1)} MB`);
+  console.log(
+    `load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `report of a box with ${added} files added (${FILES} asked) and ${commands} commands; JSON ${(bytes / 1e6).toFixed(1)} MB`,
+  );
   console.log(`report made in       ${ms.toFixed(0)} ms (goal < 2000 ms)   ${ms < 2000 ? 'ok' : 'OVER'}`);
-  console.log(`memory it holds      ${held.toFixed(1)} MB, report and JSON (goal < 50 MB)   ${held < 50 ? 'ok' : 'OVER'}`);
-  console.log(`peak RSS growth      ${grew.toFixed(1)} MB (V8's uncollected garbage included; goal < 50 MB)   ${grew < 50 ? 'ok' : 'OVER'}`);
-  console.log(`whole 'report --json' ${(wall * 1000).toFixed(0)} ms, peak RSS ${(rssKb / 1024).toFixed(0)} MB (node itself included)`);
+  console.log(
+    `memory it holds      ${held.toFixed(1)} MB, report and JSON (goal < 50 MB)   ${held < 50 ? 'ok' : 'OVER'}`,
+  );
+  console.log(
+    `peak RSS growth      ${grew.toFixed(1)} MB (V8's uncollected garbage included; goal < 50 MB)   ${grew < 50 ? 'ok' : 'OVER'}`,
+  );
+  console.log(
+    `whole 'report --json' ${(wall * 1000).toFixed(0)} ms, peak RSS ${(rssKb / 1024).toFixed(0)} MB (node itself included)`,
+  );
 } finally {
   await cli(['destroy', id, '--quiet']).catch(() => undefined);
   rmSync(work, { recursive: true, force: true });
