@@ -34,6 +34,7 @@ export async function writeInstallContext(input: InstallContextInput): Promise<I
     manifestsDir,
   });
   recipe.notes.unshift(...prepared.notes);
+  recipe.skippedScripts = prepared.skippedScripts;
   // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
   recipe.installEnv.push(...registryInstallEnv(input.detection.provider, input.registries));
   return recipe;

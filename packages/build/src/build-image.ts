@@ -32,6 +32,12 @@ import {
   LABEL_INSTALL_FALLBACKS,
 } from './install-fallbacks.js';
 import { InstallLog } from './install-log.js';
+import {
+  formatInstallScripts,
+  installScriptsFromOutput,
+  LABEL_INSTALL_SCRIPTS,
+  LABEL_SKIPPED_SCRIPTS,
+} from './install-scripts.js';
 import type { ManifestFile } from './manifests.js';
 import { nodeRuntimeFor, withNodeRuntime } from './node-runtime.js';
 import { ensurePrepImage } from './prep-image.js';
@@ -151,6 +157,9 @@ export async function buildImage(
     });
     const toolchain = toolchainFromOutput(lines);
     const installFallbacks = installFallbacksFromOutput(lines);
+    const installScripts = installScriptsFromOutput(lines);
+    // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
+    const skipped = (recipe.skippedScripts ?? []).join('; ').replace(/[^\x20-\x7e]/g, '?');
     try {
       const built = (await readFile(iidFile, 'utf8')).trim();
       // A write between two looks of the watch: the image itself is held to the cap too.
@@ -166,6 +175,9 @@ export async function buildImage(
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
         ...(installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: installFallbacks.join(',') } : {}),
+        // Present (maybe empty) on every image built from now on: its absence means "not recorded".
+        [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts),
+        ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
     } catch (error) {

@@ -3,6 +3,7 @@ import { hasControlCharacter, InvariantError } from '@ca-sandbox/docker/contract
 import { ImageRefSchema } from './base-image.js';
 import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CA_TRUST_ENV } from './ca-trust.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
+import { INSTALL_SCRIPTS_SCAN } from './install-scripts.js';
 import type { EnvEntry, InstallRecipe } from './recipe.js';
 import { toolchainProbe } from './toolchain.js';
 
@@ -239,6 +240,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...recipe.install,
     ')',
     END_INSTALL_PROCESSES,
+    INSTALL_SCRIPTS_SCAN,
     probe(options),
     CLEAN_TMP,
     CLEAN_REPO_DIR,

@@ -73,6 +73,12 @@ export {
   parseInstallFallbacks,
 } from './install-fallbacks.js';
 export {
+  type InstallScript,
+  LABEL_INSTALL_SCRIPTS,
+  LABEL_SKIPPED_SCRIPTS,
+  parseInstallScripts,
+} from './install-scripts.js';
+export {
   type CacheSource,
   type LastDepsImage,
   lastDepsImage,

@@ -347,7 +347,11 @@ export function localDependencyDirs(files: readonly ManifestFile[]): Set<string>
  * The node part of the context: the repo's own lifecycle scripts out of every package.json,
  * rc files filtered. The dephash is computed over the repo's files as read, not over these.
  */
-export function nodeContextFiles(files: readonly ManifestFile[]): { files: ManifestFile[]; notes: string[] } {
+export function nodeContextFiles(files: readonly ManifestFile[]): {
+  files: ManifestFile[];
+  notes: string[];
+  skippedScripts: string[];
+} {
   const paths = new Set(files.map((file) => file.path));
   const dependencyDirs = localDependencyDirs(files);
   const stripped: string[] = [];
@@ -381,5 +385,5 @@ export function nodeContextFiles(files: readonly ManifestFile[]): { files: Manif
     notes.push(
       `the repo's own install scripts were skipped (the install sees only the manifests): ${stripped.slice(0, 6).join('; ')}${stripped.length > 6 ? '; …' : ''} — run them in the box if the tests need them`,
     );
-  return { files: out, notes };
+  return { files: out, notes, skippedScripts: stripped };
 }

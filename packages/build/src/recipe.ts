@@ -28,6 +28,8 @@ export interface InstallRecipe {
   /** Extra variables for the install step only. */
   installEnv: EnvEntry[];
   notes: string[];
+  /** The repo's own lifecycle scripts left out of the install (`path (names)`): the report says them. */
+  skippedScripts?: string[];
   /** The lifecycle links /work/repo/node_modules → /deps/node_modules (ESM does not read NODE_PATH). */
   linkNodeModules: boolean;
 }
@@ -95,7 +97,11 @@ export function providerEnv(provider: Provider, files: readonly ManifestFile[]):
  * package.json files lose the repo's own lifecycle scripts and rc files the settings a repo never
  * chooses (see node-context.ts).
  */
-export function contextFiles(files: readonly ManifestFile[]): { files: ManifestFile[]; notes: string[] } {
+export function contextFiles(files: readonly ManifestFile[]): {
+  files: ManifestFile[];
+  notes: string[];
+  skippedScripts: string[];
+} {
   const notes: string[] = [];
   const out = files.map((file) => {
     if (!/^requirements.*\.txt$/.test(posix.basename(file.path))) return file;
@@ -107,7 +113,7 @@ export function contextFiles(files: readonly ManifestFile[]): { files: ManifestF
     return { path: file.path, content: Buffer.from(text, 'utf8') };
   });
   const node = nodeContextFiles(out);
-  return { files: node.files, notes: [...notes, ...node.notes] };
+  return { files: node.files, notes: [...notes, ...node.notes], skippedScripts: node.skippedScripts };
 }
 
 const NODE_INSTALL_FLAGS = '--no-audit --no-fund --loglevel=error';

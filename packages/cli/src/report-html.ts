@@ -126,6 +126,10 @@ export function renderReportHtml(report: SandboxReport): string {
       'Install',
       `${install.provider} via ${install.builder}: ${install.depsInstalled ? install.image : `none (${install.image})`}${install.installFallbacks.length ? `; fallbacks: ${install.installFallbacks.join(', ')}` : ''}`,
     ],
+    ['Install scripts', installScriptsLine(install.scripts)],
+    ...(install.scripts.skippedOwn.length
+      ? ([['Skipped', `the repo's own: ${install.scripts.skippedOwn.join('; ')}`]] as [string, Cell][])
+      : []),
     [
       'Network',
       network.refused
@@ -221,4 +225,19 @@ ${table(
 <ul>${report.notRecorded.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>
 </body></html>
 `;
+}
+
+/** The dependencies' install scripts in one line: which packages declare which, pnpm's ignored ones marked. */
+export function installScriptsLine(scripts: SandboxReport['install']['scripts']): string {
+  if (!scripts.recorded)
+    return 'install scripts not recorded (no install, or an image built before this version)';
+  if (scripts.declared.length === 0) return 'no installed package declares an install script';
+  const shown = scripts.declared
+    .slice(0, 12)
+    .map(
+      (entry) =>
+        `${sanitizeName(entry.package)}@${sanitizeName(entry.version)} (${entry.scripts.join(', ')}${entry.ignored ? ': ignored by pnpm' : ''})`,
+    );
+  const rest = scripts.declared.length - shown.length + scripts.more;
+  return `${scripts.declared.length + scripts.more} installed package(s) declare install scripts: ${shown.join(', ')}${rest > 0 ? `, and ${rest} more (--json)` : ''}`;
 }

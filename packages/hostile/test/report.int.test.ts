@@ -397,3 +397,57 @@ describe('ca-sandbox report', () => {
     expect(await labeledLeft('../../etc').catch(() => [])).toEqual([]);
   });
 });
+
+describe('ca-sandbox report: the install', () => {
+  it("names the dependencies' install scripts and the repo's own that were skipped; the image size", async () => {
+    const { execa } = await import('execa');
+    const { mkdir } = await import('node:fs/promises');
+    const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-scripts-'));
+    const name = uniqueName('scripts');
+    try {
+      // A dependency from an archive in the repo (no registry needed) whose postinstall runs.
+      const dep = join(dir, 'dep');
+      await mkdir(dep);
+      await writeFile(
+        join(dep, 'package.json'),
+        JSON.stringify({ name: `dep-${marker}`, version: '1.0.0', scripts: { postinstall: 'node ran.js' } }),
+      );
+      await writeFile(join(dep, 'ran.js'), "require('fs').writeFileSync('ran.txt', 'y')\n");
+      const repo = join(dir, 'repo');
+      await mkdir(join(repo, 'vendor'), { recursive: true });
+      await execa('tar', ['czf', join(repo, 'vendor', 'dep.tgz'), '--transform', 's,^dep,package,', 'dep'], {
+        cwd: dir,
+      });
+      await writeFile(
+        join(repo, 'package.json'),
+        JSON.stringify({
+          name: 'scripts',
+          version: '1.0.0',
+          private: true,
+          scripts: { postinstall: 'echo own', prepare: 'echo own' },
+          dependencies: { [`dep-${marker}`]: 'file:vendor/dep.tgz' },
+        }),
+      );
+      const created = await cli(['create', repo, '--json', '--name', name, '--network', 'clone-then-cut']);
+      expect(created.exitCode, created.stderr).toBe(0);
+      const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', name, '--json'])).stdout));
+      expect(report.install.scripts).toEqual({
+        recorded: true,
+        declared: [{ package: `dep-${marker}`, version: '1.0.0', scripts: ['postinstall'], ignored: false }],
+        more: 0,
+        skippedOwn: ['package.json (postinstall, prepare)'],
+      });
+      expect(report.install.imageBytes).toBeGreaterThan(1_000_000);
+      const page = await cli(['report', name]);
+      expect(page.stdout).toContain(
+        `scripts    1 installed package(s) declare install scripts: dep-${marker}@1.0.0 (postinstall)`,
+      );
+      expect(page.stdout).toContain(
+        "the repo's own, skipped by the install: package.json (postinstall, prepare)",
+      );
+    } finally {
+      await cli(['destroy', name]);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { LABEL_INSTALL_SCRIPTS, LABEL_SKIPPED_SCRIPTS, parseInstallScripts } from '@ca-sandbox/build';
 import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
@@ -163,6 +164,29 @@ export const SandboxReportSchema = z.strictObject({
     toolchain: z.record(z.string(), z.string()),
     /** What the install did besides its recipe (npm-legacy-peer-deps, ...). */
     installFallbacks: z.array(z.string()),
+    /** Bytes of the image the box runs (the base's included); null when it is gone. */
+    imageBytes: z.number().nullable(),
+    /**
+     * The dependencies' install scripts: every installed package that declares one (preinstall,
+     * install, postinstall) or builds natively (node-gyp), as the install left them (a package
+     * could rewrite its own package.json: declared, not proven); `ignored`: pnpm did not run it.
+     * recorded false: an image built before this version, or the bare toolchain image.
+     */
+    scripts: z.strictObject({
+      recorded: z.boolean(),
+      declared: z.array(
+        z.strictObject({
+          package: z.string(),
+          version: z.string(),
+          scripts: z.array(z.string()),
+          ignored: z.boolean(),
+        }),
+      ),
+      /** Packages with scripts past the label's bound (not listed). */
+      more: z.number().int(),
+      /** The repo's own lifecycle scripts the install skipped: `package.json path (names)`. */
+      skippedOwn: z.array(z.string()),
+    }),
   }),
   network: z.strictObject({
     policy: z.string(),
@@ -203,19 +227,24 @@ export const SandboxReportSchema = z.strictObject({
 });
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
-const NOT_RECORDED = ['which lifecycle scripts of the dependencies ran during the install'];
+const NOT_RECORDED = [
+  "the build steps of Python and Go dependencies (only the Node packages' install scripts are listed)",
+  'proof that a declared install script ran: the install could rewrite what its packages declare',
+];
 
 /** The report of sandbox `id` (its box in any state). SandboxNotFoundError when there is no box. */
 export async function sandboxReport(id: string, now = new Date()): Promise<SandboxReport> {
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
-  const [decisions, gate, logged, changes, gates] = await Promise.all([
+  const [decisions, gate, logged, changes, gates, image] = await Promise.all([
     egressLog(id),
     verifySandbox(id),
     readCommands(id),
     fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State.Running),
     readGateLog(id),
+    // The image the box runs, by id: its tag may name a newer build by now.
+    engine.image.inspect(inspect.Image ?? record.image).catch(() => undefined),
   ]);
   // A log left by an earlier sandbox of the same name (its box removed by hand, never destroyed)
   // holds commands older than this box: they are not this box's.
@@ -256,6 +285,8 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       depsInstalled: record.depsInstalled,
       toolchain: record.toolchain,
       installFallbacks: record.installFallbacks,
+      imageBytes: image?.Size ?? null,
+      scripts: installScripts(image?.Config.Labels),
     },
     network: {
       policy: record.network,
@@ -339,4 +370,13 @@ async function fileChanges(
     ...compared,
   };
   return { changes, cloned };
+}
+
+/** What the deps image's labels say of the install's scripts (build's install-scripts.ts). */
+function installScripts(labels: Record<string, string> | undefined): SandboxReport['install']['scripts'] {
+  const label = labels?.[LABEL_INSTALL_SCRIPTS];
+  const skippedOwn = (labels?.[LABEL_SKIPPED_SCRIPTS] ?? '').split('; ').filter(Boolean);
+  if (label === undefined) return { recorded: false, declared: [], more: 0, skippedOwn };
+  const { scripts, more } = parseInstallScripts(label);
+  return { recorded: true, declared: scripts, more, skippedOwn };
 }

@@ -7,6 +7,7 @@ import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
+import { installScriptsLine, renderReportHtml } from '../report-html.js';
 
 /**
  * `ca-sandbox report <id>`: what the sandbox's repository did, on one page: its source, its
@@ -74,6 +75,11 @@ export async function reportCommand(
   if (tools.length) out.result(`tools      ${clean(tools.join(' · '))}`);
   for (const fallback of install.installFallbacks)
     out.result(`           install fallback taken: ${clean(fallback)}`);
+  if (install.imageBytes !== null)
+    out.result(`           image ${formatSize(install.imageBytes)} (the base's layers included)`);
+  out.result(`scripts    ${installScriptsLine(install.scripts)}`);
+  for (const skipped of install.scripts.skippedOwn)
+    out.result(`           the repo's own, skipped by the install: ${clean(skipped)}`);
   const reach =
     network.boxEgress === 'none'
       ? 'the box itself had no network'
@@ -244,7 +250,6 @@ function fileDetail(file: ChangedFile): string {
 
 /** Writes the page to a new file: an existing one is the user's, never overwritten. */
 async function writeHtml(path: string, report: SandboxReport): Promise<void> {
-  const { renderReportHtml } = await import('../report-html.js');
   try {
     await writeFile(path, renderReportHtml(report), { flag: 'wx', mode: 0o644 });
   } catch (error) {

@@ -1,0 +1,162 @@
+import { DEPS_SRC } from '@ca-sandbox/docker/contracts';
+import { NODE_PREFIX } from './node-layout.js';
+
+/**
+ * The dependencies' install scripts, for the vetting report (issue 29): once the install has ended
+ * (every process of it killed), the install step walks the installed packages under /deps/src and
+ * prints a marker line for each one that declares an install script (preinstall, install,
+ * postinstall) or builds natively (a binding.gyp: npm and pnpm run node-gyp for it), and whether
+ * pnpm said it ignored its build (pnpm 10 runs only the builds a repo allows). The host keeps them
+ * as a label of the deps image, so a cache hit reports them too.
+ *
+ * What it is: the scripts the installed packages declare, as the install left them. A package's
+ * own script ran as the install user and could have rewritten its package.json afterwards; the
+ * report says "declared", not "proven".
+ */
+
+export const INSTALL_SCRIPT_MARKER = 'ca-sandbox-install-script: ';
+
+/** Label of a deps image: its packages with install scripts (formatInstallScripts). */
+export const LABEL_INSTALL_SCRIPTS = 'ca.sandbox.cache.install-scripts';
+/** Label of a deps image: the repo's own lifecycle scripts the install skipped (`path (names)`, `; `-joined). */
+export const LABEL_SKIPPED_SCRIPTS = 'ca.sandbox.cache.skipped-scripts';
+
+const EVENTS = ['preinstall', 'install', 'postinstall'] as const;
+/** At most this many packages are named (a label must stay small); the label says how many more. */
+const MAX_LISTED = 200;
+
+export interface InstallScript {
+  package: string;
+  version: string;
+  /** The install events it declares; 'node-gyp' when a binding.gyp builds without one. */
+  scripts: string[];
+  /** pnpm listed its build as ignored (not run). */
+  ignored: boolean;
+}
+
+// Runs with the base's own node (never one of the deps' bins on PATH), reads only, prints one
+// JSON line per package, in a bounded walk (depth, entries), and never fails the step.
+const WALK = `
+const fs = require('fs'), path = require('path');
+const root = ${JSON.stringify(DEPS_SRC)};
+const events = ${JSON.stringify(EVENTS)};
+const seen = new Set(); let budget = 400000; let printed = 0;
+const ignored = new Set();
+try {
+  const y = fs.readFileSync(root + '/node_modules/.modules.yaml', 'utf8');
+  const m = /^ignoredBuilds:\\n((?:[ \\t]+- .*\\n?)*)/m.exec(y);
+  if (m) for (const l of m[1].split('\\n')) { const v = l.replace(/^[ \\t]+- /, '').trim().replace(/^['"]|['"]$/g, ''); if (v) ignored.add(v); }
+} catch {}
+const pkg = (dir) => {
+  let real; try { real = fs.realpathSync(dir); } catch { return; }
+  if (seen.has(real)) return; seen.add(real);
+  let json; try { json = JSON.parse(fs.readFileSync(real + '/package.json', 'utf8')); } catch { json = undefined; }
+  if (json && typeof json.name === 'string') {
+    const scripts = json.scripts && typeof json.scripts === 'object' ? json.scripts : {};
+    const declared = events.filter((e) => typeof scripts[e] === 'string' && scripts[e].trim());
+    if (!declared.includes('install') && !declared.includes('preinstall') && fs.existsSync(real + '/binding.gyp')) declared.push('node-gyp');
+    if (declared.length && printed < 2000) {
+      printed++;
+      console.log(${JSON.stringify(INSTALL_SCRIPT_MARKER)} + JSON.stringify({ p: json.name, v: String(json.version ?? ''), s: declared, i: ignored.has(json.name) || [...ignored].some((x) => x.startsWith(json.name + '@')) }));
+    }
+  }
+  modules(real + '/node_modules', 0);
+};
+const modules = (dir, depth) => {
+  if (depth > 3 || budget <= 0) return;
+  let ents; try { ents = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+  for (const e of ents) {
+    if (--budget <= 0) return;
+    if (e.name === '.bin' || e.name === '.cache') continue;
+    const p = path.join(dir, e.name);
+    if (e.name === '.pnpm') { let s; try { s = fs.readdirSync(p); } catch { continue; } for (const x of s) modules(path.join(p, x, 'node_modules'), depth + 1); continue; }
+    if (e.name.startsWith('@')) { modules(p, depth + 1); continue; }
+    if (e.isDirectory() || e.isSymbolicLink()) pkg(p);
+  }
+};
+// The root's node_modules and each workspace package's (outside node_modules, a few levels down).
+const tree = (dir, depth) => {
+  if (depth > 4 || budget <= 0) return;
+  let ents; try { ents = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+  for (const e of ents) {
+    if (!e.isDirectory() || --budget <= 0) continue;
+    if (e.name === 'node_modules') modules(path.join(dir, e.name), 0);
+    else if (!e.name.startsWith('.')) tree(path.join(dir, e.name), depth + 1);
+  }
+};
+tree(root, 0);
+`;
+
+/** The install step's line (after END_INSTALL_PROCESSES): the walk above, quiet on any failure. */
+export const INSTALL_SCRIPTS_SCAN = `[ ! -d ${DEPS_SRC}/node_modules ] || [ ! -x ${NODE_PREFIX}/bin/node ] || ${NODE_PREFIX}/bin/node -e ${shellSingleQuote(WALK)} 2>/dev/null || :`;
+
+function shellSingleQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+const NAME = /^(?:@[a-z0-9][a-z0-9._~-]{0,100}\/)?[a-z0-9._~-][a-z0-9._~-]{0,213}$/i;
+const VERSION = /^[0-9A-Za-z.+_-]{0,64}$/;
+const KNOWN_SCRIPTS = new Set<string>([...EVENTS, 'node-gyp']);
+
+/**
+ * The markers of the build's output, validated (a name npm allows, a plain version, known events
+ * only), once per package and version. The install's own code can print marker lines too: what it
+ * gains is a row that is not true, never text of its choosing in the report beyond a package name.
+ */
+export function installScriptsFromOutput(lines: readonly string[]): InstallScript[] {
+  const found = new Map<string, InstallScript>();
+  for (const line of lines) {
+    if (!line.startsWith(INSTALL_SCRIPT_MARKER)) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line.slice(INSTALL_SCRIPT_MARKER.length));
+    } catch {
+      continue;
+    }
+    const entry = parsed as { p?: unknown; v?: unknown; s?: unknown; i?: unknown };
+    if (typeof entry.p !== 'string' || !NAME.test(entry.p)) continue;
+    if (typeof entry.v !== 'string' || !VERSION.test(entry.v)) continue;
+    if (!Array.isArray(entry.s)) continue;
+    const scripts = entry.s.filter(
+      (name): name is string => typeof name === 'string' && KNOWN_SCRIPTS.has(name),
+    );
+    if (scripts.length === 0) continue;
+    found.set(`${entry.p}@${entry.v}`, {
+      package: entry.p,
+      version: entry.v,
+      scripts,
+      ignored: entry.i === true,
+    });
+  }
+  return [...found.values()].sort((a, b) => (a.package < b.package ? -1 : a.package > b.package ? 1 : 0));
+}
+
+/** `name@version:script+script[!]` space-joined (`!`: ignored), at most MAX_LISTED, then `+N`. */
+export function formatInstallScripts(scripts: readonly InstallScript[]): string {
+  const listed = scripts
+    .slice(0, MAX_LISTED)
+    .map(
+      (entry) => `${entry.package}@${entry.version}:${entry.scripts.join('+')}${entry.ignored ? '!' : ''}`,
+    );
+  if (scripts.length > MAX_LISTED) listed.push(`+${scripts.length - MAX_LISTED}`);
+  return listed.join(' ');
+}
+
+/** A label value back (unknown or malformed parts dropped); `more`: packages the label left out. */
+export function parseInstallScripts(label: string | undefined): { scripts: InstallScript[]; more: number } {
+  const scripts: InstallScript[] = [];
+  let more = 0;
+  for (const part of (label ?? '').split(' ')) {
+    if (/^\+\d{1,7}$/.test(part)) {
+      more = Number(part.slice(1));
+      continue;
+    }
+    const match = /^((?:@[^@/\s]+\/)?[^@\s]+)@([^:\s]*):([a-z+-]+)(!?)$/.exec(part);
+    if (!match) continue;
+    const [, name = '', version = '', list = '', bang] = match;
+    if (!NAME.test(name) || !VERSION.test(version)) continue;
+    const names = list.split('+').filter((script) => KNOWN_SCRIPTS.has(script));
+    if (names.length) scripts.push({ package: name, version, scripts: names, ignored: bang === '!' });
+  }
+  return { scripts, more };
+}
