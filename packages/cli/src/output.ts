@@ -109,8 +109,9 @@ export class Output {
   /** A plain text table; every cell is a name shown on one line with visible escapes. */
   table(headers: string[], rows: string[][]): void {
     const cells = rows.map((row) => row.map((cell) => sanitizeName(cell)));
+    // A reduce, not Math.max(...): a spread of 100,000 rows overflows the stack.
     const widths = headers.map((header, i) =>
-      Math.max(header.length, ...cells.map((row) => (row[i] ?? '').length)),
+      cells.reduce((widest, row) => Math.max(widest, (row[i] ?? '').length), header.length),
     );
     const format = (row: string[]) =>
       row

@@ -149,9 +149,20 @@ export function renderReportHtml(report: SandboxReport): string {
     [
       'Files',
       changes.state === 'box-not-running'
-        ? 'not listed: the box was not running'
-        : `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted; ${changes.outsideRepo.length} under /tmp; ${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
+        ? mark('not listed: the box was not running', 'warn')
+        : `${changes.state === 'computed' ? `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted` : '/work/repo not compared (no listing of the clone)'}; ${changes.outsideRepo.length} under /tmp and /dev/shm; ${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
     ],
+    ...(changes.complete || changes.state === 'box-not-running'
+      ? []
+      : ([
+          [
+            'Incomplete',
+            mark(
+              `the file lists are incomplete: ${changes.problems.join('; ') || (changes.state === 'no-baseline' ? 'no listing of the clone to compare with' : 'see the JSON report')}`,
+              'bad',
+            ),
+          ],
+        ] as [string, Cell][])),
   ];
   const fileTable = table(['KIND', 'MODE', 'SIZE', 'PATH', 'DETAIL'], fileRows(changes), [
     undefined,

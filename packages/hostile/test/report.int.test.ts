@@ -50,6 +50,11 @@ fs.copyFileSync('/bin/true', '/tmp/payload-${marker}');
 fs.chmodSync('/tmp/payload-${marker}', 0o755);
 fs.writeFileSync('esc-\\u001b]52;c;aGk=\\u0007\\u001b[2J-\\u202etxt.exe', '');
 fs.mkdirSync('cache-${marker}/deep', { recursive: true });
+// Times find prints oddly (before 1970, far ahead): every record after them is still read.
+fs.writeFileSync('old-${marker}', 'x');
+fs.utimesSync('old-${marker}', -5, -5);
+fs.utimesSync('/tmp/dropped-${marker}', 99999999999, 99999999999);
+fs.writeFileSync('/dev/shm/shm-${marker}', 'x');
 fs.writeFileSync('<img src=x onerror=alert(1)>', '');
 fs.writeFileSync('<link rel=stylesheet href=x>', '');
 for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c');
@@ -283,8 +288,9 @@ describe('ca-sandbox report', () => {
       ]),
     );
     expect(paths(changes.outsideRepo)).toEqual(
-      expect.arrayContaining([`/tmp/dropped-${marker}`, `/tmp/payload-${marker}`]),
+      expect.arrayContaining([`/tmp/dropped-${marker}`, `/tmp/payload-${marker}`, `/dev/shm/shm-${marker}`]),
     );
+    expect(paths(changes.added)).toContain(`/work/repo/old-${marker}`);
 
     const page = await cli(['report', id]);
     expect(page.exitCode).toBe(0);
@@ -396,6 +402,33 @@ describe('ca-sandbox report', () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(await labeledLeft('../../etc').catch(() => [])).toEqual([]);
   });
+});
+
+describe('ca-sandbox report: a plain copy', () => {
+  it('claims no commit, even with a .git file naming a git dir of the repo (red team)', async () => {
+    const { execa } = await import('execa');
+    const { mkdir } = await import('node:fs/promises');
+    const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-plain-'));
+    const name = uniqueName('plain');
+    try {
+      const repo = join(dir, 'repo');
+      await mkdir(repo);
+      await writeFile(join(repo, 'a.txt'), 'a\n');
+      const git = (...args: string[]) =>
+        execa('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: repo });
+      await git('init', '-q', '--separate-git-dir=gd');
+      await git('add', 'a.txt');
+      await git('commit', '-qm', 'forged');
+      await writeFile(join(repo, '.git'), 'gitdir: gd\n');
+      const created = await cli(['create', repo, '--json', '--name', name]);
+      expect(created.exitCode, created.stderr).toBe(0);
+      const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', name, '--json'])).stdout));
+      expect(report.source.cloned).toMatchObject({ commit: null, signature: 'none' });
+    } finally {
+      await cli(['destroy', name]);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('ca-sandbox report: the install', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cloneFacts, compareListings, ListingReader, listingScript, parseListing } from './file-changes.js';
 
 interface Row {
-  root?: '/work/repo' | '/tmp';
+  root?: '/work/repo' | '/tmp' | '/dev/shm';
   type?: string;
   mode?: string;
   size?: number;
@@ -31,7 +31,10 @@ const compare = (before: Row[], now: Row[]) => compareListings(parseListing(list
 
 describe('file changes', () => {
   it('lists with the system find, gated on the word go when asked', () => {
-    expect(listingScript(false)).toBe('exec find "$@" -xdev -printf \'%H %y %m %s %T@ %C@\\0%P\\0%l\\0\'');
+    expect(listingScript(false).split('\n')).toEqual([
+      'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',
+      'exec find "$@" -xdev -printf \'%H %y %m %s %T@ %C@\\0%P\\0%l\\0\'',
+    ]);
     expect(listingScript(true).split('\n').slice(0, 2)).toEqual([
       'IFS= read -r word || exit 0',
       '[ "$word" = go ] || exit 0',
@@ -137,11 +140,43 @@ describe('file changes', () => {
     expect(hostile.added.map((file) => file.path)).toEqual(['/work/repo/x\n/work/repo f 644 1 1 1\u001b[2J']);
   });
 
-  it('a header that is not find’s own ends the parse (nothing after it is trusted)', () => {
-    const bad = Buffer.concat([listing([{ path: 'a' }]), Buffer.from('rm -rf f 644 1 1 1\0b\0\0')]);
+  it('a record that does not parse is counted and the ones after it are still read (red team: touch -d @-5)', () => {
+    const bad = Buffer.concat([
+      listing([{ path: 'a' }]),
+      Buffer.from('rm -rf f 644 1 1 1\0b\0\0'),
+      listing([{ root: '/tmp', path: 'payload', mode: '4755' }]).subarray(
+        '/work/repo d 755 4096 1.0 1.0\0\0\0'.length,
+      ),
+    ]);
     const parsed = parseListing(bad);
-    expect(parsed.entries.size).toBe(1);
+    expect([...parsed.entries.keys()]).toEqual(['repo:a', 'tmp:payload']);
     expect(parsed.malformed).toBe(1);
+    // Times before 1970 or far ahead are find's own fields: read, and compared as text.
+    const odd = compare(
+      [{ path: 'package.json' }],
+      [
+        { path: 'package.json', mtime: '-5.0000000000', ctime: '99999999999999.0' },
+        { root: '/tmp', path: 'zz', mtime: '99999999999999.0', mode: '4755' },
+      ],
+    );
+    expect(odd.malformed).toBe(0);
+    expect(odd.modified.map((file) => file.path)).toEqual(['/work/repo/package.json']);
+    expect(odd.setuid.map((file) => file.path)).toEqual(['/tmp/zz']);
+  });
+
+  it('/dev/shm is listed outside the repo; a link that climbs out of /deps is no deps link', () => {
+    const changes = compare(
+      [{ path: 'src', type: 'd' }],
+      [
+        { path: 'src', type: 'd' },
+        { root: '/dev/shm', path: 'drop' },
+        { path: 'src/node_modules', type: 'd' },
+        { path: 'src/node_modules/x', type: 'l', target: '/deps/../work/repo/.git/hooks' },
+      ],
+    );
+    expect(changes.outsideRepo.map((file) => file.path)).toEqual(['/dev/shm/drop']);
+    expect(changes.added.map((file) => file.path)).toEqual(['/work/repo/src/node_modules/x']);
+    expect(changes.depsLinks).toBe(1);
   });
 });
 

@@ -13,7 +13,7 @@ import { autorunReason } from './autorun.js';
  */
 
 /** Where each listing starts: the checkout and the box's own tmpfs. */
-export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp' } as const;
+export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp', shm: '/dev/shm' } as const;
 export type ListedRoot = keyof typeof LISTED_ROOTS;
 
 /**
@@ -31,6 +31,8 @@ export function listingScript(gated: boolean, withCommit = false): string {
   return [
     ...(gated ? ['IFS= read -r word || exit 0', '[ "$word" = go ] || exit 0'] : []),
     ...(withCommit ? COMMIT_RECORD : []),
+    // Only the roots there are (a runtime may have no /dev/shm): a missing one is no problem.
+    'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',
     `exec find "$@" -xdev -printf '${LISTING_FORMAT}'`,
   ].join('\n');
 }
@@ -42,7 +44,8 @@ export function listingScript(gated: boolean, withCommit = false): string {
  */
 const COMMIT_RECORD = [
   'root=$1',
-  'g() { GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null /usr/bin/git -C "$root" "$@" 2>/dev/null; }',
+  // The clone's own .git, a real folder: never a `.git` file pointing elsewhere.
+  'g() { [ -d "$root/.git" ] && [ ! -L "$root/.git" ] || return 1; GIT_DIR="$root/.git" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null /usr/bin/git -C "$root" "$@" 2>/dev/null; }',
   'sha=$(g rev-parse --verify -q "HEAD^{commit}" | tr -cd 0-9a-f | head -c 64)',
   `sig=$(g cat-file commit HEAD | sed -n -e '/^$/q' -e 's/^gpgsig[-a-z0-9]* -----BEGIN \\([A-Z0-9 ]*\\)-----$/\\1/p' | head -n 1 | tr -c 'A-Z0-9\\n' _ | head -c 40)`,
   `printf 'commit %s %s\\0\\0\\0' "\${sha:--}" "\${sig:--}"`,
@@ -69,12 +72,14 @@ export interface Listing {
   entries: Map<string, ListedEntry>;
   /** The clone's commit record (listingScript withCommit): sha or '' , signature kind or ''. */
   commit?: { sha: string; signature: string };
-  /** Records that did not parse (a listing cut at its bound ends with one). */
+  /** Records that could not be read (one a cut listing ends with, or a field find printed oddly). */
   malformed: number;
 }
 
+// Times may be negative or far off (`touch -d @-5`): any that find prints is read, as text.
 const HEADER =
-  /^(\/work\/repo|\/tmp) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (\d{1,12}(?:\.\d{1,12})?) (\d{1,12}(?:\.\d{1,12})?)$/;
+  /^(\/work\/repo|\/tmp|\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
+const ROOT_OF: Record<string, ListedRoot> = { [REPO_DIR]: 'repo', '/tmp': 'tmp', '/dev/shm': 'shm' };
 const TYPES: Record<string, EntryType> = { f: 'file', d: 'directory', l: 'symlink' };
 
 /** The map key of an entry: its root and its path. */
@@ -139,14 +144,14 @@ export class ListingReader {
     }
     const match = HEADER.exec(header);
     if (!match) {
-      // NUL ends every field and no name holds one, so records only misalign where the listing
-      // was cut: nothing after this point can be read.
+      // NUL ends every field and no name holds one, so the records stay aligned: this one is
+      // counted (the report says the listing is incomplete) and the next ones are read.
       this.malformed += 1;
-      return false;
+      return true;
     }
     if (key === '') return true;
     this.onEntry({
-      root: match[1] === REPO_DIR ? 'repo' : 'tmp',
+      root: ROOT_OF[match[1] ?? ''] ?? 'tmp',
       type: TYPES[match[2] ?? ''] ?? 'other',
       mode: Number.parseInt(match[3] ?? '0', 8),
       size: Number(match[4]),
@@ -199,7 +204,7 @@ export interface FileChanges {
   deleted: ChangedFile[];
   /** Entries the deps link made at create (node_modules directories and their links into /deps). */
   depsLinks: number;
-  /** Everything under the box's /tmp (its HOME: caches too), ca-sandbox's own trust bundles left out. */
+  /** Everything under the box's /tmp (its HOME: caches too) and /dev/shm, ca-sandbox's own trust bundles left out. */
   outsideRepo: ChangedFile[];
   /** Files with the setuid or setgid bit, in /work/repo or /tmp. */
   setuid: ChangedFile[];
@@ -271,7 +276,12 @@ function isDepsLink(entry: ListedEntry): boolean {
   if (entry.root !== 'repo') return false;
   const parts = entry.key.split('/');
   if (!parts.includes('node_modules')) return false;
-  if (entry.type === 'symlink') return entry.target.startsWith('/deps/');
+  // Only a plain absolute target under /deps: `/deps/../work/repo/.git/hooks` is not a deps link.
+  if (entry.type === 'symlink')
+    return (
+      entry.target.startsWith('/deps/') &&
+      !entry.target.split('/').some((part) => part === '..' || part === '.')
+    );
   return entry.type === 'directory' && parts.at(-1) === 'node_modules';
 }
 
@@ -346,8 +356,9 @@ export class ChangeCollector {
     };
     const executable = entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0;
     if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(once());
-    if (entry.root === 'tmp') {
-      if (OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`))) return;
+    if (entry.root !== 'repo') {
+      if (entry.root === 'tmp' && OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`)))
+        return;
       changes.outsideRepo.push(once());
       if (executable) changes.newExecutables.push(once());
       return;

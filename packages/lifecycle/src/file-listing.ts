@@ -108,14 +108,11 @@ export async function captureCloneListing(
   helper: string,
   id: string,
   instance: string,
-  options: { after: Promise<boolean>; signal?: AbortSignal },
+  options: { after: Promise<boolean>; signal?: AbortSignal; withCommit: boolean },
 ): Promise<void> {
   await rm(baselineMetaPath(id), { force: true }).catch(() => undefined);
   const chunks: Buffer[] = [];
-  const listing = await runListing(helper, [LISTED_ROOTS.repo], (chunk) => chunks.push(chunk), {
-    ...options,
-    withCommit: true,
-  });
+  const listing = await runListing(helper, [LISTED_ROOTS.repo], (chunk) => chunks.push(chunk), options);
   if (!(await options.after.catch(() => false))) return;
   await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
   await writeFile(baselinePath(id), Buffer.concat(chunks), { mode: 0o600 });
@@ -158,5 +155,10 @@ export function listBox(
   onChunk: (chunk: Buffer) => void,
   signal?: AbortSignal,
 ): Promise<ListingRun> {
-  return runListing(container, [LISTED_ROOTS.repo, LISTED_ROOTS.tmp], onChunk, signal ? { signal } : {});
+  return runListing(
+    container,
+    [LISTED_ROOTS.repo, LISTED_ROOTS.tmp, LISTED_ROOTS.shm],
+    onChunk,
+    signal ? { signal } : {},
+  );
 }

@@ -89,7 +89,7 @@ const FileChangesSchema = z.strictObject({
   deleted: z.array(ChangedFileSchema),
   /** node_modules folders and links into /deps the deps link made at create (not listed one by one). */
   depsLinks: z.number().int(),
-  /** Everything under the box's /tmp (also its HOME, so caches too). */
+  /** Everything under the box's /tmp (also its HOME, so caches too) and /dev/shm. */
   outsideRepo: z.array(ChangedFileSchema),
   setuid: z.array(ChangedFileSchema),
   newExecutables: z.array(ChangedFileSchema),
@@ -347,7 +347,15 @@ async function fileChanges(
   const now = await listBox(boxName(id), (chunk) => collector.push(chunk));
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
-  const problems = [...now.problems, ...(malformed ? ["the box's listing was cut at its bound"] : [])];
+  const unread = malformed + (before?.malformed ?? 0);
+  const problems = [
+    ...now.problems,
+    ...(unread
+      ? [
+          `${unread} record(s) of the listings could not be read (a listing cut at its bound, or a field find printed that this version does not read)`,
+        ]
+      : []),
+  ];
   if (!baseline || !before) {
     // The box's own view still says what is setuid and what sits in /tmp.
     const changes: ReportedChanges = {

@@ -160,13 +160,12 @@ function printChanges(out: Output, changes: Changes): void {
       ? `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted in /work/repo since the clone`
       : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
   const more = [
-    `${changes.outsideRepo.length} under /tmp`,
+    `${changes.outsideRepo.length} under /tmp and /dev/shm`,
     `${changes.setuid.length} setuid/setgid`,
     `${changes.newExecutables.length} new executable(s)`,
   ];
-  out.result(
-    `files      ${repo}; ${more.join(', ')}${changes.complete ? '' : ' (incomplete: see --json problems)'}`,
-  );
+  out.result(`files      ${repo}; ${more.join(', ')}${changes.complete ? '' : ' (INCOMPLETE)'}`);
+  for (const problem of changes.problems) out.result(`           incomplete: ${sanitizeName(problem)}`);
   type Row = { kind: string; file: ChangedFile; inside: number; bytes: number };
   const each = (kind: string, files: ChangedFile[]): Row[] =>
     files.map((file) => ({ kind, file, inside: 0, bytes: 0 }));
@@ -235,7 +234,8 @@ function byFolder(kind: string, files: ChangedFile[]) {
 function whatHappened(changes: Changes, file: ChangedFile): string {
   if (changes.added.some((other) => other.path === file.path)) return 'added';
   if (changes.modified.some((other) => other.path === file.path)) return 'modified';
-  return file.path.startsWith('/tmp/') ? 'in /tmp' : 'at the clone already';
+  if (file.path.startsWith('/tmp/') || file.path.startsWith('/dev/shm/')) return 'outside the repo';
+  return 'at the clone already';
 }
 
 function fileDetail(file: ChangedFile): string {

@@ -70,6 +70,8 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
   ctx.cloneListing = ctx.beside(
     captureCloneListing(helper, ctx.id, ctx.instance, {
       after: ctx.checkoutWritten,
+      // A commit only for what git cloned: a plain copy's `.git` is the repo's to forge.
+      withCommit: source.kind === 'url' || scan?.gitRepo === true,
       ...(ctx.hooks.signal ? { signal: ctx.hooks.signal } : {}),
     }).catch((error: unknown) =>
       ctx.log(
