@@ -151,6 +151,9 @@ export interface ContainerVerbs {
   list(filter?: ListFilter & { all?: boolean }): Promise<ContainerSummary[]>;
   start(ref: string): Promise<void>;
   stop(ref: string, options?: { timeoutSeconds?: number }): Promise<void>;
+  /** Freezes every process of a running container (the cgroup freezer); a paused one takes no exec. */
+  pause(ref: string): Promise<void>;
+  unpause(ref: string): Promise<void>;
   /** True when removed, false when it was not there. */
   remove(ref: string, options?: { force?: boolean; volumes?: boolean }): Promise<boolean>;
   /**
@@ -408,6 +411,14 @@ const container: ContainerVerbs = {
     const response = await engineRequest('POST', path, { verb: 'stop', timeoutMs });
     if (response.status !== 204 && response.status !== 304)
       throw statusError('stop', response.status, response.body);
+  },
+  async pause(ref) {
+    const response = await engineRequest('POST', `/containers/${segment(ref)}/pause`, { verb: 'pause' });
+    if (response.status !== 204) throw statusError('pause', response.status, response.body);
+  },
+  async unpause(ref) {
+    const response = await engineRequest('POST', `/containers/${segment(ref)}/unpause`, { verb: 'unpause' });
+    if (response.status !== 204) throw statusError('unpause', response.status, response.body);
   },
   remove: (ref, options = {}) =>
     removeIfThere(

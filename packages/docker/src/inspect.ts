@@ -32,6 +32,7 @@ export const ContainerInspectSchema = z.object({
   State: z.object({
     Status: z.string(),
     Running: z.boolean(),
+    Paused: z.boolean().optional().default(false),
     OOMKilled: z.boolean().optional().default(false),
     ExitCode: z.number().optional(),
     Pid: z.number().optional(),

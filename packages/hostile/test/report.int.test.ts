@@ -4,6 +4,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { docker } from '@ca-sandbox/docker/cli';
 import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -306,6 +307,75 @@ describe('ca-sandbox report', () => {
     for (const line of page.stdout.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
     expect(page.stdout).not.toContain('\u202e');
+  });
+
+  it('a process in the box cannot move a file out of the listing’s way: the box is frozen while /work/repo is listed', async () => {
+    // The red team's watcher: it stops any find it sees in the box, moves a git hook away until
+    // that find ends, then puts it back.
+    const watcher = [
+      'cd /work/repo',
+      "printf '#!/bin/sh\\nid\\n' > .git/hooks/post-merge && chmod +x .git/hooks/post-merge",
+      'while :; do for d in /proc/[0-9]*; do',
+      '  if [ "$(cat $d/comm 2>/dev/null)" = find ]; then p=${d#/proc/}; kill -STOP $p 2>/dev/null',
+      '    mv .git/hooks/post-merge /dev/shm/.hidden 2>/dev/null; kill -CONT $p 2>/dev/null',
+      '    while [ -e $d ]; do sleep 0.01; done; mv /dev/shm/.hidden .git/hooks/post-merge 2>/dev/null; fi',
+      'done; sleep 0.01; done',
+    ].join('\n');
+    const started = await cli([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      `setsid sh -c '${watcher.replace(/'/g, "'\\''")}' >/dev/null 2>&1 </dev/null & echo ok`,
+    ]);
+    expect(started.exitCode, started.stderr).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    for (let round = 0; round < 2; round += 1) {
+      const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+      expect(report.changes.added.map((file) => file.path)).toContain('/work/repo/.git/hooks/post-merge');
+      expect(report.changes.complete).toBe(true);
+    }
+    // The box runs again and the lister is gone.
+    const state = await docker([
+      'inspect',
+      '--format',
+      '{{.State.Running}} {{.State.Paused}}',
+      '--',
+      `ca-sbx-${id}`,
+    ]);
+    expect(state.stdout.trim()).toBe('true false');
+    const left = await docker([
+      'ps',
+      '-a',
+      '--filter',
+      `label=ca.sandbox.id=${id}`,
+      '--format',
+      '{{.Names}}',
+    ]);
+    expect(left.stdout.trim().split('\n')).toEqual([`ca-sbx-${id}`]);
+    // When the lister cannot start (its name held), the report still comes, and says it is not frozen.
+    const holder = `ca-sbx_helper-${id}`;
+    await docker(['create', '--name', holder, 'ca-sbx-base:debian', 'true']);
+    try {
+      const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+      expect(report.changes.complete).toBe(false);
+      expect(report.changes.problems).toContain(
+        '/work/repo was listed without freezing the box (its lister could not start)',
+      );
+    } finally {
+      await docker(['rm', '-f', holder]);
+    }
+    // The watcher goes (it would spin beside the next tests): every process whose argv names the hook.
+    const stopped = await cli([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      'for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] || ! grep -q post-merge $d/cmdline 2>/dev/null || kill -KILL ${d#/proc/}; done; true',
+    ]);
+    expect(stopped.exitCode).toBe(0);
   });
 
   it('--html: one page that loads nothing and runs nothing, hostile names shown as text (headless Chromium)', async () => {

@@ -318,7 +318,8 @@ export class ChangeCollector {
   };
   /** The clone's entries seen again: what is left of them at the end was deleted. */
   private readonly kept = new Set<string>();
-  private readonly reader = new ListingReader((entry) => this.see(entry));
+  private reader = new ListingReader((entry) => this.see(entry));
+  private malformed = 0;
 
   constructor(private readonly baseline: Listing) {}
 
@@ -326,8 +327,14 @@ export class ChangeCollector {
     this.reader.push(chunk);
   }
 
+  /** The next listing of the box begins (the box's tmpfs after its volume): a record cut before is counted. */
+  nextListing(): void {
+    this.malformed += this.reader.end().malformed;
+    this.reader = new ListingReader((entry) => this.see(entry));
+  }
+
   finish(): FileChanges & { malformed: number } {
-    const { malformed } = this.reader.end();
+    const malformed = this.malformed + this.reader.end().malformed;
     const { changes } = this;
     for (const [key, entry] of this.baseline.entries)
       if (entry.root === 'repo' && !this.kept.has(key) && !isDepsLink(entry))

@@ -1,8 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BOX_USER, engine, internalExecSpec, SH_BIN } from '@ca-sandbox/docker';
+import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
+import { BOX_USER, engine, internalExecSpec, SH_BIN, sandboxLabels, sandboxNames } from '@ca-sandbox/docker';
+import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { sandboxStateDir } from './command-log.js';
 import { LISTED_ROOTS, listingScript } from './file-changes.js';
+import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
+import { LABEL_INSTANCE } from './record.js';
 
 /**
  * The two listings the report's "what changed" compares (file-changes.ts): the clone's, taken in
@@ -149,16 +154,83 @@ export async function removeCloneListing(id: string, instance: string): Promise<
   await rm(baselinePath(id), { force: true }).catch(() => undefined);
 }
 
-/** The running box's listing of /work/repo and /tmp, each chunk to `onChunk` as it comes. */
-export function listBox(
-  container: string,
-  onChunk: (chunk: Buffer) => void,
+/**
+ * The running box's files, each chunk to `listing` as it comes: /work/repo with every process of
+ * the box frozen (`docker pause`), from a lister container of its own on the volume, read-only (a
+ * paused box takes no exec). Listed in the box, a process of the box could watch /proc for the
+ * listing's find, stop it and move a file out of its way until it ends (red team). Then /tmp and
+ * /dev/shm, the box's own tmpfs that no other container reaches, in the box once it runs again.
+ * When the freeze cannot be had (a create or another report holds the lister's name), the volume
+ * is listed in the box too, and `problems` says so.
+ */
+export async function listBox(
+  id: string,
+  listing: { push(chunk: Buffer): void; nextListing(): void },
   signal?: AbortSignal,
 ): Promise<ListingRun> {
-  return runListing(
-    container,
-    [LISTED_ROOTS.repo, LISTED_ROOTS.tmp, LISTED_ROOTS.shm],
-    onChunk,
-    signal ? { signal } : {},
-  );
+  const box = sandboxNames(id).box;
+  const push = (chunk: Buffer) => listing.push(chunk);
+  const options = signal ? { signal } : {};
+  // Paused by someone else: it stays so (no exec either, so its tmpfs cannot be listed).
+  const paused = (await engine.container.find(box))?.State.Paused === true;
+  const frozen = await listFrozen(id, push, paused, signal).catch((error: unknown) => {
+    if (!(error instanceof ListerUnavailableError) || paused) throw error;
+    return undefined;
+  });
+  const repo = frozen ?? (await runListing(box, [LISTED_ROOTS.repo], push, options));
+  listing.nextListing();
+  if (paused)
+    return {
+      bytes: repo.bytes,
+      complete: false,
+      problems: [...repo.problems, 'the box is paused: /tmp and /dev/shm were not listed'],
+    };
+  const tmp = await runListing(box, [LISTED_ROOTS.tmp, LISTED_ROOTS.shm], push, options);
+  const unfrozen = frozen
+    ? []
+    : ['/work/repo was listed without freezing the box (its lister could not start)'];
+  return {
+    bytes: repo.bytes + tmp.bytes,
+    complete: repo.complete && tmp.complete && unfrozen.length === 0,
+    problems: [...repo.problems, ...tmp.problems, ...unfrozen],
+  };
+}
+
+/** The lister's name is taken: a create or another report of the sandbox runs. */
+class ListerUnavailableError extends Error {}
+
+/** /work/repo listed from a lister container while the box is paused (see listBox). */
+async function listFrozen(
+  id: string,
+  push: (chunk: Buffer) => void,
+  alreadyPaused: boolean,
+  signal?: AbortSignal,
+): Promise<ListingRun> {
+  const names = sandboxNames(id);
+  let stopHeartbeat = () => {};
+  let started = false;
+  if (!alreadyPaused) await engine.container.pause(names.box);
+  try {
+    await runContainer({
+      sandboxId: id,
+      name: names.helper,
+      image: currentSettings().value('helperImage') ?? DEFAULT_HELPER_IMAGE,
+      role: 'helper',
+      volume: names.volume,
+      volumeReadOnly: true,
+      network: 'none',
+      labels: sandboxLabels(id, { [LABEL_INSTANCE]: randomBytes(8).toString('hex') }),
+      command: HELPER_COMMAND,
+    }).catch((error: unknown) => {
+      if (error instanceof ContainerNameInUseError) throw new ListerUnavailableError();
+      throw error;
+    });
+    started = true;
+    stopHeartbeat = keepHelperAlive(names.helper);
+    return await runListing(names.helper, [LISTED_ROOTS.repo], push, signal ? { signal } : {});
+  } finally {
+    stopHeartbeat();
+    if (started) await engine.container.remove(names.helper, { force: true }).catch(() => undefined);
+    if (!alreadyPaused) await engine.container.unpause(names.box);
+  }
 }

@@ -344,7 +344,7 @@ async function fileChanges(
     return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   // The box's listing is compared as it comes: only what changed is ever held.
   const collector = new ChangeCollector(before ?? { entries: new Map(), malformed: 0 });
-  const now = await listBox(boxName(id), (chunk) => collector.push(chunk));
+  const now = await listBox(id, collector);
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
   const unread = malformed + (before?.malformed ?? 0);
