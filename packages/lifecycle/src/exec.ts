@@ -1,246 +1,38 @@
-import { posix } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
-import {
-  ENV_NAME_PATTERN,
-  hasControlCharacter,
-  SHOWN_NAME_MAX,
-  sanitizeName,
-} from '@ca-sandbox/docker/contracts';
+import type { Writable } from 'node:stream';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
 import {
   BOX_USER,
-  DOCKER_CLI_PROXY_VARIABLES,
   DockerEngineError,
   DockerNotFoundError,
   type ExecChild,
   type ExecEnd,
-  type ExecSpec,
-  REPO_DIR,
   startExec,
 } from '@ca-sandbox/docker/process';
 import { type CommandEntry, loggedArgv, recordCommand } from './command-log.js';
-import { CommandNotFoundError, ExecInterruptedError, ExecStartError, InvalidOptionsError } from './errors.js';
-import { KILL_MARKER_ENV, killInBox, newKillMarker } from './in-box-kill.js';
+import { ExecInterruptedError, InvalidOptionsError } from './errors.js';
+import {
+  buildExecSpec,
+  checkArgv,
+  EXEC_TIMEOUT_EXIT_CODE,
+  type ExecOptions,
+  type ExecResult,
+  type ResolvedExecOptions,
+  resolveExecOptions,
+  type StreamExecOptions,
+  type StreamExecResult,
+} from './exec-options.js';
+import { captureCapped, decodeUtf8 } from './exec-output.js';
+import { startFailureError } from './exec-start-failure.js';
+import { killInBox, newKillMarker } from './in-box-kill.js';
 import { boxName, resolveBox } from './names.js';
 
-/** The exec contract of DESIGN.md. */
-export interface ExecResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  /** stdout or stderr went past `maxBytes` (the rest was drained and dropped). */
-  truncated: boolean;
-  /** The command ran past `timeoutMs` and was killed inside the box (exitCode is then 124). */
-  timedOut: boolean;
-  durationMs: number;
-  /**
-   * Set (true) when the command exited 137 because the kernel killed a process of it for want of
-   * memory: the box reached its memory limit (`create --memory` gives a new box more).
-   */
-  outOfMemory?: true;
-}
+// `./exec` is the fast path's entry: its contract, checks and output helpers are re-exported.
+export * from './exec-options.js';
+export * from './exec-output.js';
+export * from './exec-start-failure.js';
 
-export interface ExecOptions {
-  /** Kill the command (inside the box) after this many milliseconds. */
-  timeoutMs?: number;
-  /** Cap on each of stdout and stderr, in bytes. Default 1 MiB. */
-  maxBytes?: number;
-  /** Extra environment of the command: non-secret values (they are on the docker argv). */
-  env?: Record<string, string>;
-  /** Working directory in the box; relative to /work/repo. Default /work/repo. */
-  workdir?: string;
-  /**
-   * Aborting stops the command: it and what it forked are killed inside the box, then
-   * ExecInterruptedError is thrown (its `reason` is the abort reason, e.g. 'SIGINT').
-   */
-  signal?: AbortSignal;
-}
-
-/** Where a streamed exec writes: a stream of ours, or the caller's own file descriptor. */
-export type ExecSink = Writable | 'inherit';
-
-export interface StreamExecOptions extends Omit<ExecOptions, 'maxBytes'> {
-  stdout: ExecSink;
-  stderr: ExecSink;
-}
-
-/** The outcome of a streamed exec: the output went to the sinks as it came. */
-export interface StreamExecResult {
-  exitCode: number;
-  timedOut: boolean;
-  durationMs: number;
-  /** As ExecResult.outOfMemory. */
-  outOfMemory?: true;
-}
-
-export const DEFAULT_EXEC_MAX_BYTES = 1024 * 1024;
-/** Exit code reported for a command killed on timeout (as timeout(1) does). */
-export const EXEC_TIMEOUT_EXIT_CODE = 124;
 /** How long the exec's stream may stay open after the in-box kill before we drop it. */
 const CLIENT_GRACE_MS = 3000;
-
-const EXEC_OPTION_KEYS = new Set(['timeoutMs', 'maxBytes', 'env', 'workdir', 'signal']);
-const MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
-const MAX_CAP_BYTES = 256 * 1024 * 1024;
-const MAX_ENV_ENTRIES = 64;
-const MAX_ENV_VALUE = 32 * 1024;
-/** Our own variables (the kill marker): a caller setting them could hide a command from the kill. */
-const RESERVED_ENV_PREFIXES = ['CA_SBX_', 'CA_SANDBOX_'];
-const PROXY_NAMES = new Set<string>(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
-
-function positiveInt(value: unknown, max: number, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > max) {
-    throw new InvalidOptionsError(`invalid exec options: ${name} must be a whole number from 1 to ${max}`);
-  }
-  return value;
-}
-
-/**
- * The rule for `env`: names of letters, digits and `_`; not ours (`CA_SBX_*`, `CA_SANDBOX_*`)
- * and not a proxy variable (the box's are kept empty on purpose); values without NUL.
- */
-export function checkExecEnv(env: unknown): Record<string, string> | undefined {
-  if (env === undefined) return undefined;
-  if (typeof env !== 'object' || env === null || Array.isArray(env)) {
-    throw new InvalidOptionsError('invalid exec options: env must be an object of strings');
-  }
-  const entries = Object.entries(env as Record<string, unknown>);
-  if (entries.length > MAX_ENV_ENTRIES) {
-    throw new InvalidOptionsError(`invalid exec options: at most ${MAX_ENV_ENTRIES} environment variables`);
-  }
-  for (const [name, value] of entries) {
-    if (!ENV_NAME_PATTERN.test(name)) {
-      throw new InvalidOptionsError(
-        `invalid environment variable name '${name.slice(0, 60)}': use letters, digits and _, not starting with a digit`,
-      );
-    }
-    if (RESERVED_ENV_PREFIXES.some((prefix) => name.toUpperCase().startsWith(prefix))) {
-      throw new InvalidOptionsError(`environment variable ${name} is reserved for ca-sandbox itself`);
-    }
-    if (PROXY_NAMES.has(name.toUpperCase())) {
-      throw new InvalidOptionsError(
-        `environment variable ${name} is refused: proxy variables in a box are kept empty by ca-sandbox`,
-      );
-    }
-    if (typeof value !== 'string' || value.includes('\0') || value.length > MAX_ENV_VALUE) {
-      throw new InvalidOptionsError(
-        `invalid value for environment variable ${name}: a string without NUL, at most ${MAX_ENV_VALUE} characters`,
-      );
-    }
-  }
-  return Object.fromEntries(entries) as Record<string, string>;
-}
-
-/**
- * The rule for `workdir`: any directory of the box (the box, not the directory, is the boundary),
- * relative paths against /work/repo, normalised; no control characters.
- */
-export function resolveExecWorkdir(workdir: unknown): string {
-  if (workdir === undefined) return REPO_DIR;
-  if (
-    typeof workdir !== 'string' ||
-    workdir === '' ||
-    workdir.length > 4096 ||
-    hasControlCharacter(workdir)
-  ) {
-    throw new InvalidOptionsError(
-      'invalid working directory: a path in the box without control characters (relative paths start at /work/repo)',
-    );
-  }
-  return posix.resolve(REPO_DIR, workdir);
-}
-
-export interface ResolvedExecOptions {
-  maxBytes: number;
-  timeoutMs?: number;
-  env?: Record<string, string>;
-  workdir: string;
-  signal?: AbortSignal;
-}
-
-/** Fills every default; InvalidOptionsError on anything else (unknown keys included). */
-export function resolveExecOptions(input: unknown = {}): ResolvedExecOptions {
-  const options = (input ?? {}) as Record<string, unknown>;
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new InvalidOptionsError('invalid exec options: expected an object');
-  }
-  const unknown = Object.keys(options).filter((key) => !EXEC_OPTION_KEYS.has(key));
-  if (unknown.length)
-    throw new InvalidOptionsError(`invalid exec options: unknown option(s) ${unknown.join(', ')}`);
-  const timeoutMs = positiveInt(options.timeoutMs, MAX_TIMEOUT_MS, 'timeoutMs');
-  const maxBytes = positiveInt(options.maxBytes, MAX_CAP_BYTES, 'maxBytes') ?? DEFAULT_EXEC_MAX_BYTES;
-  const env = checkExecEnv(options.env);
-  const workdir = resolveExecWorkdir(options.workdir);
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new InvalidOptionsError('invalid exec options: signal must be an AbortSignal');
-  }
-  const resolved: ResolvedExecOptions = { maxBytes, workdir };
-  if (timeoutMs !== undefined) resolved.timeoutMs = timeoutMs;
-  if (env && Object.keys(env).length) resolved.env = env;
-  if (options.signal) resolved.signal = options.signal;
-  return resolved;
-}
-
-function checkArgv(argv: unknown): string[] {
-  if (!Array.isArray(argv) || argv.length === 0)
-    throw new InvalidOptionsError('invalid command: give a command to run');
-  for (const arg of argv) {
-    if (typeof arg !== 'string') throw new InvalidOptionsError('invalid command: arguments must be strings');
-    if (arg.includes('\0')) throw new InvalidOptionsError('invalid command: arguments must not contain NUL');
-  }
-  return [...argv] as string[];
-}
-
-/**
- * The exec: always the box user, never a TTY, never privileged (startExec sets neither). The
- * command carries `CA_SBX_EXEC=<marker>` in its environment so that a timeout or an interrupt can
- * find it (and what it forked) inside the box. The caller's env comes before the marker, which it
- * cannot name.
- */
-export function buildExecSpec(
-  argv: readonly string[],
-  marker?: string,
-  options: { env?: Record<string, string>; workdir?: string } = {},
-): ExecSpec {
-  const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
-  if (marker) env.push(`${KILL_MARKER_ENV}=${marker}`);
-  return { cmd: [...argv], user: BOX_USER, workdir: options.workdir ?? REPO_DIR, env };
-}
-
-/** The reasons the engine gives for a process it could not start, as they may be shown. */
-const START_REASONS = [
-  'executable file not found',
-  'no such file or directory',
-  'permission denied',
-  'is a directory',
-  'not a directory',
-  'exec format error',
-] as const;
-
-/**
- * Why a command never started, from the engine's message (the engine's text about our own argv and
- * workdir; only a reason of START_REASONS is repeated, the rest of the text is never shown):
- * CommandNotFoundError (127) for a program the box does not have, else ExecStartError (126).
- */
-export function startFailureError(engineMessage: string, argv: readonly string[], workdir: string): Error {
-  const text = engineMessage.toLowerCase();
-  const reason = START_REASONS.find((known) => text.includes(known));
-  const command = argv[0] ?? '';
-  // runc: `chdir to cwd ("/work/repo/x") set in config.json failed`; runsc: `...chdir...`.
-  if (/\bchdir\b|\bcwd\b|working dir/.test(text)) {
-    return new ExecStartError(
-      `working directory not usable in the box: ${sanitizeName(workdir, SHOWN_NAME_MAX)}${reason ? ` (${reason})` : ''}`,
-      { hint: 'the working directory must be a directory of the box; relative paths start at /work/repo' },
-    );
-  }
-  if (reason === 'executable file not found' || reason === 'no such file or directory') {
-    return new CommandNotFoundError(command);
-  }
-  return new ExecStartError(
-    `cannot run ${sanitizeName(command, SHOWN_NAME_MAX)} in the box${reason ? `: ${reason}` : ''}`,
-  );
-}
 
 /** One exec with its kill switch: the timeout and the caller's abort both kill in the box. */
 class BoxExec {
@@ -511,48 +303,4 @@ export async function streamExecInSandbox(
   // Streamed output goes to its sinks as it comes: its bytes are not counted here.
   await recordCommand(id, execEntry(command, startedAt, done, null, null));
   return done;
-}
-
-/**
- * Reads a stream to its end, keeping at most `max` bytes; the rest is read and dropped so the
- * writer never blocks and memory stays bounded.
- */
-export async function captureCapped(
-  stream: Readable | null | undefined,
-  max: number,
-): Promise<{ data: Buffer; truncated: boolean; total: number }> {
-  const kept: Buffer[] = [];
-  let size = 0;
-  let total = 0;
-  if (!stream) return { data: Buffer.alloc(0), truncated: false, total };
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (size >= max) continue;
-    const room = max - size;
-    // Copy a partial chunk so the dropped tail is not kept alive by a view.
-    const piece = chunk.length <= room ? chunk : Buffer.from(chunk.subarray(0, room));
-    kept.push(piece);
-    size += piece.length;
-  }
-  const data = Buffer.concat(kept, size);
-  const truncated = total > max;
-  return { data: truncated ? trimPartialUtf8(data) : data, truncated, total };
-}
-
-/** Drops an incomplete UTF-8 sequence that the cap cut at the end. */
-export function trimPartialUtf8(data: Buffer): Buffer {
-  for (let back = 1; back <= Math.min(3, data.length); back += 1) {
-    const byte = data[data.length - back] as number;
-    if ((byte & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
-    // Only a valid lead byte (C2..F4) starts a sequence the cap may have cut; anything else is
-    // already invalid and decodes to U+FFFD on its own.
-    const need = byte >= 0xc2 && byte <= 0xf4 ? (byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : 2) : 1;
-    return need > back ? data.subarray(0, data.length - back) : data;
-  }
-  return data;
-}
-
-/** UTF-8 to string, invalid sequences as U+FFFD, a BOM kept as data. */
-export function decodeUtf8(data: Uint8Array): string {
-  return new TextDecoder('utf-8', { fatal: false, ignoreBOM: true }).decode(data);
 }
