@@ -119,6 +119,20 @@ afterAll(async () => {
   expect(existsSync(join(stateDir(), 'sandboxes', id))).toBe(false);
 });
 
+/** sandbox_report over a real MCP client (the server run by the bin, on stdio). */
+async function mcpReport(sandbox: string): Promise<{ isError?: boolean; structuredContent?: unknown }> {
+  const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
+  try {
+    return (await client.callTool({ name: 'sandbox_report', arguments: { id: sandbox } })) as {
+      isError?: boolean;
+      structuredContent?: unknown;
+    };
+  } finally {
+    await client.close();
+  }
+}
+
 describe('ca-sandbox report', () => {
   it('--json: the versioned structure, every refusal of the install, the gate re-run', async () => {
     const result = await cli(['report', id, '--json']);
@@ -162,26 +176,11 @@ describe('ca-sandbox report', () => {
   });
 
   it('MCP sandbox_report gives the same structure', async () => {
-    const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
-    try {
-      const answer = (await client.callTool({ name: 'sandbox_report', arguments: { id } })) as {
-        isError?: boolean;
-        structuredContent?: unknown;
-      };
-      expect(answer.isError).toBeFalsy();
-      const report = SandboxReportSchema.parse(answer.structuredContent);
-      expect(report.network.decisions.some((row) => row.destination.includes(`exfil-${marker}`))).toBe(true);
-      const missing = (await client.callTool({
-        name: 'sandbox_report',
-        arguments: { id: 'no-such-box-x' },
-      })) as {
-        isError?: boolean;
-      };
-      expect(missing.isError).toBe(true);
-    } finally {
-      await client.close();
-    }
+    const answer = await mcpReport(id);
+    expect(answer.isError).toBeFalsy();
+    const report = SandboxReportSchema.parse(answer.structuredContent);
+    expect(report.network.decisions.some((row) => row.destination.includes(`exfil-${marker}`))).toBe(true);
+    expect((await mcpReport('no-such-box-x')).isError).toBe(true);
   });
 
   it('lists every command run in the box: exec (with its output bytes), a timeout, a shell session; argv escapes neutralised', async () => {
@@ -452,18 +451,9 @@ describe('ca-sandbox report', () => {
     const page = await cli(['report', id]);
     expect(page.stdout).toMatch(new RegExp(`report of ${id} \\(kept at destroy, `));
     expect(page.stderr).toContain(`${id} was destroyed: this is the report kept then`);
-    const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
-    try {
-      const answer = (await client.callTool({ name: 'sandbox_report', arguments: { id } })) as {
-        isError?: boolean;
-        structuredContent?: unknown;
-      };
-      expect(answer.isError).toBeFalsy();
-      expect(SandboxReportSchema.parse(answer.structuredContent).keptAt).toBe(report.keptAt);
-    } finally {
-      await client.close();
-    }
+    const answer = await mcpReport(id);
+    expect(answer.isError).toBeFalsy();
+    expect(SandboxReportSchema.parse(answer.structuredContent).keptAt).toBe(report.keptAt);
   });
 
   it('a bad id is a usage error (exit 2), no stack', async () => {
@@ -474,13 +464,26 @@ describe('ca-sandbox report', () => {
   });
 });
 
+/** A temp folder and a sandbox name for one test; both go whatever the test does. */
+async function withTempSandbox(
+  prefix: string,
+  test: (dir: string, name: string) => Promise<void>,
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), `ca-hostile-${prefix}-`));
+  const name = uniqueName(prefix);
+  try {
+    await test(dir, name);
+  } finally {
+    await cli(['destroy', name]);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('ca-sandbox report: a plain copy', () => {
   it('claims no commit, even with a .git file naming a git dir of the repo (red team)', async () => {
     const { execa } = await import('execa');
     const { mkdir } = await import('node:fs/promises');
-    const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-plain-'));
-    const name = uniqueName('plain');
-    try {
+    await withTempSandbox('plain', async (dir, name) => {
       const repo = join(dir, 'repo');
       await mkdir(repo);
       await writeFile(join(repo, 'a.txt'), 'a\n');
@@ -494,10 +497,7 @@ describe('ca-sandbox report: a plain copy', () => {
       expect(created.exitCode, created.stderr).toBe(0);
       const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', name, '--json'])).stdout));
       expect(report.source.cloned).toMatchObject({ commit: null, signature: 'none' });
-    } finally {
-      await cli(['destroy', name]);
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }, 120_000);
 });
 
@@ -505,9 +505,7 @@ describe('ca-sandbox report: the install', () => {
   it("names the dependencies' install scripts and the repo's own that were skipped; the image size", async () => {
     const { execa } = await import('execa');
     const { mkdir } = await import('node:fs/promises');
-    const dir = await mkdtemp(join(tmpdir(), 'ca-hostile-scripts-'));
-    const name = uniqueName('scripts');
-    try {
+    await withTempSandbox('scripts', async (dir, name) => {
       // A dependency from an archive in the repo (no registry needed) whose postinstall runs.
       const dep = join(dir, 'dep');
       await mkdir(dep);
@@ -548,9 +546,6 @@ describe('ca-sandbox report: the install', () => {
       expect(page.stdout).toContain(
         "the repo's own, skipped by the install: package.json (postinstall, prepare)",
       );
-    } finally {
-      await cli(['destroy', name]);
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }, 600_000);
 });

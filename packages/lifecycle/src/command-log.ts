@@ -60,13 +60,26 @@ export function loggedArgv(argv: readonly string[]): string[] {
  * Best effort: the command already ran, a full disk or a read-only home must not fail it.
  */
 export async function recordCommand(id: string, entry: CommandEntry): Promise<void> {
+  await appendRecord(id, commandLogPath(id), entry, MAX_LOG_BYTES);
+}
+
+/**
+ * Appends `entry` as one JSON line to the sandbox's record file `path` (one write: concurrent
+ * appends never interleave within a line) until the file reaches `maxBytes`. Best effort: what it
+ * records already happened, and a full disk or a read-only home must not fail it.
+ */
+export async function appendRecord(
+  id: string,
+  path: string,
+  entry: unknown,
+  maxBytes: number,
+): Promise<void> {
   try {
-    const path = commandLogPath(id);
     const size = await stat(path).then(
       (stats) => stats.size,
       () => -1,
     );
-    if (size >= MAX_LOG_BYTES) return;
+    if (size >= maxBytes) return;
     if (size < 0) await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
     await appendFile(path, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
   } catch {

@@ -306,8 +306,9 @@ function contentChanged(before: ListedEntry, now: ListedEntry): string[] {
  * kept. `finish` adds what was deleted; `malformed` counts records of the box's listing that could
  * not be read (it was cut).
  */
-export class ChangeCollector {
-  private readonly changes: FileChanges = {
+/** No change at all: the lists a comparison starts from. */
+export function noChanges(): FileChanges {
+  return {
     added: [],
     modified: [],
     deleted: [],
@@ -316,6 +317,10 @@ export class ChangeCollector {
     setuid: [],
     newExecutables: [],
   };
+}
+
+export class ChangeCollector {
+  private readonly changes = noChanges();
   /** The clone's entries seen again: what is left of them at the end was deleted. */
   private readonly kept = new Set<string>();
   private reader = new ListingReader((entry) => this.see(entry));

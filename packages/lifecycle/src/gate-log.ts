@@ -1,7 +1,7 @@
-import { appendFile, mkdir, readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IsolationReport } from '@ca-sandbox/run';
-import { sandboxStateDir } from './command-log.js';
+import { appendRecord, sandboxStateDir } from './command-log.js';
 
 /**
  * The isolation gate's rows as they were when the box was handed out: at create and at each start
@@ -41,18 +41,7 @@ export async function recordGate(
       pass,
     })),
   };
-  try {
-    const path = gateLogPath(id);
-    const size = await stat(path).then(
-      (stats) => stats.size,
-      () => -1,
-    );
-    if (size >= MAX_GATE_LOG_BYTES) return;
-    if (size < 0) await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
-    await appendFile(path, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
-  } catch {
-    // The report says what it could keep.
-  }
+  await appendRecord(id, gateLogPath(id), entry, MAX_GATE_LOG_BYTES);
 }
 
 /** The gate log's lines as parsed JSON, oldest first (the report checks each with its schema). */

@@ -4,7 +4,7 @@ import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
-import { ChangeCollector, cloneFacts, parseListing } from './file-changes.js';
+import { ChangeCollector, cloneFacts, noChanges, parseListing } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
 import { readGateLog } from './gate-log.js';
 import { egressLog, verifySandbox } from './list.js';
@@ -328,15 +328,7 @@ async function fileChanges(
   instance: string,
   running: boolean,
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
-  const none = {
-    added: [],
-    modified: [],
-    deleted: [],
-    depsLinks: 0,
-    outsideRepo: [],
-    setuid: [],
-    newExecutables: [],
-  };
+  const none = noChanges();
   const baseline = await readCloneListing(id, instance);
   const before = baseline ? parseListing(baseline.bytes) : undefined;
   const cloned = baseline && before ? { ...cloneFacts(before), listedAt: baseline.meta.takenAt } : null;
