@@ -86,6 +86,8 @@ beforeAll(async () => {
   const git = (...args: string[]) =>
     execa('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: repo });
   await writeFile(join(repo, '.envrc'), 'echo hi\n');
+  // A filter driver: git would run it from the user's own config once the repo is copied out.
+  await writeFile(join(repo, '.gitattributes'), '*.bin filter=exfil diff=exfil\n');
   await git('init', '-q');
   await git('add', '.');
   // An ssh-signed commit: the report says a signature is there (it verifies nothing).
@@ -241,14 +243,15 @@ describe('ca-sandbox report', () => {
 
   it('the source as cloned: its commit, that it is signed (not verified), its size, what a host tool would run', async () => {
     const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
-    expect(report.source.cloned).toMatchObject({ commit, signature: 'ssh', files: 6, symlinks: 0 });
+    expect(report.source.cloned).toMatchObject({ commit, signature: 'ssh', files: 7, symlinks: 0 });
     expect(report.source.cloned?.gitBytes).toBeGreaterThan(0);
     expect(report.source.cloned?.runs.map((file) => file.path)).toEqual([
       '/work/repo/.envrc',
+      '/work/repo/.gitattributes',
       '/work/repo/.pnpmfile.cjs',
     ]);
     const page = await cli(['report', id]);
-    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); 6 files`);
+    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); 7 files`);
     expect(page.stdout).toMatch(/at the clone already: \/work\/repo\/\.envrc: direnv/);
   });
 

@@ -255,3 +255,33 @@ describe('the listing as it comes', () => {
     expect(cut.end().malformed).toBe(1);
   });
 });
+
+describe('.gitattributes with drivers', () => {
+  it('at the clone by content (the helper’s records), in changes by name', () => {
+    const bytes = Buffer.concat([
+      Buffer.from('attributes\0.gitattributes\0\0attributes\0we\nird/.gitattributes\0\0'),
+      listing([
+        { path: '.gitattributes' },
+        { path: 'a', type: 'd' },
+        { path: 'a/.gitattributes' },
+        { path: 'we\nird', type: 'd' },
+        { path: 'we\nird/.gitattributes' },
+      ]),
+    ]);
+    const clone = parseListing(bytes);
+    expect(clone.drivers).toEqual(['.gitattributes', 'we\nird/.gitattributes']);
+    expect(clone.malformed).toBe(0);
+    expect(cloneFacts(clone).runs.map((file) => file.path)).toEqual([
+      '/work/repo/.gitattributes',
+      '/work/repo/we\nird/.gitattributes',
+    ]);
+    const changes = compareListings(clone, listing([{ path: 'b', type: 'd' }, { path: 'b/.gitattributes' }]));
+    expect(changes.added.map((file) => [file.path, file.runs])).toEqual([
+      ['/work/repo/b', undefined],
+      [
+        '/work/repo/b/.gitattributes',
+        'may select git filter, diff or merge drivers (git runs them from your own git config, e.g. git-lfs)',
+      ],
+    ]);
+  });
+});

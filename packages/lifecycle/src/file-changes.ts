@@ -1,5 +1,5 @@
 import { REPO_DIR } from '@ca-sandbox/docker/contracts';
-import { autorunReason } from './autorun.js';
+import { autorunReason, GITATTRIBUTES } from './autorun.js';
 
 /**
  * What changed in a box's files (issue 29's "what changed"): a listing of /work/repo taken in the
@@ -27,10 +27,14 @@ const LISTING_FORMAT = '%H %y %m %s %T@ %C@\\0%P\\0%l\\0';
  * checkout written) and lists nothing otherwise. `find` is the system's (PATH fixed by the
  * internal exec); `-xdev` keeps it on the roots' own file systems.
  */
-export function listingScript(gated: boolean, withCommit = false): string {
+export function listingScript(
+  gated: boolean,
+  clone: { commit: boolean; attributes: boolean } = { commit: false, attributes: false },
+): string {
   return [
     ...(gated ? ['IFS= read -r word || exit 0', '[ "$word" = go ] || exit 0'] : []),
-    ...(withCommit ? COMMIT_RECORD : []),
+    ...(clone.commit ? COMMIT_RECORD : []),
+    ...(clone.attributes ? [ATTRIBUTES_RECORDS] : []),
     // Only the roots there are (a runtime may have no /dev/shm): a missing one is no problem.
     'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',
     `exec find "$@" -xdev -printf '${LISTING_FORMAT}'`,
@@ -51,6 +55,13 @@ const COMMIT_RECORD = [
   `printf 'commit %s %s\\0\\0\\0' "\${sha:--}" "\${sig:--}"`,
 ];
 
+/**
+ * One record `attributes <path>` per .gitattributes of the checkout that selects a filter, diff or
+ * merge driver (autorun.ts's rule): git runs those drivers from the user's own config once the repo
+ * is copied out. Read by grep in the helper (each file at most 64 KiB); the path below `$1`.
+ */
+const ATTRIBUTES_RECORDS = `find "$1" -xdev -name .gitattributes -type f -size -65k -exec /bin/sh -c 'for f do grep -qE "(^|[[:space:]])(filter|diff|merge)=[^[:space:]]" "$f" && printf "attributes\\0%s\\0\\0" "\${f#"$0"/}"; done' "$1" {} + 2>/dev/null || :`;
+
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
 
 export interface ListedEntry {
@@ -70,8 +81,10 @@ export interface ListedEntry {
 
 export interface Listing {
   entries: Map<string, ListedEntry>;
-  /** The clone's commit record (listingScript withCommit): sha or '' , signature kind or ''. */
+  /** The clone's commit record (listingScript's clone.commit): sha or '' , signature kind or ''. */
   commit?: { sha: string; signature: string };
+  /** .gitattributes paths (latin1 keys) that select git drivers (listingScript's clone.attributes). */
+  drivers?: string[];
   /** Records that could not be read (one a cut listing ends with, or a field find printed oddly). */
   malformed: number;
 }
@@ -98,6 +111,7 @@ export class ListingReader {
   private stopped = false;
   private malformed = 0;
   private commit: Listing['commit'];
+  private readonly drivers: string[] = [];
 
   constructor(private readonly onEntry: (entry: ListedEntry) => void) {}
 
@@ -125,14 +139,22 @@ export class ListingReader {
   }
 
   /** The end of the bytes: a record left unfinished was cut. */
-  end(): Pick<Listing, 'malformed' | 'commit'> {
+  end(): Pick<Listing, 'malformed' | 'commit' | 'drivers'> {
     if (this.pending.length) this.malformed += 1;
     this.pending = Buffer.alloc(0);
-    return this.commit ? { malformed: this.malformed, commit: this.commit } : { malformed: this.malformed };
+    return {
+      malformed: this.malformed,
+      ...(this.commit ? { commit: this.commit } : {}),
+      ...(this.drivers.length ? { drivers: [...this.drivers] } : {}),
+    };
   }
 
   /** false: the record does not parse, and nothing after it can be trusted. */
   private record(header: string, key: string, target: string): boolean {
+    if (header === 'attributes') {
+      if (this.drivers.length < 1000) this.drivers.push(key);
+      return true;
+    }
     if (this.first) {
       this.first = false;
       const commit = COMMIT_HEADER.exec(header);
@@ -168,7 +190,7 @@ export class ListingReader {
 export function readListing(
   bytes: Buffer,
   onEntry: (entry: ListedEntry) => void,
-): Pick<Listing, 'malformed' | 'commit'> {
+): Pick<Listing, 'malformed' | 'commit' | 'drivers'> {
   return new ListingReader(onEntry).push(bytes).end();
 }
 
@@ -264,8 +286,13 @@ function runsReason(entry: ListedEntry): string | undefined {
       return 'git config: core.fsmonitor, hooksPath, filters and aliases in it run commands';
     return undefined;
   }
+  // Its content is not at hand here: by its name (the clone's are checked by content, cloneFacts).
+  if (parts.at(-1) === GITATTRIBUTES && entry.type === 'file') return GITATTRIBUTES_REASON;
   return autorunReason(parts, entry.type === 'directory');
 }
+
+const GITATTRIBUTES_REASON =
+  'may select git filter, diff or merge drivers (git runs them from your own git config, e.g. git-lfs)';
 
 /**
  * True for what the deps link makes (deps-link.ts): node_modules folders and their links into
@@ -427,6 +454,7 @@ const SIGNATURE_KINDS: Record<string, CloneFacts['signature']> = {
 };
 
 export function cloneFacts(listing: Listing): CloneFacts {
+  const drivers = new Set(listing.drivers ?? []);
   const facts: CloneFacts = {
     commit: listing.commit?.sha || null,
     signature: listing.commit?.signature ? (SIGNATURE_KINDS[listing.commit.signature] ?? 'other') : 'none',
@@ -449,7 +477,9 @@ export function cloneFacts(listing: Listing): CloneFacts {
       facts.files += 1;
       facts.bytes += entry.size;
     }
-    if (runsReason(entry)) facts.runs.push(describe(entry));
+    // A .gitattributes counts when its content selects a driver (the helper read it).
+    const attributes = entry.key.split('/').at(-1) === GITATTRIBUTES;
+    if (attributes ? drivers.has(entry.key) : runsReason(entry)) facts.runs.push(describe(entry));
   }
   facts.runs.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return facts;

@@ -37,10 +37,14 @@ async function runListing(
   container: string,
   roots: readonly string[],
   onChunk: (chunk: Buffer) => void,
-  options: { after?: Promise<boolean>; signal?: AbortSignal; withCommit?: boolean } = {},
+  options: {
+    after?: Promise<boolean>;
+    signal?: AbortSignal;
+    clone?: { commit: boolean; attributes: boolean };
+  } = {},
 ): Promise<ListingRun> {
   const gated = options.after !== undefined;
-  const script = listingScript(gated, options.withCommit === true);
+  const script = listingScript(gated, options.clone);
   const spec = internalExecSpec([SH_BIN, '-c', script, 'sh', ...roots], {
     user: BOX_USER,
     ...(gated ? { stdin: true } : {}),
@@ -115,9 +119,13 @@ export async function captureCloneListing(
   instance: string,
   options: { after: Promise<boolean>; signal?: AbortSignal; withCommit: boolean },
 ): Promise<void> {
+  const { withCommit, ...rest } = options;
   await rm(baselineMetaPath(id), { force: true }).catch(() => undefined);
   const chunks: Buffer[] = [];
-  const listing = await runListing(helper, [LISTED_ROOTS.repo], (chunk) => chunks.push(chunk), options);
+  const listing = await runListing(helper, [LISTED_ROOTS.repo], (chunk) => chunks.push(chunk), {
+    ...rest,
+    clone: { commit: withCommit, attributes: true },
+  });
   if (!(await options.after.catch(() => false))) return;
   await mkdir(sandboxStateDir(id), { recursive: true, mode: 0o700 });
   await writeFile(baselinePath(id), Buffer.concat(chunks), { mode: 0o600 });
