@@ -59,8 +59,10 @@ async function runListing(
     (go) => child.stdin?.end(go ? 'go\n' : ''),
     () => child.stdin?.end(''),
   );
-  // The time limit counts from the word: a slow clone must not use it up.
-  const arm = () => setTimeout(stop, LISTING_TIMEOUT_MS);
+  // The time limit counts from the word: a slow clone must not use it up. Never armed once the
+  // exec has ended (a failed exec may end before the word), and it never holds the process up.
+  let ended = false;
+  const arm = () => (ended ? undefined : setTimeout(stop, LISTING_TIMEOUT_MS).unref());
   let timer: NodeJS.Timeout | undefined;
   if (options.after)
     options.after.then(
@@ -86,8 +88,10 @@ async function runListing(
     const end = await child;
     const problems = Buffer.concat(errors).toString('utf8').split('\n').filter(Boolean).slice(0, 10);
     if (end.error && !cut) throw end.error;
+    if (cut) problems.push(`a listing was cut at its bound (${MAX_LISTING_BYTES} bytes) or its time limit`);
     return { bytes: size, complete: !cut && end.exitCode === 0 && problems.length === 0, problems };
   } finally {
+    ended = true;
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', stop);
   }
