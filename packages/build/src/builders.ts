@@ -10,8 +10,8 @@ import type { BuilderChoice } from '@ca-sandbox/docker';
 
 export type { BuilderChoice };
 
-/** Bump when the built-in Dockerfile template changes: it is part of the dephash key. */
-export const BUILTIN_VERSION = '7';
+/** Bump when the built-in Dockerfile template changes: it is part of the dephash key (8: the install-scripts walk, the workspace root's link). */
+export const BUILTIN_VERSION = '8';
 
 export interface RecipeInput {
   files: readonly ManifestFile[];

@@ -38,8 +38,8 @@ export const VITEST_TSBUILDINFO = { file: 'dist/tsconfig.tmp.tsbuildinfo', dir: 
 /** The pinned package manager, installed with `npm install --global --prefix`. */
 export const PM_PREFIX = `${DEPS_DIR}/pm`;
 
-// Workspace links the package managers made point into /deps/src/<package>, which has the
-// manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
+// Workspace links the package managers made point into /deps/src/<package> (or /deps/src, the
+// workspace root), which has the manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
 // The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO).
@@ -68,11 +68,12 @@ function walk(dir, depth) {
     }
     if (!entry.isSymbolicLink()) continue;
     const target = path.resolve(dir, fs.readlinkSync(full));
-    if (!target.startsWith(SRC + '/')) continue;
-    const rel = target.slice(SRC.length + 1);
+    // The workspace root itself too (a member whose dependency on the root package is workspace:*).
+    if (target !== SRC && !target.startsWith(SRC + '/')) continue;
+    const rel = target === SRC ? '' : target.slice(SRC.length + 1);
     if (rel.split('/').includes('node_modules')) continue;
     fs.unlinkSync(full);
-    fs.symlinkSync(REPO + '/' + rel, full);
+    fs.symlinkSync(rel ? REPO + '/' + rel : REPO, full);
     rewritten++;
   }
 }

@@ -161,6 +161,15 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     expect(test.stdout).toContain('b ok');
   });
 
+  it('pnpm workspace whose member depends on the root package (workspace:*): the link reaches the source', async () => {
+    // jest-styled-components (corpus trial): test/vitest's link to the root ended at /deps/src,
+    // which has the manifests only, so the root's files were not found.
+    const { exec } = await boxOf(readFixture(join(fixtures, 'pnpm-workspace-root-link')));
+    const test = await exec('pnpm test');
+    expectOk(test);
+    expect(test.stdout).toContain('root ok /work/repo/index.js');
+  });
+
   it('vitest: `npm test` writes node_modules/.vite and .vite-temp in the volume', async () => {
     const { exec } = await boxOf(readFixture(join(fixtures, 'vitest')));
     const test = await exec('npm test 2>&1 && find node_modules/.vite -name results.json');
