@@ -41,10 +41,14 @@ beforeAll(async () => {
   await cacheImage('old', 3);
   await cacheImage('middle', 3);
   await cacheImage('new', 3);
+  // A last use counts from the image's creation at the earliest: the uses noted come after the
+  // builds, so the order is theirs, not the build order's (a cached build step gave the images
+  // creation times in another order now and then).
+  await new Promise((resolve) => setTimeout(resolve, 1500));
   const now = Date.now();
-  await noteCacheUse(tag('old'), now - 3_000_000);
-  await noteCacheUse(tag('middle'), now - 2_000_000);
-  await noteCacheUse(tag('new'), now - 1_000_000);
+  await noteCacheUse(tag('old'), now - 1000);
+  await noteCacheUse(tag('middle'), now - 600);
+  await noteCacheUse(tag('new'), now - 200);
   // The oldest is used by a container (stopped): it must stay whatever its age.
   await docker(['create', '--name', holder, '--network', 'none', tag('old'), 'true']);
 }, 300_000);
