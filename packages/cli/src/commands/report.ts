@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { formatSize } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
+import { writeJson } from '../json-stream.js';
 import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
@@ -44,7 +45,8 @@ export async function reportCommand(
     if (!out.options.json) return 0;
   }
   if (out.options.json) {
-    out.json(report);
+    // Piece by piece: 100,000 changed files are never one string of the whole report.
+    await writeJson(out.streams.stdout, report);
     return 0;
   }
   const clean = (text: string) => sanitizeName(text);
