@@ -185,8 +185,9 @@ export async function listBox(
   const options = signal ? { signal } : {};
   // Paused by someone else: it stays so (no exec either, so its tmpfs cannot be listed).
   const paused = (await engine.container.find(box))?.State.Paused === true;
+  // The lister's name is taken (a create or another report of the sandbox runs): unfrozen, said.
   const frozen = await listFrozen(id, push, paused, signal).catch((error: unknown) => {
-    if (!(error instanceof ListerUnavailableError) || paused) throw error;
+    if (!(error instanceof ContainerNameInUseError) || paused) throw error;
     return undefined;
   });
   const repo = frozen ?? (await runListing(box, [LISTED_ROOTS.repo], push, options));
@@ -207,9 +208,6 @@ export async function listBox(
     problems: [...repo.problems, ...tmp.problems, ...unfrozen],
   };
 }
-
-/** The lister's name is taken: a create or another report of the sandbox runs. */
-class ListerUnavailableError extends Error {}
 
 /** /work/repo listed from a lister container while the box is paused (see listBox). */
 async function listFrozen(
@@ -233,9 +231,6 @@ async function listFrozen(
       network: 'none',
       labels: sandboxLabels(id, { [LABEL_INSTANCE]: randomBytes(8).toString('hex') }),
       command: HELPER_COMMAND,
-    }).catch((error: unknown) => {
-      if (error instanceof ContainerNameInUseError) throw new ListerUnavailableError();
-      throw error;
     });
     started = true;
     stopHeartbeat = keepHelperAlive(names.helper);
