@@ -67,6 +67,23 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(() => renderDockerfile('node:22', recipe, { image: 'x\nRUN evil' })).toThrow(/invalid image/);
   });
 
+  it('node installs skip browser and app downloads (the gateway reaches registries only); the note when the manifests name one', () => {
+    const plain = [f('package.json', '{"dependencies":{"is-number":"7.0.0"}}'), f('package-lock.json', '{}')];
+    const recipe = builtinRecipe(plain, detectProvider(plain));
+    expect(recipe.installEnv).toEqual(
+      expect.arrayContaining([{ name: 'PUPPETEER_SKIP_DOWNLOAD', value: '1' }]),
+    );
+    expect(installScript(recipe)).toContain("export PUPPETEER_SKIP_CHROMIUM_DOWNLOAD='1'");
+    expect(recipe.notes.join('\n')).not.toMatch(/downloads of the install skipped/);
+    const puppeteer = [
+      f('package.json', '{"devDependencies":{"puppeteer":"^3.1.0"}}'),
+      f('package-lock.json', '{}'),
+    ];
+    expect(builtinRecipe(puppeteer, detectProvider(puppeteer)).notes.join('\n')).toMatch(
+      /downloads of the install skipped/,
+    );
+  });
+
   it('node package managers: pnpm, yarn, yarn berry, bun, npm install', () => {
     const pnpm = render([f('package.json', '{}'), f('pnpm-lock.yaml', "lockfileVersion: '9.0'\n")]);
     expect(pnpm).toContain(

@@ -129,6 +129,22 @@ const BERRY_ENV: EnvEntry[] = [
   { name: 'YARN_ENABLE_TELEMETRY', value: '0' },
 ];
 
+/**
+ * Dependencies that download a browser or an app binary from a CDN in their postinstall
+ * (puppeteer, playwright, cypress, electron): the gateway reaches the registries only, so that
+ * download failed the whole install (jashkenas/coffeescript's puppeteer, corpus trial). They are
+ * told to skip it, as their own settings allow; the box could not reach a CDN to fetch it later
+ * either.
+ */
+export const DOWNLOAD_SKIPS: readonly EnvEntry[] = [
+  { name: 'PUPPETEER_SKIP_DOWNLOAD', value: '1' },
+  { name: 'PUPPETEER_SKIP_CHROMIUM_DOWNLOAD', value: '1' },
+  { name: 'PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD', value: '1' },
+  { name: 'CYPRESS_INSTALL_BINARY', value: '0' },
+  { name: 'ELECTRON_SKIP_BINARY_DOWNLOAD', value: '1' },
+];
+const DOWNLOADING_PACKAGES = /["'/@](?:puppeteer|playwright|playwright-core|cypress|electron)["'@:/]/;
+
 function nodeInstall(
   files: readonly ManifestFile[],
   detection: Detection,
@@ -136,7 +152,11 @@ function nodeInstall(
   const has = (name: string) => files.some((file) => file.path === name);
   const pm = planPackageManager(files, detection);
   const notes: string[] = [];
-  const installEnv: EnvEntry[] = [];
+  const installEnv: EnvEntry[] = [...DOWNLOAD_SKIPS];
+  if (files.some((file) => DOWNLOADING_PACKAGES.test(file.content.toString('utf8'))))
+    notes.push(
+      'browser and app downloads of the install skipped (puppeteer, playwright, cypress, electron: the gateway reaches registries only); tests that need such a browser need it in the base image',
+    );
   const env: EnvEntry[] = [];
   const install: string[] = [];
   if (pm.npmPackage && pm.spec) {
