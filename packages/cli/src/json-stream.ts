@@ -9,29 +9,31 @@ import { safeJsonStringify } from '@ca-sandbox/docker/contracts';
 export async function writeJson(stream: NodeJS.WritableStream, value: unknown): Promise<void> {
   let buffered: string[] = [];
   let size = 0;
-  const flush = async () => {
-    if (size === 0) return;
+  const put = (text: string) => {
+    buffered.push(text);
+    size += text.length;
+  };
+  // Awaited only between array elements, and only once 64 KiB are waiting: a promise per piece
+  // would make more garbage than the pieces.
+  const drain = async () => {
+    if (size < 64 * 1024) return;
     const text = buffered.join('');
     buffered = [];
     size = 0;
     if (!stream.write(text)) await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
   };
-  const put = async (text: string) => {
-    buffered.push(text);
-    size += text.length;
-    if (size >= 64 * 1024) await flush();
-  };
   const walk = async (item: unknown, indent: string): Promise<void> => {
     if (Array.isArray(item)) {
       if (item.length === 0) return put('[]');
       const inner = `${indent}  `;
-      await put('[\n');
+      put('[\n');
       for (let i = 0; i < item.length; i += 1) {
-        await put(inner);
+        put(inner);
         const element = item[i];
         // As JSON.stringify: what has no JSON form is null in an array.
         await walk(isSkipped(element) ? null : element, inner);
-        await put(i < item.length - 1 ? ',\n' : '\n');
+        put(i < item.length - 1 ? ',\n' : '\n');
+        await drain();
       }
       return put(`${indent}]`);
     }
@@ -42,13 +44,16 @@ export async function writeJson(stream: NodeJS.WritableStream, value: unknown): 
     ) {
       const entries = Object.entries(item).filter(([, field]) => !isSkipped(field));
       if (entries.length === 0) return put('{}');
+      // A flat object (a changed file, a command): one stringify, re-indented.
+      if (entries.every(([, field]) => field === null || typeof field !== 'object'))
+        return put(safeJsonStringify(item, 2).replace(/\n/g, `\n${indent}`));
       const inner = `${indent}  `;
-      await put('{\n');
+      put('{\n');
       for (let i = 0; i < entries.length; i += 1) {
         const [key, field] = entries[i] as [string, unknown];
-        await put(`${inner}${safeJsonStringify(key)}: `);
+        put(`${inner}${safeJsonStringify(key)}: `);
         await walk(field, inner);
-        await put(i < entries.length - 1 ? ',\n' : '\n');
+        put(i < entries.length - 1 ? ',\n' : '\n');
       }
       return put(`${indent}}`);
     }
@@ -56,8 +61,10 @@ export async function writeJson(stream: NodeJS.WritableStream, value: unknown): 
     return put(safeJsonStringify(item, 2).replace(/\n/g, `\n${indent}`));
   };
   await walk(value, '');
-  await put('\n');
-  await flush();
+  put('\n');
+  const text = buffered.join('');
+  if (text && !stream.write(text))
+    await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
 }
 
 function isSkipped(value: unknown): boolean {
