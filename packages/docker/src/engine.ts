@@ -141,7 +141,29 @@ async function removeIfThere(path: string, verb: string): Promise<boolean> {
   const response = await engineRequest('DELETE', path, { verb });
   if (response.status === 404) return false;
   if (response.status >= 200 && response.status < 300) return true;
+  // Another caller's removal of it runs (a killed create's own cleanup, a prune beside a destroy):
+  // what was asked happens; wait for it to end, then say so as a removal.
+  if (
+    response.status === 409 &&
+    /removal of container .* is already in progress/.test(response.body.toString('utf8'))
+  )
+    return waitGone(path.split('?')[0] ?? path, verb);
   throw statusError(verb, response.status, response.body);
+}
+
+/** Polls the object at `objectPath` until the engine no longer has it (at most 30 s). */
+async function waitGone(objectPath: string, verb: string): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const response = await engineRequest('GET', `${objectPath}/json`, { verb });
+    if (response.status === 404) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new DockerEngineError(
+    verb,
+    0,
+    `${objectPath.split('/').at(-1) ?? ''}: another removal of it did not end within 30 s`,
+  );
 }
 
 export interface ContainerVerbs {

@@ -362,6 +362,9 @@ describe('a credential the gateway adds', () => {
     const control = await huntFor('ctl-mar[k]er-', [
       "echo ctl-mark''er-1 > /tmp/control",
       "CTL=ctl-mark''er-2 sleep 30 &",
+      // The hunt starts once that process runs with its environment (a fork not yet exec'd has
+      // the shell's: the control read 0 now and then in CI).
+      "until tr '\\0' '\\n' < /proc/$!/environ 2>/dev/null | grep -q 'ctl-mar[k]er-2'; do sleep 0.05; done",
     ]);
     expect(control.stdout.split('\n').filter(Boolean)).toEqual(['1', '0', '/tmp/control', 'hunted']);
     const hunt = await huntFor('sk-canar[y]-');
