@@ -1,5 +1,7 @@
 // The public surface: what the lifecycle and the CLI call. Internals (the Dockerfile renderer,
 // the nixpacks plan translation, the recipes) are imported from their files by the tests.
+
+export { limitFrom, type StartedLimit } from './_utils.js';
 export {
   CA_CERTS_ENV,
   DEFAULT_BASE_IMAGES,

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stateDir } from '@ca-sandbox/config/paths';
 import { SANDBOX_ID_PATTERN as SANDBOX_ID } from '@ca-sandbox/docker/contracts';
@@ -85,6 +85,28 @@ export async function appendRecord(
   } catch {
     // The report says what it could keep.
   }
+}
+
+/**
+ * The JSON lines of a sandbox record file (the command log, the gate log), oldest first, as parsed
+ * JSON for the reader's schema; a line cut by a full disk is skipped. `complete` is false once the
+ * file reached `maxBytes` (later entries were not appended).
+ */
+export async function readRecords(
+  path: string,
+  maxBytes: number,
+): Promise<{ lines: unknown[]; complete: boolean }> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const lines: unknown[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      lines.push(JSON.parse(line));
+    } catch {
+      // A line cut by a full disk.
+    }
+  }
+  return { lines, complete: Buffer.byteLength(text) < maxBytes };
 }
 
 /** Removes the log of `id` (destroy, prune). */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { limitFrom } from '@ca-sandbox/build';
 import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, engine, internalExecSpec, SH_BIN, sandboxLabels, sandboxNames } from '@ca-sandbox/docker';
 import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
@@ -59,17 +60,8 @@ async function runListing(
     (go) => child.stdin?.end(go ? 'go\n' : ''),
     () => child.stdin?.end(''),
   );
-  // The time limit counts from the word: a slow clone must not use it up. Never armed once the
-  // exec has ended (a failed exec may end before the word), and it never holds the process up.
-  let ended = false;
-  const arm = () => (ended ? undefined : setTimeout(stop, LISTING_TIMEOUT_MS).unref());
-  let timer: NodeJS.Timeout | undefined;
-  if (options.after)
-    options.after.then(
-      () => (timer = arm()),
-      () => (timer = arm()),
-    );
-  else timer = arm();
+  // The time limit counts from the word: a slow clone must not use it up.
+  const limit = limitFrom(options.after, LISTING_TIMEOUT_MS, stop);
   options.signal?.addEventListener('abort', stop, { once: true });
   let size = 0;
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -91,8 +83,7 @@ async function runListing(
     if (cut) problems.push(`a listing was cut at its bound (${MAX_LISTING_BYTES} bytes) or its time limit`);
     return { bytes: size, complete: !cut && end.exitCode === 0 && problems.length === 0, problems };
   } finally {
-    ended = true;
-    clearTimeout(timer);
+    limit.clear();
     options.signal?.removeEventListener('abort', stop);
   }
 }
@@ -178,13 +169,13 @@ export async function removeCloneListing(id: string, instance: string): Promise<
 export async function listBox(
   id: string,
   listing: { push(chunk: Buffer): void; nextListing(): void },
+  /** The box is paused already (by someone else: it stays so, and takes no exec for its tmpfs). */
+  paused: boolean,
   signal?: AbortSignal,
 ): Promise<ListingRun> {
   const box = sandboxNames(id).box;
   const push = (chunk: Buffer) => listing.push(chunk);
   const options = signal ? { signal } : {};
-  // Paused by someone else: it stays so (no exec either, so its tmpfs cannot be listed).
-  const paused = (await engine.container.find(box))?.State.Paused === true;
   // The lister's name is taken (a create or another report of the sandbox runs): unfrozen, said.
   const frozen = await listFrozen(id, push, paused, signal).catch((error: unknown) => {
     if (!(error instanceof ContainerNameInUseError) || paused) throw error;

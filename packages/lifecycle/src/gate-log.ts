@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IsolationReport } from '@ca-sandbox/run';
-import { appendRecord, sandboxStateDir } from './command-log.js';
+import { appendRecord, readRecords, sandboxStateDir } from './command-log.js';
 
 /**
  * The isolation gate's rows as they were when the box was handed out: at create and at each start
@@ -45,16 +44,6 @@ export async function recordGate(
 }
 
 /** The gate log's lines as parsed JSON, oldest first (the report checks each with its schema). */
-export async function readGateLog(id: string): Promise<{ lines: unknown[]; complete: boolean }> {
-  const text = await readFile(gateLogPath(id), 'utf8').catch(() => '');
-  const lines: unknown[] = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    try {
-      lines.push(JSON.parse(line));
-    } catch {
-      // A line cut by a full disk.
-    }
-  }
-  return { lines, complete: Buffer.byteLength(text) < MAX_GATE_LOG_BYTES };
+export function readGateLog(id: string): Promise<{ lines: unknown[]; complete: boolean }> {
+  return readRecords(gateLogPath(id), MAX_GATE_LOG_BYTES);
 }

@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { LABEL_INSTALL_SCRIPTS, LABEL_SKIPPED_SCRIPTS, parseInstallScripts } from '@ca-sandbox/build';
 import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
-import { commandLogPath, MAX_LOG_BYTES } from './command-log.js';
+import { commandLogPath, MAX_LOG_BYTES, readRecords } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
 import { ChangeCollector, cloneFacts, noChanges, parseListing } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
@@ -39,23 +38,12 @@ const CommandEntrySchema = z.strictObject({
 async function readCommands(
   id: string,
 ): Promise<{ entries: z.infer<typeof CommandEntrySchema>[]; complete: boolean }> {
-  let text: string;
-  try {
-    text = await readFile(commandLogPath(id), 'utf8');
-  } catch {
-    return { entries: [], complete: true };
-  }
-  const entries: z.infer<typeof CommandEntrySchema>[] = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    try {
-      const parsed = CommandEntrySchema.safeParse(JSON.parse(line));
-      if (parsed.success) entries.push(parsed.data);
-    } catch {
-      // A line cut by a full disk.
-    }
-  }
-  return { entries, complete: Buffer.byteLength(text) < MAX_LOG_BYTES };
+  const { lines, complete } = await readRecords(commandLogPath(id), MAX_LOG_BYTES);
+  const entries = lines.flatMap((line) => {
+    const parsed = CommandEntrySchema.safeParse(line);
+    return parsed.success ? [parsed.data] : [];
+  });
+  return { entries, complete };
 }
 
 const ChangedFileSchema = z.strictObject({
@@ -241,7 +229,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
     egressLog(id),
     verifySandbox(id),
     readCommands(id),
-    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State.Running),
+    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State),
     readGateLog(id),
     // The image the box runs, by id: its tag may name a newer build by now.
     engine.image.inspect(inspect.Image ?? record.image).catch(() => undefined),
@@ -326,17 +314,17 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
 async function fileChanges(
   id: string,
   instance: string,
-  running: boolean,
+  state: { Running: boolean; Paused: boolean },
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = noChanges();
   const baseline = await readCloneListing(id, instance);
   const before = baseline ? parseListing(baseline.bytes) : undefined;
   const cloned = baseline && before ? { ...cloneFacts(before), listedAt: baseline.meta.takenAt } : null;
-  if (!running)
+  if (!state.Running)
     return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   // The box's listing is compared as it comes: only what changed is ever held.
   const collector = new ChangeCollector(before ?? { entries: new Map(), malformed: 0 });
-  const now = await listBox(id, collector);
+  const now = await listBox(id, collector, state.Paused);
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
   const unread = malformed + (before?.malformed ?? 0);
