@@ -134,7 +134,7 @@ describe('renderDockerfile (built-in builder)', () => {
     const text = render(files);
     expect(text).toContain("echo '-r /deps/src/requirements.txt' >> /tmp/ca-sbx-req.txt");
     expect(text).toContain(
-      'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python -r /tmp/ca-sbx-req2.txt',
+      'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /deps/python --report /tmp/ca-sbx-pip-report.json -r /tmp/ca-sbx-req2.txt',
     );
     expect(envEntries(text)).toContain(
       'PYTHONPATH="/deps/python:/work/repo/libs/mylib:/work/repo/libs/mylib/src:/work/repo/libs/other:/work/repo/libs/other/src:/work/repo/libs/third:/work/repo/libs/third/src"',
@@ -159,7 +159,9 @@ describe('renderDockerfile (built-in builder)', () => {
       }),
     );
     expect(poetry).toContain('poetry export --without-hashes');
-    expect(poetry).toContain('--target /deps/python -r /tmp/ca-sbx-req2.txt');
+    expect(poetry).toContain(
+      '--target /deps/python --report /tmp/ca-sbx-pip-report.json -r /tmp/ca-sbx-req2.txt',
+    );
     const uv = installScript(
       builtinRecipe([f('pyproject.toml'), f('uv.lock')], { provider: 'python', packageManager: 'uv' }),
     );

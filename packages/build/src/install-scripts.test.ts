@@ -49,10 +49,32 @@ describe('install scripts', () => {
     expect(parseInstallScripts('evil@1:rm+-rf junk')).toEqual({ scripts: [], more: 0 });
   });
 
+  it("python: pip's report markers and pip's own build lines, one row per package built from source", () => {
+    const scripts = installScriptsFromOutput([
+      'Collecting ca-sdist-probe==1.0',
+      marker({ p: 'ca-sdist-probe', v: '1.0', s: ['sdist-build'], i: false }),
+      '  Building wheel for ca_sdist_probe (pyproject.toml): started',
+      // A build that rewrote pip's report after pip wrote it still shows by pip's own line.
+      '  Building wheel for Hidden.Pkg (setup.py): started',
+      '  Running setup.py install for legacy-pkg ... done',
+      '  Building wheel for x\u001b[2J (pyproject.toml): started',
+    ]);
+    expect(scripts).toEqual([
+      { package: 'ca-sdist-probe', version: '1.0', scripts: ['sdist-build'], ignored: false },
+      { package: 'hidden-pkg', version: '', scripts: ['sdist-build'], ignored: false },
+      { package: 'legacy-pkg', version: '', scripts: ['sdist-build'], ignored: false },
+    ]);
+    expect(parseInstallScripts(formatInstallScripts(scripts)).scripts).toEqual(scripts);
+  });
+
   it('walks with the base image’s node, never failing the step', () => {
     expect(INSTALL_SCRIPTS_SCAN).toMatch(
       /^\[ ! -d \/deps\/src\/node_modules \] \|\| \[ ! -x \/usr\/local\/bin\/node \] \|\| \/usr\/local\/bin\/node -e '/,
     );
     expect(INSTALL_SCRIPTS_SCAN.endsWith(' 2>/dev/null || :')).toBe(true);
+    // pip's report is read by the base's python, isolated: nothing of /deps/python is imported.
+    expect(INSTALL_SCRIPTS_SCAN).toContain(
+      "' 2>/dev/null || :\n[ ! -f /tmp/ca-sbx-pip-report.json ] || [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -I -S -c '",
+    );
   });
 });

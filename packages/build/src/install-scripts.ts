@@ -2,7 +2,7 @@ import { DEPS_SRC } from '@ca-sandbox/docker/contracts';
 import { NODE_PREFIX } from './node-layout.js';
 
 /**
- * The dependencies' install scripts, for the vetting report (issue 29): once the install has ended
+ * The dependencies' install scripts, for the vetting report (issue 29). Node: once the install has ended
  * (every process of it killed), the install step walks the installed packages under /deps/src and
  * prints a marker line for each one that declares an install script (preinstall, install,
  * postinstall) or builds natively (a binding.gyp: npm and pnpm run node-gyp for it), and whether
@@ -87,8 +87,44 @@ const tree = (dir, depth) => {
 tree(root, 0);
 `;
 
-/** The install step's line (after END_INSTALL_PROCESSES): the walk above, quiet on any failure. */
-export const INSTALL_SCRIPTS_SCAN = `[ ! -d ${DEPS_SRC}/node_modules ] || [ ! -x ${NODE_PREFIX}/bin/node ] || ${NODE_PREFIX}/bin/node -e ${shellSingleQuote(WALK)} 2>/dev/null || :`;
+/**
+ * Where the Python install's pip writes its report (`pip install --report`, pip >= 22.2): what it
+ * resolved and from which archive. In the install step's /tmp, which the step empties at its end.
+ */
+export const PIP_REPORT = '/tmp/ca-sbx-pip-report.json';
+
+/**
+ * Python's counterpart: pip runs a package's own code at install when it builds it from a source
+ * archive or a VCS checkout (its setup.py or build backend); a wheel installs without running any.
+ * pip's report names each package's archive: one marker per package that was not a wheel. Run by
+ * the base's python (an absolute path: /deps/python/bin is on PATH and the install wrote there),
+ * isolated (-I -S: no site, no PYTHONPATH, nothing of /deps imported), bounded, never failing.
+ */
+const PIP_WALK = `
+import json
+M = ${JSON.stringify(INSTALL_SCRIPT_MARKER)}
+try:
+    with open(${JSON.stringify(PIP_REPORT)}, 'rb') as f:
+        report = json.loads(f.read(16 << 20))
+except Exception:
+    raise SystemExit(0)
+items = report.get('install') if isinstance(report, dict) else None
+for item in (items if isinstance(items, list) else [])[:2000]:
+    if not isinstance(item, dict):
+        continue
+    meta = item.get('metadata') if isinstance(item.get('metadata'), dict) else {}
+    info = item.get('download_info') if isinstance(item.get('download_info'), dict) else {}
+    url = info.get('url') if isinstance(info.get('url'), str) else ''
+    if 'archive_info' in info and url.split('#')[0].split('?')[0].lower().endswith('.whl'):
+        continue
+    print(M + json.dumps({'p': str(meta.get('name', '')), 'v': str(meta.get('version', '')), 's': ['sdist-build'], 'i': False}))
+`;
+
+/** The install step's lines (after END_INSTALL_PROCESSES): the walks above, quiet on any failure. */
+export const INSTALL_SCRIPTS_SCAN = [
+  `[ ! -d ${DEPS_SRC}/node_modules ] || [ ! -x ${NODE_PREFIX}/bin/node ] || ${NODE_PREFIX}/bin/node -e ${shellSingleQuote(WALK)} 2>/dev/null || :`,
+  `[ ! -f ${PIP_REPORT} ] || [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -I -S -c ${shellSingleQuote(PIP_WALK)} 2>/dev/null || :`,
+].join('\n');
 
 function shellSingleQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
@@ -96,7 +132,20 @@ function shellSingleQuote(text: string): string {
 
 const NAME = /^(?:@[a-z0-9][a-z0-9._~-]{0,100}\/)?[a-z0-9._~-][a-z0-9._~-]{0,213}$/i;
 const VERSION = /^[0-9A-Za-z.+_-]{0,64}$/;
-const KNOWN_SCRIPTS = new Set<string>([...EVENTS, 'node-gyp']);
+/**
+ * The kinds a marker may name: npm's install events, 'node-gyp' (a binding.gyp built without
+ * one), 'sdist-build' (pip built the package from source: its setup.py or build backend ran).
+ */
+const KNOWN_SCRIPTS = new Set<string>([...EVENTS, 'node-gyp', 'sdist-build']);
+
+/** pip 23's lines when it runs a package's own build (PEP 517 backend, or a legacy setup.py install). */
+const PIP_BUILD_LINE =
+  /^\s*(?:Building wheel for|Running setup\.py install for) ([A-Za-z0-9._-]{1,214})(?:\s|$)/;
+
+/** PEP 503's normal form: pip prints the name as the requirement spelled it, its report as the metadata does. */
+function pythonName(name: string): string {
+  return name.toLowerCase().replace(/[-_.]+/g, '-');
+}
 
 /**
  * The markers of the build's output, validated (a name npm allows, a plain version, known events
@@ -105,7 +154,12 @@ const KNOWN_SCRIPTS = new Set<string>([...EVENTS, 'node-gyp']);
  */
 export function installScriptsFromOutput(lines: readonly string[]): InstallScript[] {
   const found = new Map<string, InstallScript>();
+  // pip's own lines for a build from source: the build's code runs after pip wrote its report and
+  // could rewrite it, but it cannot take back a line pip already printed. Version from the report.
+  const pipBuilt = new Set<string>();
   for (const line of lines) {
+    const built = PIP_BUILD_LINE.exec(line);
+    if (built?.[1] && NAME.test(built[1])) pipBuilt.add(pythonName(built[1]));
     if (!line.startsWith(INSTALL_SCRIPT_MARKER)) continue;
     let parsed: unknown;
     try {
@@ -128,6 +182,9 @@ export function installScriptsFromOutput(lines: readonly string[]): InstallScrip
       ignored: entry.i === true,
     });
   }
+  for (const entry of found.values()) pipBuilt.delete(pythonName(entry.package));
+  for (const name of pipBuilt)
+    found.set(name, { package: name, version: '', scripts: ['sdist-build'], ignored: false });
   return [...found.values()].sort((a, b) => (a.package < b.package ? -1 : a.package > b.package ? 1 : 0));
 }
 

@@ -1,4 +1,5 @@
 import { DEPS_SRC } from '@ca-sandbox/docker';
+import { PIP_REPORT } from './install-scripts.js';
 import { filterRequirements, hasInstallableRequirement } from './local-paths.js';
 import type { ManifestFile } from './manifests.js';
 import type { Detection } from './provider.js';
@@ -18,7 +19,8 @@ const PIP_TARGET = 'install --no-cache-dir --disable-pip-version-check --target 
 const WRITE_PROGRAM = `cat > ${PROGRAM} <<'CA_SBX_PY'\n${PYTHON_REQS_PROGRAM}CA_SBX_PY`;
 // Drops requirement lines that point into the tree (they resolve from /work/repo at run time).
 const DROP_LOCAL = `grep -v -E '^[[:space:]]*(-e[[:space:]]|--editable|\\.|/|file:)|@[[:space:]]*file:' ${REQ} > ${REQ_INSTALL} || true`;
-const INSTALL_REQ = `if grep -q '[^[:space:]]' ${REQ_INSTALL}; then ${PIP} ${PIP_TARGET} -r ${REQ_INSTALL}; else echo 'ca-sandbox: no python requirement to install'; fi`;
+// --report: which packages pip built from source (their code ran), for the vetting report.
+const INSTALL_REQ = `if grep -q '[^[:space:]]' ${REQ_INSTALL}; then ${PIP} ${PIP_TARGET} --report ${PIP_REPORT} -r ${REQ_INSTALL}; else echo 'ca-sandbox: no python requirement to install'; fi`;
 
 function tools(spec: string): string {
   return `${PIP} install --no-cache-dir --disable-pip-version-check --target ${TOOLS} ${spec}`;

@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { docker } from '@ca-sandbox/docker/cli';
+import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { goModule, Mirror } from './mirrors.js';
+import { goModule, hostAddress, Mirror, pypiTree, pythonSdist, pythonWheel } from './mirrors.js';
 
 // End to end through the CLI bin (it needs the built packages: `pnpm build`).
 const BIN = fileURLToPath(new URL('../../cli/bin/ca-sandbox.js', import.meta.url));
@@ -45,16 +46,6 @@ async function remainingObjects(id: string): Promise<string[]> {
   ])
     out.push(...(await docker(argv)).stdout.split('\n').filter(Boolean));
   return out;
-}
-
-/** This host's first IPv4 address off loopback and off docker's bridges: where a LAN mirror would be. */
-function hostAddress(): string {
-  for (const [name, addresses] of Object.entries(networkInterfaces())) {
-    if (name === 'docker0' || name.startsWith('br-') || name.startsWith('veth')) continue;
-    const v4 = addresses?.find((info) => info.family === 'IPv4' && !info.internal);
-    if (v4) return v4.address;
-  }
-  throw new Error('no IPv4 address off loopback on this host');
 }
 
 describe('a mirror named in the configuration file (real engine, through the bin)', () => {
@@ -103,8 +94,86 @@ describe('a mirror named in the configuration file (real engine, through the bin
     expect(fromMirror.length, egress.stdout).toBeGreaterThan(0);
     expect(fromMirror.every((row) => row.allowed)).toBe(true);
 
+    // The report says why it lists no install-time code for a Go install.
+    const report = JSON.parse((await runBin(['report', id, '--json'])).stdout);
+    expect(report.install.scripts).toMatchObject({ recorded: true, declared: [] });
+    expect(report.install.scripts.note).toMatch(/^go mod download runs no code of the modules/);
+    expect((await runBin(['report', id])).stdout).toContain('scripts    go mod download runs no code');
+
     const destroyed = await runBin(['destroy', id, '--json']);
     expect(destroyed.code, destroyed.stderr).toBe(0);
     expect(await remainingObjects(id)).toEqual([]);
   }, 900_000);
+});
+
+describe('the report names what pip built from source (real engine, through the bin)', () => {
+  const marker = `p${Date.now().toString(36)}`;
+  it("python: the packages pip built from source (their build code ran), even one that rewrote pip's report; wheels not", async () => {
+    // The hider's build removes its own row from pip's report and prints a forged marker with
+    // escapes: pip's own line still names it, and the forged row is dropped.
+    const hide = [
+      'import json',
+      `path = "/tmp/ca-sbx-pip-report.json"`,
+      'r = json.load(open(path))',
+      `r["install"] = [i for i in r["install"] if i["metadata"]["name"] != "ca-hider-${marker}"]`,
+      'json.dump(r, open(path, "w"))',
+      `print('ca-sandbox-install-script: {"p": "x\\u001b]52;c;aGk=\\u0007", "v": "1", "s": ["sdist-build"]}')`,
+    ].join('\n');
+    const mirror = await new Mirror(
+      'pypi-builds',
+      pypiTree({
+        [`ca-built-${marker}`]: [pythonSdist(`ca-built-${marker}`, '1.0')],
+        [`ca-hider-${marker}`]: [pythonSdist(`ca-hider-${marker}`, '2.0', hide)],
+        [`ca-wheel-${marker}`]: [pythonWheel(`ca-wheel-${marker}`, '3.0')],
+      }),
+    ).start(hostAddress());
+    const name = `sbx-${randomUUID().slice(0, 8)}`;
+    const dir = mkdtempSync(join(tmpdir(), 'ca-sbx-pip-builds-'));
+    try {
+      const repo = join(dir, 'repo');
+      mkdirSync(repo);
+      writeFileSync(
+        join(repo, 'requirements.txt'),
+        `ca-built-${marker}==1.0\nca-hider-${marker}==2.0\nca-wheel-${marker}==3.0\n`,
+      );
+      const config = join(dir, 'config.json');
+      writeFileSync(config, JSON.stringify({ mirrors: { pypiIndex: `${mirror.url}/simple/` } }));
+      const env = { CA_SANDBOX_CONFIG: config, CA_SANDBOX_PIP_INDEX_URL: '' };
+      const created = await runBin(
+        ['create', repo, '--json', '--name', name, '--network', 'clone-then-cut'],
+        env,
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const imported = await runBin([
+        'exec',
+        name,
+        '--',
+        'python3',
+        '-c',
+        `import ca_wheel_${marker}, ca_built_${marker}`,
+      ]);
+      expect(imported.code, imported.stderr).toBe(0);
+      const report = JSON.parse((await runBin(['report', name, '--json'])).stdout);
+      expect(report.install.provider).toBe('python');
+      expect(report.install.scripts).toEqual({
+        recorded: true,
+        declared: [
+          { package: `ca-built-${marker}`, version: '1.0', scripts: ['sdist-build'], ignored: false },
+          { package: `ca-hider-${marker}`, version: '', scripts: ['sdist-build'], ignored: false },
+        ],
+        more: 0,
+        skippedOwn: [],
+      });
+      const page = await runBin(['report', name]);
+      expect(page.stdout).toContain(
+        `scripts    2 installed package(s) declare install scripts: ca-built-${marker}@1.0 (built from source: its build code ran), ca-hider-${marker} (built from source: its build code ran)`,
+      );
+      for (const line of page.stdout.split('\n')) expect(hasControlCharacter(line), line).toBe(false);
+    } finally {
+      await runBin(['destroy', name]);
+      await mirror.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(await remainingObjects(name)).toEqual([]);
+  }, 600_000);
 });

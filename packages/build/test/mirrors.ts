@@ -1,6 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CACHE_LABEL, sandboxLabels } from '@ca-sandbox/docker';
@@ -105,9 +106,22 @@ export class Mirror {
   }
 }
 
+/**
+ * This host's first IPv4 address off loopback and off docker's bridges: where a LAN mirror would
+ * be. A mirror published there is reached by the install through the egress gateway, which refuses
+ * private and host ranges unless the user named them, as a configured mirror is.
+ */
+export function hostAddress(): string {
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    if (name === 'docker0' || name.startsWith('br-') || name.startsWith('veth')) continue;
+    const v4 = addresses?.find((info) => info.family === 'IPv4' && !info.internal);
+    if (v4) return v4.address;
+  }
+  throw new Error('no IPv4 address off loopback on this host');
+}
+
 /** The PEP 503 file index pip's configuration names on this machine (`file://…/simple`), if any. */
 export async function localPypiIndex(): Promise<string | undefined> {
-  const { execFileSync } = await import('node:child_process');
   let config = '';
   try {
     config = execFileSync('python3', ['-m', 'pip', 'config', 'list'], { encoding: 'utf8' });
@@ -214,4 +228,86 @@ export function goModule(
   const goSum =
     `${path} ${version} ${goH1(zipped)}\n` + `${path} ${version}/go.mod ${goH1({ 'go.mod': goMod })}\n`;
   return { tree, goSum };
+}
+
+/**
+ * A Python source archive (sdist) of `name` `version` with an in-tree PEP 517 build backend (no
+ * build requirement to fetch): building it runs `onBuild` (python source) first, as a package's own
+ * setup.py does at install. Made with the host's tar.
+ */
+export function pythonSdist(name: string, version: string, onBuild = ''): { file: string; content: Buffer } {
+  const dist = `${name.replace(/-/g, '_')}-${version}`;
+  const meta = `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`;
+  const backend = `import base64, hashlib, os, zipfile
+META = ${JSON.stringify(meta)}
+DIST = ${JSON.stringify(dist)}
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+def prepare_metadata_for_build_wheel(d, config_settings=None):
+    os.makedirs(os.path.join(d, DIST + ".dist-info"))
+    open(os.path.join(d, DIST + ".dist-info", "METADATA"), "w").write(META)
+    return DIST + ".dist-info"
+def build_wheel(d, config_settings=None, metadata_directory=None):
+${(onBuild || 'pass')
+  .split('\n')
+  .map((line) => `    ${line}`)
+  .join('\n')}
+    files = {${JSON.stringify(`${name.replace(/-/g, '_')}.py`)}: "VALUE = 1\\n", DIST + ".dist-info/METADATA": META,
+             DIST + ".dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+    record = []
+    wheel = DIST + "-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(d, wheel), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(text)}")
+        record.append(DIST + ".dist-info/RECORD,,")
+        z.writestr(DIST + ".dist-info/RECORD", "\\n".join(record) + "\\n")
+    return wheel
+`;
+  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-sdist-'));
+  try {
+    const root = join(work, `${name}-${version}`);
+    mkdirSync(root);
+    writeFileSync(join(root, 'PKG-INFO'), meta);
+    writeFileSync(
+      join(root, 'pyproject.toml'),
+      '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+    );
+    writeFileSync(join(root, 'backend.py'), backend);
+    const file = `${name}-${version}.tar.gz`;
+    execFileSync('tar', ['czf', file, `${name}-${version}`], { cwd: work });
+    return { file, content: readFileSync(join(work, file)) };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** A wheel of `name` `version` (one module, no code run to install it). */
+export function pythonWheel(name: string, version: string): { file: string; content: Buffer } {
+  const dist = `${name.replace(/-/g, '_')}-${version}`;
+  const files = {
+    [`${name.replace(/-/g, '_')}.py`]: 'VALUE = 2\n',
+    [`${dist}.dist-info/METADATA`]: `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`,
+    [`${dist}.dist-info/WHEEL`]:
+      'Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
+  };
+  const record = `${Object.keys(files)
+    .map((path) => `${path},,`)
+    .join('\n')}\n${dist}.dist-info/RECORD,,\n`;
+  return {
+    file: `${dist}-py3-none-any.whl`,
+    content: storedZip({ ...files, [`${dist}.dist-info/RECORD`]: record }),
+  };
+}
+
+/** A PEP 503 index (`simple/<name>/index.html`, `files/<file>`) of these distribution files. */
+export function pypiTree(packages: Record<string, { file: string; content: Buffer }[]>): MirrorTree {
+  const tree: MirrorTree = {};
+  for (const [name, dists] of Object.entries(packages)) {
+    tree[`simple/${name}/index.html`] =
+      `<!DOCTYPE html><html><body>${dists.map((d) => `<a href="../../files/${d.file}">${d.file}</a>`).join('')}</body></html>\n`;
+    for (const dist of dists) tree[`files/${dist.file}`] = dist.content;
+  }
+  return tree;
 }

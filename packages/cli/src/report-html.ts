@@ -238,16 +238,20 @@ ${table(
 `;
 }
 
+/** How a kind of install-time code reads where its marker name does not say it (build's install-scripts.ts). */
+const SCRIPT_KINDS: Record<string, string> = { 'sdist-build': 'built from source: its build code ran' };
+
 /** The dependencies' install scripts in one line: which packages declare which, pnpm's ignored ones marked. */
 export function installScriptsLine(scripts: SandboxReport['install']['scripts']): string {
   if (!scripts.recorded)
     return 'install scripts not recorded (no install, or an image built before this version)';
-  if (scripts.declared.length === 0) return 'no installed package declares an install script';
+  if (scripts.declared.length === 0)
+    return scripts.note ? sanitizeName(scripts.note) : 'no installed package declares an install script';
   const shown = scripts.declared
     .slice(0, 12)
     .map(
       (entry) =>
-        `${sanitizeName(entry.package)}@${sanitizeName(entry.version)} (${entry.scripts.join(', ')}${entry.ignored ? ': ignored by pnpm' : ''})`,
+        `${sanitizeName(entry.package)}${entry.version ? `@${sanitizeName(entry.version)}` : ''} (${entry.scripts.map((kind) => SCRIPT_KINDS[kind] ?? kind).join(', ')}${entry.ignored ? ': ignored by pnpm' : ''})`,
     );
   const rest = scripts.declared.length - shown.length + scripts.more;
   return `${scripts.declared.length + scripts.more} installed package(s) declare install scripts: ${shown.join(', ')}${rest > 0 ? `, and ${rest} more (--json)` : ''}`;

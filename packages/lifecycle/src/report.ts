@@ -155,10 +155,13 @@ export const SandboxReportSchema = z.strictObject({
     /** Bytes of the image the box runs (the base's included); null when it is gone. */
     imageBytes: z.number().nullable(),
     /**
-     * The dependencies' install scripts: every installed package that declares one (preinstall,
-     * install, postinstall) or builds natively (node-gyp), as the install left them (a package
-     * could rewrite its own package.json: declared, not proven); `ignored`: pnpm did not run it.
-     * recorded false: an image built before this version, or the bare toolchain image.
+     * The dependencies' code the install ran or may have run. Node: every installed package that
+     * declares an install script (preinstall, install, postinstall) or builds natively (node-gyp),
+     * as the install left them (a package could rewrite its own package.json: declared, not
+     * proven); `ignored`: pnpm did not run it. Python: every package pip built from source
+     * ('sdist-build': its setup.py or build backend ran); wheels run nothing. Go and Rust fetch
+     * without running any (`note` says so). recorded false: an image built before this version,
+     * or the bare toolchain image.
      */
     scripts: z.strictObject({
       recorded: z.boolean(),
@@ -174,6 +177,8 @@ export const SandboxReportSchema = z.strictObject({
       more: z.number().int(),
       /** The repo's own lifecycle scripts the install skipped: `package.json path (names)`. */
       skippedOwn: z.array(z.string()),
+      /** Why there is nothing to list for this provider (Go, Rust: their fetch runs no package code). */
+      note: z.string().optional(),
     }),
   }),
   network: z.strictObject({
@@ -216,9 +221,14 @@ export const SandboxReportSchema = z.strictObject({
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
 const NOT_RECORDED = [
-  "the build steps of Python and Go dependencies (only the Node packages' install scripts are listed)",
   'proof that a declared install script ran: the install could rewrite what its packages declare',
 ];
+
+/** Providers whose install fetches without running any package code: what the report says of them. */
+const FETCH_RUNS_NO_CODE: Record<string, string> = {
+  go: 'go mod download runs no code of the modules: cgo and go generate run only when code in the box builds',
+  rust: 'cargo fetch runs no code of the crates: build scripts and proc macros run only when code in the box builds',
+};
 
 /** The report of sandbox `id` (its box in any state). SandboxNotFoundError when there is no box. */
 export async function sandboxReport(id: string, now = new Date()): Promise<SandboxReport> {
@@ -274,7 +284,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
       toolchain: record.toolchain,
       installFallbacks: record.installFallbacks,
       imageBytes: image?.Size ?? null,
-      scripts: installScripts(image?.Config.Labels),
+      scripts: installScripts(image?.Config.Labels, record.provider),
     },
     network: {
       policy: record.network,
@@ -361,10 +371,15 @@ async function fileChanges(
 }
 
 /** What the deps image's labels say of the install's scripts (build's install-scripts.ts). */
-function installScripts(labels: Record<string, string> | undefined): SandboxReport['install']['scripts'] {
+function installScripts(
+  labels: Record<string, string> | undefined,
+  provider: string,
+): SandboxReport['install']['scripts'] {
   const label = labels?.[LABEL_INSTALL_SCRIPTS];
   const skippedOwn = (labels?.[LABEL_SKIPPED_SCRIPTS] ?? '').split('; ').filter(Boolean);
-  if (label === undefined) return { recorded: false, declared: [], more: 0, skippedOwn };
+  const note = FETCH_RUNS_NO_CODE[provider];
+  const noted = note ? { note } : {};
+  if (label === undefined) return { recorded: false, declared: [], more: 0, skippedOwn, ...noted };
   const { scripts, more } = parseInstallScripts(label);
-  return { recorded: true, declared: scripts, more, skippedOwn };
+  return { recorded: true, declared: scripts, more, skippedOwn, ...noted };
 }
