@@ -344,6 +344,10 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
       '--html <file>',
       'write the report as one self-contained page instead of printing it (no script, loads nothing; a new file only)',
     )
+    .option(
+      '--all-files',
+      'list every file changed, also under a new or deleted folder of more than 100 entries (by default one row with its counts)',
+    )
     .addHelpText(
       'after',
       example([

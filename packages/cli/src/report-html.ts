@@ -64,8 +64,6 @@ type ChangedFile = SandboxReport['changes']['added'][number];
  * executables, then added, modified, deleted, /tmp), with what happened to it.
  */
 function fileRows(changes: SandboxReport['changes']): Cell[][] {
-  const added = new Set(changes.added.map((file) => file.path));
-  const modified = new Set(changes.modified.map((file) => file.path));
   const kinds: [string, ChangedFile[], ('bad' | 'warn')?][] = [
     ['SETUID', changes.setuid, 'bad'],
     ['RUNS', [...changes.added, ...changes.modified].filter((file) => file.runs), 'warn'],
@@ -81,13 +79,7 @@ function fileRows(changes: SandboxReport['changes']): Cell[][] {
     for (const file of files) {
       if (shown.has(file.path)) continue;
       shown.add(file.path);
-      const happened = cls
-        ? added.has(file.path)
-          ? 'added'
-          : modified.has(file.path)
-            ? 'modified'
-            : ''
-        : '';
+      const happened = cls ? whatHappened(changes, file) : '';
       rows.push([
         cls ? mark(kind, cls) : kind,
         `${file.type === 'directory' ? 'd' : file.type === 'symlink' ? 'l' : '-'}${file.mode}`,
@@ -98,12 +90,44 @@ function fileRows(changes: SandboxReport['changes']): Cell[][] {
           file.changed ? `changed: ${file.changed.join(', ')}` : '',
           file.target !== undefined ? `-> ${file.target}` : '',
           file.runs ?? '',
+          file.contents ? folderContents(file.contents) : '',
         ]
           .filter(Boolean)
           .join('; '),
       ]);
     }
   return rows;
+}
+
+type Contents = NonNullable<ChangedFile['contents']>;
+
+/** What a folder row stands for (a new or deleted folder of many entries, not listed one by one). */
+export function folderContents(contents: Contents): string {
+  const parts = [
+    `${contents.files} file(s)`,
+    ...(contents.directories ? [`${contents.directories} folder(s)`] : []),
+    ...(contents.symlinks ? [`${contents.symlinks} symlink(s)`] : []),
+    ...(contents.other ? [`${contents.other} other`] : []),
+  ];
+  return `holds ${parts.join(', ')}, ${formatSize(contents.bytes)} (one row: --all-files lists them)`;
+}
+
+/** Entries a list stands for: its rows and what its folder rows hold. */
+export function entryCount(files: readonly ChangedFile[]): number {
+  let count = files.length;
+  for (const { contents } of files)
+    if (contents) count += contents.files + contents.directories + contents.symlinks + contents.other;
+  return count;
+}
+
+/** For a row listed by what it is (SETUID, RUNS, EXECUTABLE): what happened to it. */
+export function whatHappened(changes: SandboxReport['changes'], file: ChangedFile): string {
+  const under = (folder: ChangedFile) =>
+    folder.path === file.path || (folder.contents !== undefined && file.path.startsWith(`${folder.path}/`));
+  if (changes.added.some(under)) return 'added';
+  if (changes.modified.some((other) => other.path === file.path)) return 'modified';
+  if (file.path.startsWith('/tmp/') || file.path.startsWith('/dev/shm/')) return 'outside the repo';
+  return 'at the clone already';
 }
 
 /** The whole page. */
@@ -150,7 +174,7 @@ export function renderReportHtml(report: SandboxReport): string {
       'Files',
       changes.state === 'box-not-running'
         ? mark('not listed: the box was not running', 'warn')
-        : `${changes.state === 'computed' ? `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted` : '/work/repo not compared (no listing of the clone)'}; ${changes.outsideRepo.length} under /tmp and /dev/shm; ${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
+        : `${changes.state === 'computed' ? `${entryCount(changes.added)} added, ${changes.modified.length} modified, ${entryCount(changes.deleted)} deleted` : '/work/repo not compared (no listing of the clone)'}; ${entryCount(changes.outsideRepo)} under /tmp and /dev/shm; ${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
     ],
     ...(changes.complete || changes.state === 'box-not-running'
       ? []

@@ -311,6 +311,57 @@ describe('ca-sandbox report', () => {
     expect(page.stdout).not.toContain('\u202e');
   });
 
+  it('a new folder of hundreds of files is one row with its counts; what runs or executes inside is still listed; --all-files and MCP allFiles list each', async () => {
+    const big = `big-${marker}`;
+    const ran = await cli([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      `mkdir -p ${big}/deep ${big}/.vscode && (cd ${big}/deep && seq 1 250 | xargs touch) && cp /bin/true ${big}/tool && chmod 755 ${big}/tool && echo '{}' > ${big}/.vscode/tasks.json`,
+    ]);
+    expect(ran.exitCode, ran.stderr).toBe(0);
+    const { changes } = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+    const under = changes.added.filter((file) => file.path.startsWith(`/work/repo/${big}`));
+    expect(under.map((file) => file.path)).toEqual([
+      `/work/repo/${big}`,
+      `/work/repo/${big}/.vscode/tasks.json`,
+    ]);
+    expect(under[0]?.contents).toMatchObject({ files: 252, directories: 2, symlinks: 0, other: 0 });
+    expect(changes.newExecutables.map((file) => file.path)).toContain(`/work/repo/${big}/tool`);
+    const page = await cli(['report', id]);
+    expect(page.stdout).toMatch(
+      new RegExp(
+        `added\\s+d755\\s+\\d+\\s+/work/repo/${big}\\s+holds 252 file\\(s\\), 2 folder\\(s\\), [^;]+ \\(one row: --all-files lists them\\)`,
+      ),
+    );
+    expect(page.stdout).toMatch(new RegExp(`EXECUTABLE\\s+-755\\s+\\d+\\s+/work/repo/${big}/tool\\s+added`));
+    const every = SandboxReportSchema.parse(
+      JSON.parse((await cli(['report', id, '--json', '--all-files'])).stdout),
+    );
+    expect(
+      every.changes.added.filter((file) => file.path.startsWith(`/work/repo/${big}/deep/`)),
+    ).toHaveLength(250);
+    expect(every.changes.added.some((file) => file.contents)).toBe(false);
+    const client = new Client({ name: 'report-test', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'] }));
+    try {
+      const listed = (await client.callTool({
+        name: 'sandbox_report',
+        arguments: { id, allFiles: true },
+      })) as {
+        structuredContent?: unknown;
+      };
+      const report = SandboxReportSchema.parse(listed.structuredContent);
+      expect(
+        report.changes.added.filter((file) => file.path.startsWith(`/work/repo/${big}/deep/`)),
+      ).toHaveLength(250);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('a process in the box cannot move a file out of the listing’s way: the box is frozen while /work/repo is listed', async () => {
     // The red team's watcher: it stops any find it sees in the box, moves a git hook away until
     // that find ends, then puts it back.

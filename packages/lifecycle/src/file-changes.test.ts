@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { cloneFacts, compareListings, ListingReader, listingScript, parseListing } from './file-changes.js';
+import {
+  cloneFacts,
+  compareListings,
+  FOLDER_ROWS,
+  ListingReader,
+  listingScript,
+  parseListing,
+} from './file-changes.js';
 
 interface Row {
   root?: '/work/repo' | '/tmp' | '/dev/shm';
@@ -30,6 +37,73 @@ function listing(rows: Row[], cut = 0): Buffer {
 const compare = (before: Row[], now: Row[]) => compareListings(parseListing(listing(before)), listing(now));
 
 describe('file changes', () => {
+  it('a new or deleted folder of many entries is one row with its counts; what matters inside is listed all the same', () => {
+    const many = (dir: string, n: number, root?: Row['root']): Row[] =>
+      Array.from({ length: n }, (_, i) => ({ root, path: `${dir}/f${i}`, size: 10 }));
+    const before: Row[] = [
+      { path: 'src', type: 'd' },
+      { path: 'src/a.js' },
+      { path: 'old', type: 'd' },
+      ...many('old', FOLDER_ROWS + 1),
+      { path: 'few', type: 'd' },
+      ...many('few', 2),
+    ];
+    const now: Row[] = [
+      { path: 'src', type: 'd' },
+      { path: 'src/a.js' },
+      { path: 'out', type: 'd' },
+      { path: 'out/sub', type: 'd' },
+      ...many('out/sub', FOLDER_ROWS),
+      // Inside the summarised folder: a setuid file, an executable and a VS Code task.
+      { path: 'out/sub/sh', mode: '4755' },
+      { path: 'out/tool', mode: '755' },
+      { path: 'out/.vscode', type: 'd' },
+      { path: 'out/.vscode/tasks.json' },
+      { path: 'small', type: 'd' },
+      { path: 'small/x.txt' },
+      { root: '/tmp', path: '.npm', type: 'd' },
+      ...many('.npm', FOLDER_ROWS + 5, '/tmp'),
+      { root: '/tmp', path: 'drop.sh', mode: '755' },
+    ];
+    const changes = compare(before, now);
+    const folder = changes.added.find((file) => file.path === '/work/repo/out');
+    expect(folder?.contents).toEqual({
+      files: FOLDER_ROWS + 3,
+      directories: 2,
+      symlinks: 0,
+      other: 0,
+      bytes: FOLDER_ROWS * 10 + 3,
+    });
+    expect(changes.added.map((file) => file.path)).toEqual([
+      '/work/repo/out',
+      '/work/repo/out/.vscode/tasks.json',
+      '/work/repo/small',
+      '/work/repo/small/x.txt',
+    ]);
+    expect(changes.setuid.map((file) => file.path)).toEqual(['/work/repo/out/sub/sh']);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual([
+      '/tmp/drop.sh',
+      '/work/repo/out/sub/sh',
+      '/work/repo/out/tool',
+    ]);
+    // A deleted folder of many is one row; one of few is listed entry by entry.
+    expect(changes.deleted.map((file) => [file.path, file.contents?.files])).toEqual([
+      ['/work/repo/few', undefined],
+      ['/work/repo/few/f0', undefined],
+      ['/work/repo/few/f1', undefined],
+      ['/work/repo/old', FOLDER_ROWS + 1],
+    ]);
+    expect(changes.outsideRepo.map((file) => [file.path, file.contents?.files])).toEqual([
+      ['/tmp/.npm', FOLDER_ROWS + 5],
+      ['/tmp/drop.sh', undefined],
+    ]);
+    // allFiles: every entry.
+    const all = compareListings(parseListing(listing(before)), listing(now), { allFiles: true });
+    expect(all.added).toHaveLength(FOLDER_ROWS + 8);
+    expect(all.added.every((file) => file.contents === undefined)).toBe(true);
+    expect(all.deleted).toHaveLength(FOLDER_ROWS + 5);
+  });
+
   it('lists with the system find, gated on the word go when asked', () => {
     expect(listingScript(false).split('\n')).toEqual([
       'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',

@@ -217,6 +217,85 @@ export interface ChangedFile {
   changed?: string[];
   /** Why a host tool or git may run it once copied out (autorun.ts, .git/hooks, .git/config). */
   runs?: string;
+  /**
+   * A folder that stands for everything under it (more than FOLDER_ROWS entries, all added or all
+   * deleted with it): what it holds, not listed one by one. What matters most inside is listed
+   * all the same: an entry git or a host tool runs in its own list, setuid files and new
+   * executables in theirs.
+   */
+  contents?: FolderContents;
+}
+
+export interface FolderContents {
+  files: number;
+  directories: number;
+  symlinks: number;
+  other: number;
+  /** Bytes of the regular files. */
+  bytes: number;
+}
+
+/**
+ * A new (or deleted) folder holding more entries than this is one row with its contents counted:
+ * a cache or a build output of 100,000 files is one line to read, and the report stays small.
+ * A smaller one is listed entry by entry. `allFiles` lists every entry.
+ */
+export const FOLDER_ROWS = 100;
+
+export interface CompareOptions {
+  /** List every entry, even under a folder of thousands (the report then grows with them). */
+  allFiles?: boolean;
+}
+
+/**
+ * The rows of one folder added or deleted as a whole, as its entries come (find lists a folder
+ * before what it holds, so they come together): held until they pass FOLDER_ROWS, then counted.
+ */
+class FolderGroup {
+  /** The entries under the folder, while they are few; null once the folder is summarised. */
+  private rows: ChangedFile[] | null = [];
+  /** Entries under a summarised folder that are listed all the same (a `runs` reason). */
+  private readonly notable: ChangedFile[] = [];
+  private readonly contents: FolderContents = { files: 0, directories: 0, symlinks: 0, other: 0, bytes: 0 };
+  private readonly prefix: string;
+
+  constructor(
+    readonly root: ListedRoot,
+    key: string,
+    private readonly folder: ChangedFile,
+    private readonly limit: number,
+  ) {
+    this.prefix = `${key}/`;
+  }
+
+  holds(root: ListedRoot, key: string): boolean {
+    return root === this.root && key.startsWith(this.prefix);
+  }
+
+  add(entry: ListedEntry, row: () => ChangedFile): void {
+    const { contents } = this;
+    if (entry.type === 'file') {
+      contents.files += 1;
+      contents.bytes += entry.size;
+    } else if (entry.type === 'directory') contents.directories += 1;
+    else if (entry.type === 'symlink') contents.symlinks += 1;
+    else contents.other += 1;
+    if (this.rows && this.rows.length < this.limit) {
+      this.rows.push(row());
+      return;
+    }
+    if (this.rows) {
+      for (const held of this.rows) if (held.runs) this.notable.push(held);
+      this.rows = null;
+    }
+    if (runsReason(entry)) this.notable.push(row());
+  }
+
+  /** The rows it ends as: the folder and its entries, or the folder with its contents and the notable ones. */
+  close(into: ChangedFile[]): void {
+    if (this.rows) into.push(this.folder, ...this.rows);
+    else into.push({ ...this.folder, contents: this.contents }, ...this.notable);
+  }
 }
 
 export interface FileChanges {
@@ -352,8 +431,16 @@ export class ChangeCollector {
   private readonly kept = new Set<string>();
   private reader = new ListingReader((entry) => this.see(entry));
   private malformed = 0;
+  /** The new folder whose entries are coming (added in /work/repo, or anything in /tmp, /dev/shm). */
+  private group: { folder: FolderGroup; into: ChangedFile[] } | undefined;
+  private readonly limit: number;
 
-  constructor(private readonly baseline: Listing) {}
+  constructor(
+    private readonly baseline: Listing,
+    options: CompareOptions = {},
+  ) {
+    this.limit = options.allFiles ? Number.POSITIVE_INFINITY : FOLDER_ROWS;
+  }
 
   push(chunk: Buffer): void {
     this.reader.push(chunk);
@@ -367,10 +454,23 @@ export class ChangeCollector {
 
   finish(): FileChanges & { malformed: number } {
     const malformed = this.malformed + this.reader.end().malformed;
+    this.closeGroup();
     const { changes } = this;
-    for (const [key, entry] of this.baseline.entries)
-      if (entry.root === 'repo' && !this.kept.has(key) && !isDepsLink(entry))
-        changes.deleted.push(describe(entry));
+    // The clone's entries in its listing's order: a deleted folder comes before what it held.
+    let deleted: FolderGroup | undefined;
+    for (const [key, entry] of this.baseline.entries) {
+      if (entry.root !== 'repo' || this.kept.has(key) || isDepsLink(entry)) continue;
+      if (deleted?.holds(entry.root, entry.key)) {
+        deleted.add(entry, () => describe(entry));
+        continue;
+      }
+      deleted?.close(changes.deleted);
+      deleted = undefined;
+      if (entry.type === 'directory')
+        deleted = new FolderGroup('repo', entry.key, describe(entry), this.limit);
+      else changes.deleted.push(describe(entry));
+    }
+    deleted?.close(changes.deleted);
     const byPath = (a: ChangedFile, b: ChangedFile) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
     for (const list of [
       changes.added,
@@ -384,6 +484,22 @@ export class ChangeCollector {
     return { ...changes, malformed };
   }
 
+  /** A new entry: into the folder group it is under, or its own row (a new folder opens a group). */
+  private addNew(entry: ListedEntry, into: ChangedFile[], row: () => ChangedFile): void {
+    if (this.group) {
+      this.group.folder.add(entry, row);
+      return;
+    }
+    if (entry.type === 'directory')
+      this.group = { folder: new FolderGroup(entry.root, entry.key, row(), this.limit), into };
+    else into.push(row());
+  }
+
+  private closeGroup(): void {
+    this.group?.folder.close(this.group.into);
+    this.group = undefined;
+  }
+
   private see(entry: ListedEntry): void {
     const { changes } = this;
     const key = entryKey(entry.root, entry.key);
@@ -395,11 +511,12 @@ export class ChangeCollector {
     };
     const executable = entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0;
     if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(once());
+    if (this.group && !this.group.folder.holds(entry.root, entry.key)) this.closeGroup();
     if (entry.root !== 'repo') {
       if (entry.root === 'tmp' && OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`)))
         return;
-      changes.outsideRepo.push(once());
       if (executable) changes.newExecutables.push(once());
+      this.addNew(entry, changes.outsideRepo, once);
       return;
     }
     const before = this.baseline.entries.get(key);
@@ -409,8 +526,8 @@ export class ChangeCollector {
       return;
     }
     if (!before) {
-      changes.added.push(once());
       if (executable) changes.newExecutables.push(once());
+      this.addNew(entry, changes.added, once);
       return;
     }
     const changed = contentChanged(before, entry);
@@ -424,8 +541,12 @@ export class ChangeCollector {
 }
 
 /** Compares a whole listing's bytes with the clone's (see ChangeCollector). */
-export function compareListings(baseline: Listing, now: Buffer): FileChanges & { malformed: number } {
-  const collector = new ChangeCollector(baseline);
+export function compareListings(
+  baseline: Listing,
+  now: Buffer,
+  options: CompareOptions = {},
+): FileChanges & { malformed: number } {
+  const collector = new ChangeCollector(baseline, options);
   collector.push(now);
   return collector.finish();
 }

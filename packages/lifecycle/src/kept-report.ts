@@ -15,7 +15,7 @@ function keptDir(id: string): string {
 
 /** Makes the report of `id` now and keeps it; returns its path. Throws what sandboxReport throws. */
 export async function keepReport(id: string, now = new Date()): Promise<string> {
-  const report = await sandboxReport(id, now);
+  const report = await sandboxReport(id, { now });
   const dir = keptDir(id);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, `${now.toISOString().replace(/[:.]/g, '-')}.json`);

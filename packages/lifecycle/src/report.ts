@@ -57,6 +57,20 @@ const ChangedFileSchema = z.strictObject({
   changed: z.array(z.string()).optional(),
   /** Why git or a host tool runs it once copied out (a hook, .git/config, .envrc, .vscode tasks...). */
   runs: z.string().optional(),
+  /**
+   * A folder added or deleted whole with more than FOLDER_ROWS entries under it: their counts,
+   * not their rows (`report --all-files` lists them). Entries under it that git or a host tool
+   * runs are listed all the same, setuid files and new executables in their own lists.
+   */
+  contents: z
+    .strictObject({
+      files: z.number().int(),
+      directories: z.number().int(),
+      symlinks: z.number().int(),
+      other: z.number().int(),
+      bytes: z.number(),
+    })
+    .optional(),
 });
 
 const FileChangesSchema = z.strictObject({
@@ -231,7 +245,11 @@ const FETCH_RUNS_NO_CODE: Record<string, string> = {
 };
 
 /** The report of sandbox `id` (its box in any state). SandboxNotFoundError when there is no box. */
-export async function sandboxReport(id: string, now = new Date()): Promise<SandboxReport> {
+export async function sandboxReport(
+  id: string,
+  options: { now?: Date; allFiles?: boolean } = {},
+): Promise<SandboxReport> {
+  const now = options.now ?? new Date();
   const inspect = await engine.container.find(boxName(id));
   if (!inspect || inspect.Config.Labels[LABEL_ID] !== id) throw new SandboxNotFoundError(id);
   const record = recordFromInspect(inspect);
@@ -239,7 +257,7 @@ export async function sandboxReport(id: string, now = new Date()): Promise<Sandb
     egressLog(id),
     verifySandbox(id),
     readCommands(id),
-    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State),
+    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State, options.allFiles === true),
     readGateLog(id),
     // The image the box runs, by id: its tag may name a newer build by now.
     engine.image.inspect(inspect.Image ?? record.image).catch(() => undefined),
@@ -325,6 +343,7 @@ async function fileChanges(
   id: string,
   instance: string,
   state: { Running: boolean; Paused: boolean },
+  allFiles: boolean,
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = noChanges();
   const baseline = await readCloneListing(id, instance);
@@ -333,7 +352,7 @@ async function fileChanges(
   if (!state.Running)
     return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   // The box's listing is compared as it comes: only what changed is ever held.
-  const collector = new ChangeCollector(before ?? { entries: new Map(), malformed: 0 });
+  const collector = new ChangeCollector(before ?? { entries: new Map(), malformed: 0 }, { allFiles });
   const now = await listBox(id, collector, state.Paused);
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();

@@ -8,7 +8,13 @@ import type { SandboxReport } from '../lifecycle-api.js';
 import { loadLifecycle } from '../lifecycle-api.js';
 import { assertSandboxId } from '../options.js';
 import type { Output } from '../output.js';
-import { installScriptsLine, renderReportHtml } from '../report-html.js';
+import {
+  entryCount,
+  folderContents,
+  installScriptsLine,
+  renderReportHtml,
+  whatHappened,
+} from '../report-html.js';
 
 /**
  * `ca-sandbox report <id>`: what the sandbox's repository did, on one page: its source, its
@@ -17,10 +23,13 @@ import { installScriptsLine, renderReportHtml } from '../report-html.js';
  * string the repository chose passes the output layer's neutraliser (out.table, sanitizeName).
  */
 /** The report of `id`'s box, or once the box is gone, the last one destroy --keep-report kept. */
-export async function reportOrKept(id: string): Promise<{ report: SandboxReport; keptPath?: string }> {
+export async function reportOrKept(
+  id: string,
+  options: { allFiles?: boolean } = {},
+): Promise<{ report: SandboxReport; keptPath?: string }> {
   const lifecycle = await loadLifecycle();
   try {
-    return { report: await lifecycle.sandboxReport(id) };
+    return { report: await lifecycle.sandboxReport(id, options) };
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'SANDBOX_NOT_FOUND') throw error;
     const kept = await lifecycle.lastKeptReport(id);
@@ -37,7 +46,7 @@ export async function reportCommand(
   const id = assertSandboxId(String(args[0]));
   const html = options.html === undefined ? undefined : String(options.html);
   if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name', 'INVALID_OPTIONS');
-  const { report, keptPath } = await reportOrKept(id);
+  const { report, keptPath } = await reportOrKept(id, { allFiles: options.allFiles === true });
   if (keptPath) out.info(`${id} was destroyed: this is the report kept then (${keptPath})`);
   if (html !== undefined) {
     await writeHtml(html, report);
@@ -159,10 +168,10 @@ function printChanges(out: Output, changes: Changes): void {
   }
   const repo =
     changes.state === 'computed'
-      ? `${changes.added.length} added, ${changes.modified.length} modified, ${changes.deleted.length} deleted in /work/repo since the clone`
+      ? `${entryCount(changes.added)} added, ${changes.modified.length} modified, ${entryCount(changes.deleted)} deleted in /work/repo since the clone`
       : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
   const more = [
-    `${changes.outsideRepo.length} under /tmp and /dev/shm`,
+    `${entryCount(changes.outsideRepo)} under /tmp and /dev/shm`,
     `${changes.setuid.length} setuid/setgid`,
     `${changes.newExecutables.length} new executable(s)`,
   ];
@@ -224,6 +233,8 @@ function byFolder(kind: string, files: ChangedFile[]) {
       if (folders.has(ancestor)) top = ancestor;
     }
     const row = top === undefined ? undefined : rows.get(top);
+    // A folder the report already summarised counts what it holds (its notable rows show by kind).
+    if (row?.file.contents) continue;
     if (row) {
       row.inside += 1;
       row.bytes += file.size;
@@ -232,19 +243,12 @@ function byFolder(kind: string, files: ChangedFile[]) {
   return [...rows.values()];
 }
 
-/** For a row listed by what it is (SETUID, RUNS, EXECUTABLE): what happened to it. */
-function whatHappened(changes: Changes, file: ChangedFile): string {
-  if (changes.added.some((other) => other.path === file.path)) return 'added';
-  if (changes.modified.some((other) => other.path === file.path)) return 'modified';
-  if (file.path.startsWith('/tmp/') || file.path.startsWith('/dev/shm/')) return 'outside the repo';
-  return 'at the clone already';
-}
-
 function fileDetail(file: ChangedFile): string {
   return [
     file.changed ? `changed: ${file.changed.join(', ')}` : '',
     file.target !== undefined ? `-> ${file.target}` : '',
     file.runs ?? '',
+    file.contents ? folderContents(file.contents) : '',
   ]
     .filter(Boolean)
     .join('; ');
