@@ -34,6 +34,7 @@ import {
 import { InstallLog } from './install-log.js';
 import {
   formatInstallScripts,
+  InstallScriptsLines,
   installScriptsFromOutput,
   LABEL_INSTALL_SCRIPTS,
   LABEL_SKIPPED_SCRIPTS,
@@ -141,7 +142,10 @@ export async function buildImage(
       `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
     );
     installLog = await InstallLog.open(`${opts.repoPart}-${input.dephash}-${Date.now()}`);
+    // pip's build lines and the walks' markers, from the whole output (InstallScriptsLines).
+    const scriptLines = new InstallScriptsLines();
     const lines = await runBuild({
+      onLine: (line) => scriptLines.push(line),
       argv,
       image,
       log,
@@ -157,7 +161,7 @@ export async function buildImage(
     });
     const toolchain = toolchainFromOutput(lines);
     const installFallbacks = installFallbacksFromOutput(lines);
-    const installScripts = installScriptsFromOutput(lines);
+    const installScripts = installScriptsFromOutput(scriptLines.lines);
     // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
     const skipped = (recipe.skippedScripts ?? []).join('; ').replace(/[^\x20-\x7e]/g, '?');
     try {
@@ -176,7 +180,7 @@ export async function buildImage(
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
         ...(installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: installFallbacks.join(',') } : {}),
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
-        [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts),
+        [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });

@@ -107,8 +107,11 @@ try:
     with open(${JSON.stringify(PIP_REPORT)}, 'rb') as f:
         report = json.loads(f.read(16 << 20))
 except Exception:
+    print(M + 'incomplete')
     raise SystemExit(0)
 items = report.get('install') if isinstance(report, dict) else None
+if not isinstance(items, list):
+    print(M + 'incomplete')
 for item in (items if isinstance(items, list) else [])[:2000]:
     if not isinstance(item, dict):
         continue
@@ -123,8 +126,12 @@ for item in (items if isinstance(items, list) else [])[:2000]:
 /** The install step's lines (after END_INSTALL_PROCESSES): the walks above, quiet on any failure. */
 export const INSTALL_SCRIPTS_SCAN = [
   `[ ! -d ${DEPS_SRC}/node_modules ] || [ ! -x ${NODE_PREFIX}/bin/node ] || ${NODE_PREFIX}/bin/node -e ${shellSingleQuote(WALK)} 2>/dev/null || :`,
-  `[ ! -f ${PIP_REPORT} ] || [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -I -S -c ${shellSingleQuote(PIP_WALK)} 2>/dev/null || :`,
+  // The image's own python (Debian's, or an official image's in /usr/local), never one on PATH.
+  `[ ! -f ${PIP_REPORT} ] || for py in /usr/bin/python3 /usr/local/bin/python3; do [ -x "$py" ] && { "$py" -I -S -c ${shellSingleQuote(PIP_WALK)} 2>/dev/null; break; }; done || :`,
 ].join('\n');
+
+/** The walk's line when pip's report is there but cannot be read (rewritten, cut): the list may lack some. */
+const INCOMPLETE_LINE = `${INSTALL_SCRIPT_MARKER}incomplete`;
 
 function shellSingleQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
@@ -142,9 +149,51 @@ const KNOWN_SCRIPTS = new Set<string>([...EVENTS, 'node-gyp', 'sdist-build']);
 const PIP_BUILD_LINE =
   /^\s*(?:Building wheel for|Running setup\.py install for) ([A-Za-z0-9._-]{1,214})(?:\s|$)/;
 
+/** pip's lines that run a package's code before any build line: its metadata, its build requirements. */
+const PIP_COLLECTING = /^\s*Collecting ([A-Za-z0-9._-]{1,214})(?:[\s<>=!~;@[(]|$)/;
+const PIP_PREPARE_LINE =
+  /^\s*(?:Preparing (?:editable )?metadata \(|Getting requirements to build (?:wheel|editable)|Installing build dependencies|Building editable for|Running setup\.py (?:develop|egg_info) for)/;
+
 /** PEP 503's normal form: pip prints the name as the requirement spelled it, its report as the metadata does. */
 function pythonName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, '-');
+}
+
+/**
+ * The lines installScriptsFromOutput reads, kept from the whole output as it comes: the build's
+ * tail holds only its last lines, and a build that printed enough after pip's line would push it
+ * out. Bounded; past the bound the label says the list may be incomplete.
+ */
+const MAX_EVIDENCE_LINES = 20_000;
+export class InstallScriptsLines {
+  readonly lines: string[] = [];
+  /** Lines past the bound (an install that printed a flood of them): the label says so. */
+  dropped = 0;
+  /** The walk could not read pip's report. */
+  unreadable = false;
+
+  /** Whether the list read from these lines may lack some (the label's `?`). */
+  get incomplete(): boolean {
+    return this.dropped > 0 || this.unreadable;
+  }
+
+  push(line: string): void {
+    if (line.trim() === INCOMPLETE_LINE.trim()) {
+      this.unreadable = true;
+      return;
+    }
+    if (
+      !line.startsWith(INSTALL_SCRIPT_MARKER) &&
+      !PIP_BUILD_LINE.test(line) &&
+      !PIP_COLLECTING.test(line) &&
+      !PIP_PREPARE_LINE.test(line)
+    )
+      return;
+    // The walk's markers come last (after every process of the install is killed): keep room for them.
+    const room = line.startsWith(INSTALL_SCRIPT_MARKER) ? 2 * MAX_EVIDENCE_LINES : MAX_EVIDENCE_LINES;
+    if (this.lines.length < room) this.lines.push(line);
+    else this.dropped += 1;
+  }
 }
 
 /**
@@ -157,9 +206,15 @@ export function installScriptsFromOutput(lines: readonly string[]): InstallScrip
   // pip's own lines for a build from source: the build's code runs after pip wrote its report and
   // could rewrite it, but it cannot take back a line pip already printed. Version from the report.
   const pipBuilt = new Set<string>();
+  // A candidate's metadata is prepared (its code runs) before pip writes its report, and a candidate
+  // the resolver then drops is in neither the report nor a build line: the last 'Collecting' names it.
+  let collecting: string | undefined;
   for (const line of lines) {
     const built = PIP_BUILD_LINE.exec(line);
     if (built?.[1] && NAME.test(built[1])) pipBuilt.add(pythonName(built[1]));
+    const collected = PIP_COLLECTING.exec(line);
+    if (collected?.[1]) collecting = NAME.test(collected[1]) ? pythonName(collected[1]) : undefined;
+    else if (collecting && PIP_PREPARE_LINE.test(line)) pipBuilt.add(collecting);
     if (!line.startsWith(INSTALL_SCRIPT_MARKER)) continue;
     let parsed: unknown;
     try {
@@ -179,33 +234,53 @@ export function installScriptsFromOutput(lines: readonly string[]): InstallScrip
       package: entry.p,
       version: entry.v,
       scripts,
-      ignored: entry.i === true,
+      // pnpm ignores Node builds only: a Python build ignored is a forged marker.
+      ignored: entry.i === true && !scripts.includes('sdist-build'),
     });
   }
-  for (const entry of found.values()) pipBuilt.delete(pythonName(entry.package));
+  // Only a marker that says the same (built from source, not ignored) stands for pip's own line: a
+  // marker the build printed itself must not take it back.
+  for (const entry of found.values())
+    if (entry.scripts.includes('sdist-build') && !entry.ignored) pipBuilt.delete(pythonName(entry.package));
   for (const name of pipBuilt)
     found.set(name, { package: name, version: '', scripts: ['sdist-build'], ignored: false });
   return [...found.values()].sort((a, b) => (a.package < b.package ? -1 : a.package > b.package ? 1 : 0));
 }
 
-/** `name@version:script+script[!]` space-joined (`!`: ignored), at most MAX_LISTED, then `+N`. */
-export function formatInstallScripts(scripts: readonly InstallScript[]): string {
+/**
+ * `name@version:script+script[!]` space-joined (`!`: ignored), at most MAX_LISTED, then `+N`;
+ * `?` when the lines they were read from passed InstallScriptsLines' bound (the list may lack some).
+ */
+export function formatInstallScripts(scripts: readonly InstallScript[], incomplete = false): string {
   const listed = scripts
     .slice(0, MAX_LISTED)
     .map(
       (entry) => `${entry.package}@${entry.version}:${entry.scripts.join('+')}${entry.ignored ? '!' : ''}`,
     );
   if (scripts.length > MAX_LISTED) listed.push(`+${scripts.length - MAX_LISTED}`);
+  if (incomplete) listed.push('?');
   return listed.join(' ');
 }
 
-/** A label value back (unknown or malformed parts dropped); `more`: packages the label left out. */
-export function parseInstallScripts(label: string | undefined): { scripts: InstallScript[]; more: number } {
+/**
+ * A label value back (unknown or malformed parts dropped); `more`: packages the label left out;
+ * `incomplete`: the install printed more evidence lines than were kept.
+ */
+export function parseInstallScripts(label: string | undefined): {
+  scripts: InstallScript[];
+  more: number;
+  incomplete: boolean;
+} {
   const scripts: InstallScript[] = [];
   let more = 0;
+  let incomplete = false;
   for (const part of (label ?? '').split(' ')) {
     if (/^\+\d{1,7}$/.test(part)) {
       more = Number(part.slice(1));
+      continue;
+    }
+    if (part === '?') {
+      incomplete = true;
       continue;
     }
     const match = /^((?:@[^@/\s]+\/)?[^@\s]+)@([^:\s]*):([a-z+-]+)(!?)$/.exec(part);
@@ -215,5 +290,5 @@ export function parseInstallScripts(label: string | undefined): { scripts: Insta
     const names = list.split('+').filter((script) => KNOWN_SCRIPTS.has(script));
     if (names.length) scripts.push({ package: name, version, scripts: names, ignored: bang === '!' });
   }
-  return { scripts, more };
+  return { scripts, more, incomplete };
 }

@@ -20,6 +20,8 @@ export interface RunBuildInput {
   maxDepsSize: number;
   buildLabels: Record<string, string>;
   signal?: AbortSignal;
+  /** Every line, cleaned, as it comes (the returned tail holds the last TAIL_LINES only). */
+  onLine?: (line: string) => void;
 }
 
 /** Where one line of build output is cut (a minified bundle printed by an install script). */
@@ -49,6 +51,7 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
     const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
     tail.push(clean);
     if (tail.length > TAIL_LINES) tail.shift();
+    input.onLine?.(clean);
     // The kept log has everything; the caller sees the install's own output.
     input.installLog.write(clean);
     if (!isBuilderFraming(clean)) input.log(clean);

@@ -109,7 +109,7 @@ export function folderContents(contents: Contents): string {
     ...(contents.symlinks ? [`${contents.symlinks} symlink(s)`] : []),
     ...(contents.other ? [`${contents.other} other`] : []),
   ];
-  return `holds ${parts.join(', ')}, ${formatSize(contents.bytes)} (one row: --all-files lists them)`;
+  return `holds ${parts.join(', ')} not listed, ${formatSize(contents.bytes)} (--all-files lists them)`;
 }
 
 /** Entries a list stands for: its rows and what its folder rows hold. */
@@ -269,6 +269,8 @@ const SCRIPT_KINDS: Record<string, string> = { 'sdist-build': 'built from source
 export function installScriptsLine(scripts: SandboxReport['install']['scripts']): string {
   if (!scripts.recorded)
     return 'install scripts not recorded (no install, or an image built before this version)';
+  if (scripts.declared.length === 0 && scripts.incomplete)
+    return 'none found, INCOMPLETE: the install printed more lines than were kept';
   if (scripts.declared.length === 0)
     return scripts.note ? sanitizeName(scripts.note) : 'no installed package declares an install script';
   const shown = scripts.declared
@@ -278,5 +280,8 @@ export function installScriptsLine(scripts: SandboxReport['install']['scripts'])
         `${sanitizeName(entry.package)}${entry.version ? `@${sanitizeName(entry.version)}` : ''} (${entry.scripts.map((kind) => SCRIPT_KINDS[kind] ?? kind).join(', ')}${entry.ignored ? ': ignored by pnpm' : ''})`,
     );
   const rest = scripts.declared.length - shown.length + scripts.more;
-  return `${scripts.declared.length + scripts.more} installed package(s) declare install scripts: ${shown.join(', ')}${rest > 0 ? `, and ${rest} more (--json)` : ''}`;
+  const incomplete = scripts.incomplete
+    ? ' (INCOMPLETE: the install printed more lines than were kept, some may be missing)'
+    : '';
+  return `${scripts.declared.length + scripts.more} installed package(s) declare install scripts: ${shown.join(', ')}${rest > 0 ? `, and ${rest} more (--json)` : ''}${incomplete}`;
 }

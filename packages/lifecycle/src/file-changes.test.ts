@@ -59,6 +59,9 @@ describe('file changes', () => {
       { path: 'out/tool', mode: '755' },
       { path: 'out/.vscode', type: 'd' },
       { path: 'out/.vscode/tasks.json' },
+      // Links inside it: one out of the folder is listed, one within it is counted.
+      { path: 'out/key', type: 'l', target: '/home/user/.ssh/id_rsa' },
+      { path: 'out/near', type: 'l', target: 'sub/f1' },
       { path: 'small', type: 'd' },
       { path: 'small/x.txt' },
       { root: '/tmp', path: '.npm', type: 'd' },
@@ -68,15 +71,16 @@ describe('file changes', () => {
     const changes = compare(before, now);
     const folder = changes.added.find((file) => file.path === '/work/repo/out');
     expect(folder?.contents).toEqual({
-      files: FOLDER_ROWS + 3,
+      files: FOLDER_ROWS + 2,
       directories: 2,
-      symlinks: 0,
+      symlinks: 1,
       other: 0,
-      bytes: FOLDER_ROWS * 10 + 3,
+      bytes: FOLDER_ROWS * 10 + 2,
     });
     expect(changes.added.map((file) => file.path)).toEqual([
       '/work/repo/out',
       '/work/repo/out/.vscode/tasks.json',
+      '/work/repo/out/key',
       '/work/repo/small',
       '/work/repo/small/x.txt',
     ]);
@@ -99,7 +103,7 @@ describe('file changes', () => {
     ]);
     // allFiles: every entry.
     const all = compareListings(parseListing(listing(before)), listing(now), { allFiles: true });
-    expect(all.added).toHaveLength(FOLDER_ROWS + 8);
+    expect(all.added).toHaveLength(FOLDER_ROWS + 10);
     expect(all.added.every((file) => file.contents === undefined)).toBe(true);
     expect(all.deleted).toHaveLength(FOLDER_ROWS + 5);
   });
@@ -122,9 +126,13 @@ describe('file changes', () => {
       { path: 'l', type: 'l', target: 'a' },
     ];
     const whole = parseListing(listing(rows));
-    expect([...whole.entries.keys()]).toEqual(['repo:a', 'repo:dir', 'repo:l']);
+    expect([...whole.entries.values()].map((entry) => `${entry.root}:${entry.key}`)).toEqual([
+      'repo:a',
+      'repo:dir',
+      'repo:l',
+    ]);
     expect(whole.malformed).toBe(0);
-    expect(whole.entries.get('repo:l')).toMatchObject({ type: 'symlink', target: 'a' });
+    expect(whole.entries.get('repo', 'l')).toMatchObject({ type: 'symlink', target: 'a' });
     const cut = parseListing(listing(rows, 30));
     expect(cut.entries.size).toBe(2);
   });
@@ -223,7 +231,10 @@ describe('file changes', () => {
       ),
     ]);
     const parsed = parseListing(bad);
-    expect([...parsed.entries.keys()]).toEqual(['repo:a', 'tmp:payload']);
+    expect([...parsed.entries.values()].map((entry) => `${entry.root}:${entry.key}`)).toEqual([
+      'repo:a',
+      'tmp:payload',
+    ]);
     expect(parsed.malformed).toBe(1);
     // Times before 1970 or far ahead are find's own fields: read, and compared as text.
     const odd = compare(

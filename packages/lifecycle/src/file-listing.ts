@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { limitFrom } from '@ca-sandbox/build';
@@ -6,7 +7,7 @@ import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, engine, internalExecSpec, SH_BIN, sandboxLabels, sandboxNames } from '@ca-sandbox/docker';
 import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { sandboxStateDir } from './command-log.js';
-import { LISTED_ROOTS, listingScript } from './file-changes.js';
+import { LISTED_ROOTS, type Listing, ListingEntries, ListingReader, listingScript } from './file-changes.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import { LABEL_INSTANCE } from './record.js';
 
@@ -133,11 +134,19 @@ export async function captureCloneListing(
 export async function readCloneListing(
   id: string,
   instance: string,
-): Promise<{ meta: BaselineMeta; bytes: Buffer } | undefined> {
+): Promise<{ meta: BaselineMeta; listing: Listing } | undefined> {
   const meta = await readMeta(id, instance);
   if (!meta) return undefined;
-  const bytes = await readFile(baselinePath(id)).catch(() => undefined);
-  return bytes ? { meta, bytes } : undefined;
+  // Read as it streams, into the listing's small form: 100,000 entries never sit in memory twice.
+  const entries = new ListingEntries();
+  const reader = new ListingReader((entry) => entries.set(entry));
+  try {
+    for await (const chunk of createReadStream(baselinePath(id), { highWaterMark: 256 * 1024 }))
+      reader.push(chunk as Buffer);
+  } catch {
+    return undefined;
+  }
+  return { meta, listing: { entries, ...reader.end() } };
 }
 
 async function readMeta(id: string, instance: string): Promise<BaselineMeta | undefined> {

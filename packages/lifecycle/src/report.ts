@@ -3,7 +3,7 @@ import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { commandLogPath, MAX_LOG_BYTES, readRecords } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
-import { ChangeCollector, cloneFacts, noChanges, parseListing } from './file-changes.js';
+import { ChangeCollector, cloneFacts, ListingEntries, noChanges } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
 import { readGateLog } from './gate-log.js';
 import { egressLog, verifySandbox } from './list.js';
@@ -58,9 +58,10 @@ const ChangedFileSchema = z.strictObject({
   /** Why git or a host tool runs it once copied out (a hook, .git/config, .envrc, .vscode tasks...). */
   runs: z.string().optional(),
   /**
-   * A folder added or deleted whole with more than FOLDER_ROWS entries under it: their counts,
-   * not their rows (`report --all-files` lists them). Entries under it that git or a host tool
-   * runs are listed all the same, setuid files and new executables in their own lists.
+   * A folder added or deleted whole with more than FOLDER_ROWS entries under it: the counts of
+   * those this list does not have as rows (`report --all-files` lists them). Entries under it
+   * that git or a host tool runs are rows of the list all the same (not counted here), setuid
+   * files and new executables are in their own lists.
    */
   contents: z
     .strictObject({
@@ -193,6 +194,8 @@ export const SandboxReportSchema = z.strictObject({
       skippedOwn: z.array(z.string()),
       /** Why there is nothing to list for this provider (Go, Rust: their fetch runs no package code). */
       note: z.string().optional(),
+      /** True when the install printed more evidence lines than were kept: some may be missing. */
+      incomplete: z.boolean().optional(),
     }),
   }),
   network: z.strictObject({
@@ -347,12 +350,14 @@ async function fileChanges(
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = noChanges();
   const baseline = await readCloneListing(id, instance);
-  const before = baseline ? parseListing(baseline.bytes) : undefined;
+  const before = baseline?.listing;
   const cloned = baseline && before ? { ...cloneFacts(before), listedAt: baseline.meta.takenAt } : null;
   if (!state.Running)
     return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   // The box's listing is compared as it comes: only what changed is ever held.
-  const collector = new ChangeCollector(before ?? { entries: new Map(), malformed: 0 }, { allFiles });
+  const collector = new ChangeCollector(before ?? { entries: new ListingEntries(), malformed: 0 }, {
+    allFiles,
+  });
   const now = await listBox(id, collector, state.Paused);
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
@@ -399,6 +404,13 @@ function installScripts(
   const note = FETCH_RUNS_NO_CODE[provider];
   const noted = note ? { note } : {};
   if (label === undefined) return { recorded: false, declared: [], more: 0, skippedOwn, ...noted };
-  const { scripts, more } = parseInstallScripts(label);
-  return { recorded: true, declared: scripts, more, skippedOwn, ...noted };
+  const { scripts, more, incomplete } = parseInstallScripts(label);
+  return {
+    recorded: true,
+    declared: scripts,
+    more,
+    skippedOwn,
+    ...noted,
+    ...(incomplete ? { incomplete } : {}),
+  };
 }
