@@ -19,6 +19,13 @@ describe('writeJson', () => {
       [],
       [undefined, () => 1, { toJSON: () => ({ k: [1, 2] }) }],
       'plain',
+      // Rows with lists of plain values: written as one piece each, the same text.
+      {
+        rows: [
+          { path: 'a', changed: ['content', 'mode'] },
+          { path: 'b', changed: [], x: [undefined, 1, null] },
+        ],
+      },
       {
         nested: {
           deeper: { list: Array.from({ length: 5000 }, (_, i) => ({ path: `/work/repo/${i}`, n: i })) },

@@ -44,8 +44,9 @@ export async function writeJson(stream: NodeJS.WritableStream, value: unknown): 
     ) {
       const entries = Object.entries(item).filter(([, field]) => !isSkipped(field));
       if (entries.length === 0) return put('{}');
-      // A flat object (a changed file, a command): one stringify, re-indented.
-      if (entries.every(([, field]) => field === null || typeof field !== 'object'))
+      // A flat object (a changed file, a command; lists of plain values in it too): one
+      // stringify, re-indented. Walking it would make a promise per field of 100,000 rows.
+      if (entries.every(([, field]) => isPlain(field) || (Array.isArray(field) && field.every(isPlain))))
         return put(safeJsonStringify(item, 2).replace(/\n/g, `\n${indent}`));
       const inner = `${indent}  `;
       put('{\n');
@@ -65,6 +66,10 @@ export async function writeJson(stream: NodeJS.WritableStream, value: unknown): 
   const text = buffered.join('');
   if (text && !stream.write(text))
     await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
+}
+
+function isPlain(value: unknown): boolean {
+  return value === null || typeof value !== 'object';
 }
 
 function isSkipped(value: unknown): boolean {
