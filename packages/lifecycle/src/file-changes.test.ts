@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  cloneFacts,
-  compareListings,
-  FOLDER_ROWS,
-  ListingReader,
-  listingScript,
-  parseListing,
-} from './file-changes.js';
+import { cloneFacts } from './clone-facts.js';
+import { compareListings, FOLDER_ROWS } from './file-changes.js';
+import { ListingReader, listingScript, parseListing } from './listing-format.js';
 
 interface Row {
   root?: '/work/repo' | '/tmp' | '/dev/shm';

@@ -7,8 +7,14 @@ import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, engine, internalExecSpec, SH_BIN, sandboxLabels, sandboxNames } from '@ca-sandbox/docker';
 import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { sandboxStateDir } from './command-log.js';
-import { LISTED_ROOTS, type Listing, ListingEntries, ListingReader, listingScript } from './file-changes.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
+import {
+  LISTED_ROOTS,
+  type Listing,
+  ListingEntries,
+  ListingReader,
+  listingScript,
+} from './listing-format.js';
 import { LABEL_INSTANCE } from './record.js';
 
 /**

@@ -1,12 +1,14 @@
 import { LABEL_INSTALL_SCRIPTS, LABEL_SKIPPED_SCRIPTS, parseInstallScripts } from '@ca-sandbox/build';
 import { engine, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
+import { cloneFacts } from './clone-facts.js';
 import { commandLogPath, MAX_LOG_BYTES, readRecords } from './command-log.js';
 import { SandboxNotFoundError } from './errors.js';
-import { ChangeCollector, cloneFacts, ListingEntries, noChanges } from './file-changes.js';
+import { ChangeCollector, noChanges } from './file-changes.js';
 import { listBox, readCloneListing } from './file-listing.js';
 import { readGateLog } from './gate-log.js';
 import { egressLog, verifySandbox } from './list.js';
+import { ListingEntries } from './listing-format.js';
 import { boxName } from './names.js';
 import { LABEL_INSTANCE, recordFromInspect } from './record.js';
 

@@ -1,0 +1,265 @@
+import { REPO_DIR } from '@ca-sandbox/docker/contracts';
+
+/**
+ * The listings the report's "what changed" compares (file-changes.ts): GNU find's records of a
+ * box's files, taken in a container (never from git, never on the host's files), read here as
+ * hostile data: the script that prints them, the reader that parses them as they come, and the
+ * small form a baseline of 100,000 entries is kept in.
+ */
+
+/** Where each listing starts: the checkout and the box's own tmpfs. */
+export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp', shm: '/dev/shm' } as const;
+export type ListedRoot = keyof typeof LISTED_ROOTS;
+
+/**
+ * One record per entry: a header of find's own fields (no byte of it is the repo's), then the
+ * path below its start and the symlink's target, each ended by NUL (the one byte no name holds).
+ */
+const LISTING_FORMAT = '%H %y %m %s %T@ %C@\\0%P\\0%l\\0';
+
+/**
+ * The listing's shell script: `$@` are the roots. With `gated`, it waits for `go` on stdin (the
+ * checkout written) and lists nothing otherwise. `find` is the system's (PATH fixed by the
+ * internal exec); `-xdev` keeps it on the roots' own file systems.
+ */
+export function listingScript(
+  gated: boolean,
+  clone: { commit: boolean; attributes: boolean } = { commit: false, attributes: false },
+): string {
+  return [
+    ...(gated ? ['IFS= read -r word || exit 0', '[ "$word" = go ] || exit 0'] : []),
+    ...(clone.commit ? COMMIT_RECORD : []),
+    ...(clone.attributes ? [ATTRIBUTES_RECORDS] : []),
+    // Only the roots there are (a runtime may have no /dev/shm): a missing one is no problem.
+    'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',
+    `exec find "$@" -xdev -printf '${LISTING_FORMAT}'`,
+  ].join('\n');
+}
+
+/**
+ * The clone's commit and the kind of signature its header carries, as a first record
+ * `commit <sha|-> <KIND|->` (nothing verified: no key is at hand). git without any config but the
+ * clone's own; its output is reduced to hex and capitals before it is printed.
+ */
+const COMMIT_RECORD = [
+  'root=$1',
+  // The clone's own .git, a real folder: never a `.git` file pointing elsewhere.
+  'g() { [ -d "$root/.git" ] && [ ! -L "$root/.git" ] || return 1; GIT_DIR="$root/.git" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null /usr/bin/git -C "$root" "$@" 2>/dev/null; }',
+  'sha=$(g rev-parse --verify -q "HEAD^{commit}" | tr -cd 0-9a-f | head -c 64)',
+  `sig=$(g cat-file commit HEAD | sed -n -e '/^$/q' -e 's/^gpgsig[-a-z0-9]* -----BEGIN \\([A-Z0-9 ]*\\)-----$/\\1/p' | head -n 1 | tr -c 'A-Z0-9\\n' _ | head -c 40)`,
+  `printf 'commit %s %s\\0\\0\\0' "\${sha:--}" "\${sig:--}"`,
+];
+
+/**
+ * One record `attributes <path>` per .gitattributes of the checkout that selects a filter, diff or
+ * merge driver (autorun.ts's rule): git runs those drivers from the user's own config once the repo
+ * is copied out. Read by grep in the helper (each file at most 64 KiB); the path below `$1`.
+ */
+const ATTRIBUTES_RECORDS = `find "$1" -xdev -name .gitattributes -type f -size -65k -exec /bin/sh -c 'for f do grep -qE "(^|[[:space:]])(filter|diff|merge)=[^[:space:]]" "$f" && printf "attributes\\0%s\\0\\0" "\${f#"$0"/}"; done' "$1" {} + 2>/dev/null || :`;
+
+export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
+
+export interface ListedEntry {
+  root: ListedRoot;
+  type: EntryType;
+  /** Permission bits with setuid, setgid and sticky (find's %m). */
+  mode: number;
+  size: number;
+  /** find's %T@ and %C@, compared as text. */
+  mtime: string;
+  ctime: string;
+  /** The path below its root, in latin1 (one char per byte: distinct names stay distinct). */
+  key: string;
+  /** The symlink's target (latin1), '' for anything else. */
+  target: string;
+  /** find's header line the fields above were read from (what a baseline keeps of an entry). */
+  header: string;
+}
+
+/**
+ * A listing's entries, kept small: one string per entry (find's header line, which holds every
+ * field but the path) under its path, and symlink targets apart. A checkout of 100,000 files
+ * holds 15 MB this way instead of 36 as ListedEntry objects; an entry is read back when asked for.
+ */
+export class ListingEntries {
+  private readonly headers = new Map<string, string>();
+  private readonly targets = new Map<string, string>();
+
+  set(entry: ListedEntry): void {
+    const key = mapKey(entry.root, entry.key);
+    this.headers.set(key, entry.header);
+    if (entry.target) this.targets.set(key, entry.target);
+  }
+
+  get(root: ListedRoot, key: string): ListedEntry | undefined {
+    const mapped = mapKey(root, key);
+    const header = this.headers.get(mapped);
+    if (header === undefined) return undefined;
+    const entry = entryOf(header, key, '');
+    if (entry?.type === 'symlink') entry.target = this.targets.get(mapped) ?? '';
+    return entry;
+  }
+
+  /**
+   * Takes the entry at this path out (a comparison consumes its baseline: what is left at the end
+   * was deleted): 'same' when `now` has its very header and target (nothing of it changed: no
+   * entry is made for it, the common case of a big checkout), else the entry, or undefined.
+   */
+  take(now: ListedEntry): ListedEntry | 'same' | undefined {
+    const mapped = mapKey(now.root, now.key);
+    const header = this.headers.get(mapped);
+    if (header === undefined) return undefined;
+    this.headers.delete(mapped);
+    const target = this.targets.get(mapped) ?? '';
+    if (target) this.targets.delete(mapped);
+    if (header === now.header && target === now.target) return 'same';
+    return entryOf(header, now.key, target);
+  }
+
+  get size(): number {
+    return this.headers.size;
+  }
+
+  /** Every entry, in the listing's order (find's: a folder before what it holds). */
+  *values(): IterableIterator<ListedEntry> {
+    for (const [mapped, header] of this.headers) {
+      const at = mapped.indexOf('\0');
+      const entry = entryOf(header, at < 0 ? mapped : mapped.slice(at + 1), this.targets.get(mapped) ?? '');
+      if (entry) yield entry;
+    }
+  }
+}
+
+/**
+ * The key of a path in ListingEntries: /work/repo's paths as they are (most entries: no string
+ * made per entry), the other roots' behind their name and a NUL, which no path holds.
+ */
+function mapKey(root: ListedRoot, key: string): string {
+  return root === 'repo' ? key : `${root}\0${key}`;
+}
+
+export interface Listing {
+  entries: ListingEntries;
+  /** The clone's commit record (listingScript's clone.commit): sha or '' , signature kind or ''. */
+  commit?: { sha: string; signature: string };
+  /** .gitattributes paths (latin1 keys) that select git drivers (listingScript's clone.attributes). */
+  drivers?: string[];
+  /** Records that could not be read (one a cut listing ends with, or a field find printed oddly). */
+  malformed: number;
+}
+
+// Times may be negative or far off (`touch -d @-5`): any that find prints is read, as text.
+const HEADER =
+  /^(\/work\/repo|\/tmp|\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
+const ROOT_OF: Record<string, ListedRoot> = { [REPO_DIR]: 'repo', '/tmp': 'tmp', '/dev/shm': 'shm' };
+const TYPES: Record<string, EntryType> = { f: 'file', d: 'directory', l: 'symlink' };
+
+/** An entry from find's header line (HEADER), its path and its target; undefined when it does not parse. */
+function entryOf(header: string, key: string, target: string): ListedEntry | undefined {
+  const match = HEADER.exec(header);
+  if (!match) return undefined;
+  return {
+    root: ROOT_OF[match[1] ?? ''] ?? 'tmp',
+    type: TYPES[match[2] ?? ''] ?? 'other',
+    mode: Number.parseInt(match[3] ?? '0', 8),
+    size: Number(match[4]),
+    mtime: match[5] ?? '',
+    ctime: match[6] ?? '',
+    key,
+    target,
+    header,
+  };
+}
+
+/**
+ * Reads find's NUL-separated records (LISTING_FORMAT) as the bytes come, one record at a time
+ * (a listing of 100,000 entries is never held whole nor split into 300,000 strings at once), and
+ * hands each entry to `onEntry`. The roots themselves are left out.
+ */
+export class ListingReader {
+  private pending: Buffer = Buffer.alloc(0);
+  private first = true;
+  private stopped = false;
+  private malformed = 0;
+  private commit: Listing['commit'];
+  private readonly drivers: string[] = [];
+
+  constructor(private readonly onEntry: (entry: ListedEntry) => void) {}
+
+  push(chunk: Buffer): this {
+    if (this.stopped) return this;
+    const bytes = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    let at = 0;
+    for (;;) {
+      // A record is three NUL-ended fields: wait for all three.
+      const a = bytes.indexOf(0, at);
+      const b = a < 0 ? -1 : bytes.indexOf(0, a + 1);
+      const c = b < 0 ? -1 : bytes.indexOf(0, b + 1);
+      if (c < 0) break;
+      const header = bytes.toString('latin1', at, a);
+      const key = bytes.toString('latin1', a + 1, b);
+      const target = bytes.toString('latin1', b + 1, c);
+      at = c + 1;
+      if (!this.record(header, key, target)) {
+        this.stopped = true;
+        break;
+      }
+    }
+    this.pending = this.stopped ? Buffer.alloc(0) : Buffer.from(bytes.subarray(at));
+    return this;
+  }
+
+  /** The end of the bytes: a record left unfinished was cut. */
+  end(): Pick<Listing, 'malformed' | 'commit' | 'drivers'> {
+    if (this.pending.length) this.malformed += 1;
+    this.pending = Buffer.alloc(0);
+    return {
+      malformed: this.malformed,
+      ...(this.commit ? { commit: this.commit } : {}),
+      ...(this.drivers.length ? { drivers: [...this.drivers] } : {}),
+    };
+  }
+
+  /** false: the record does not parse, and nothing after it can be trusted. */
+  private record(header: string, key: string, target: string): boolean {
+    if (header === 'attributes') {
+      if (this.drivers.length < 1000) this.drivers.push(key);
+      return true;
+    }
+    if (this.first) {
+      this.first = false;
+      const commit = COMMIT_HEADER.exec(header);
+      if (commit) {
+        const [, sha = '-', signature = '-'] = commit;
+        this.commit = { sha: sha === '-' ? '' : sha, signature: signature === '-' ? '' : signature };
+        return true;
+      }
+    }
+    const entry = entryOf(header, key, target);
+    if (!entry) {
+      // NUL ends every field and no name holds one, so the records stay aligned: this one is
+      // counted (the report says the listing is incomplete) and the next ones are read.
+      this.malformed += 1;
+      return true;
+    }
+    if (key !== '') this.onEntry(entry);
+    return true;
+  }
+}
+
+/** Reads a whole listing's bytes (see ListingReader). */
+export function readListing(
+  bytes: Buffer,
+  onEntry: (entry: ListedEntry) => void,
+): Pick<Listing, 'malformed' | 'commit' | 'drivers'> {
+  return new ListingReader(onEntry).push(bytes).end();
+}
+
+/** The whole listing, kept small (the clone's, which the box's is compared with). */
+export function parseListing(bytes: Buffer): Listing {
+  const entries = new ListingEntries();
+  const read = readListing(bytes, (entry) => entries.set(entry));
+  return { entries, ...read };
+}
+
+const COMMIT_HEADER = /^commit ([0-9a-f]{40,64}|-) ([A-Z0-9_]{1,40}|-)$/;
