@@ -35,6 +35,11 @@ export interface SandboxHostConfig {
   MemorySwap: number;
   NanoCpus: number;
   IpcMode: 'private';
+  /**
+   * Private (absent) but for the report's lister, which joins its own sandbox's frozen box
+   * (`container:<box>`) to list the box's tmpfs through /proc/1/root (run's pidOf).
+   */
+  PidMode?: `container:${string}`;
   Ulimits: UlimitConfig[];
   Init: true;
   Runtime: string;
@@ -92,6 +97,7 @@ const HOST_CONFIG_KEYS = new Set([
   'MemorySwap',
   'NanoCpus',
   'IpcMode',
+  'PidMode',
   'Ulimits',
   'Init',
   'Runtime',
@@ -119,6 +125,9 @@ export function assertSandboxConfig(config: SandboxContainerConfig): void {
   const host = config.HostConfig;
   if (host.CapDrop?.length !== 1 || host.CapDrop[0] !== 'ALL' || host.ReadonlyRootfs !== true)
     throw new InvariantError('container create: CapDrop must be [ALL] and the root read-only');
+  // Another container's PID namespace (the report's lister joins its own box's), never the host's.
+  if (host.PidMode !== undefined && !/^container:[a-zA-Z0-9][a-zA-Z0-9_.-]{0,200}$/.test(host.PidMode))
+    throw new InvariantError("container create: PidMode may only name a container's namespace");
   if (!host.Mounts.every((mount) => mount.Type === 'volume' && Object.keys(mount).length === 4))
     throw new InvariantError('container create: only volume mounts are allowed');
   if (!Array.isArray(config.Entrypoint) || config.Entrypoint.length !== 0 || !config.Cmd[0]?.startsWith('/'))

@@ -420,6 +420,20 @@ describe('ca-sandbox report', () => {
     } finally {
       await docker(['rm', '-f', holder]);
     }
+    // A box its user paused stays paused, and its /tmp and /dev/shm are listed all the same: the
+    // lister reaches the box's own tmpfs through its PID namespace, never by running in the box.
+    await docker(['pause', `ca-sbx-${id}`]);
+    try {
+      const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+      expect(report.changes).toMatchObject({ complete: true, problems: [] });
+      expect(report.changes.outsideRepo.map((file) => file.path)).toEqual(
+        expect.arrayContaining([`/tmp/dropped-${marker}`, `/dev/shm/shm-${marker}`]),
+      );
+      const paused = await docker(['inspect', '--format', '{{.State.Paused}}', '--', `ca-sbx-${id}`]);
+      expect(paused.stdout.trim()).toBe('true');
+    } finally {
+      await docker(['unpause', `ca-sbx-${id}`]);
+    }
     // The watcher goes (it would spin beside the next tests): every process whose argv names the hook.
     const stopped = await cli([
       'exec',

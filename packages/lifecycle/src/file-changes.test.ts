@@ -244,6 +244,20 @@ describe('file changes', () => {
     expect(odd.setuid.map((file) => file.path)).toEqual(['/tmp/zz']);
   });
 
+  it("the box's tmpfs as the frozen lister reaches them (/proc/1/root) read as /tmp and /dev/shm", () => {
+    const parsed = parseListing(
+      Buffer.from(
+        '/proc/1/root/tmp f 755 3 1.0 1.0\0drop.sh\0\0/proc/1/root/dev/shm f 644 1 1.0 1.0\0x\0\0/proc/2/root/tmp f 644 1 1.0 1.0\0y\0\0',
+      ),
+    );
+    expect([...parsed.entries.values()].map((entry) => `${entry.root}:${entry.key}`)).toEqual([
+      'tmp:drop.sh',
+      'shm:x',
+    ]);
+    // Any other root is not a record of ours.
+    expect(parsed.malformed).toBe(1);
+  });
+
   it('/dev/shm is listed outside the repo; a link that climbs out of /deps is no deps link', () => {
     const changes = compare(
       [{ path: 'src', type: 'd' }],

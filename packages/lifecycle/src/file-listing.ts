@@ -9,6 +9,7 @@ import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { sandboxStateDir } from './command-log.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import {
+  FROZEN_TMPFS_ROOTS,
   LISTED_ROOTS,
   type Listing,
   ListingEntries,
@@ -173,38 +174,47 @@ export async function removeCloneListing(id: string, instance: string): Promise<
 }
 
 /**
- * The running box's files, each chunk to `listing` as it comes: /work/repo with every process of
- * the box frozen (`docker pause`), from a lister container of its own on the volume, read-only (a
- * paused box takes no exec). Listed in the box, a process of the box could watch /proc for the
- * listing's find, stop it and move a file out of its way until it ends (red team). Then /tmp and
- * /dev/shm, the box's own tmpfs that no other container reaches, in the box once it runs again.
- * When the freeze cannot be had (a create or another report holds the lister's name), the volume
- * is listed in the box too, and `problems` says so.
+ * The running box's files, each chunk to `listing` as it comes, with every process of the box
+ * frozen (`docker pause`): listed in the box, a process of it could watch /proc for the listing's
+ * find, stop it and move a file out of its way until it ends (red team). The lister is a container
+ * of its own with the volume read-only (a paused box takes no exec); under runc it also joins the
+ * box's PID namespace and lists the box's own tmpfs, /tmp and /dev/shm, through /proc/1/root, so
+ * nothing of the box runs between one listing and the next (a file moved from /tmp to /work/repo
+ * in between would be in neither). Under gVisor the box's tmpfs lives in
+ * its sentry, which no other container reaches: they are listed in the box once it runs again (a
+ * box someone else paused: not at all). When the freeze cannot be had (a create or another report
+ * holds the lister's name), everything is listed in the box, and `problems` says so.
  */
 export async function listBox(
   id: string,
   listing: { push(chunk: Buffer): void; nextListing(): void },
-  /** The box is paused already (by someone else: it stays so, and takes no exec for its tmpfs). */
-  paused: boolean,
+  box: {
+    /** Paused already (by someone else): it stays so, and takes no exec for its tmpfs. */
+    paused: boolean;
+    /** The box's runtime: only under runc does the lister reach its tmpfs. */
+    runtime: string;
+  },
   signal?: AbortSignal,
 ): Promise<ListingRun> {
-  const box = sandboxNames(id).box;
+  const name = sandboxNames(id).box;
   const push = (chunk: Buffer) => listing.push(chunk);
   const options = signal ? { signal } : {};
+  const tmpfsFrozen = box.runtime === 'runc';
   // The lister's name is taken (a create or another report of the sandbox runs): unfrozen, said.
-  const frozen = await listFrozen(id, push, paused, signal).catch((error: unknown) => {
-    if (!(error instanceof ContainerNameInUseError) || paused) throw error;
+  const frozen = await listFrozen(id, push, box.paused, tmpfsFrozen, signal).catch((error: unknown) => {
+    if (!(error instanceof ContainerNameInUseError) || box.paused) throw error;
     return undefined;
   });
-  const repo = frozen ?? (await runListing(box, [LISTED_ROOTS.repo], push, options));
+  if (frozen && tmpfsFrozen) return frozen;
+  const repo = frozen ?? (await runListing(name, [LISTED_ROOTS.repo], push, options));
   listing.nextListing();
-  if (paused)
+  if (box.paused)
     return {
       bytes: repo.bytes,
       complete: false,
       problems: [...repo.problems, 'the box is paused: /tmp and /dev/shm were not listed'],
     };
-  const tmp = await runListing(box, [LISTED_ROOTS.tmp, LISTED_ROOTS.shm], push, options);
+  const tmp = await runListing(name, [LISTED_ROOTS.tmp, LISTED_ROOTS.shm], push, options);
   const unfrozen = frozen
     ? []
     : ['/work/repo was listed without freezing the box (its lister could not start)'];
@@ -215,11 +225,15 @@ export async function listBox(
   };
 }
 
-/** /work/repo listed from a lister container while the box is paused (see listBox). */
+/**
+ * /work/repo, and with `tmpfs` the box's /tmp and /dev/shm, listed from a lister container while
+ * the box is paused (see listBox), removed before the box runs again.
+ */
 async function listFrozen(
   id: string,
   push: (chunk: Buffer) => void,
   alreadyPaused: boolean,
+  tmpfs: boolean,
   signal?: AbortSignal,
 ): Promise<ListingRun> {
   const names = sandboxNames(id);
@@ -235,14 +249,20 @@ async function listFrozen(
       volume: names.volume,
       volumeReadOnly: true,
       network: 'none',
+      ...(tmpfs ? { pidOf: names.box } : {}),
       labels: sandboxLabels(id, { [LABEL_INSTANCE]: randomBytes(8).toString('hex') }),
       command: HELPER_COMMAND,
     });
     started = true;
     stopHeartbeat = keepHelperAlive(names.helper);
-    return await runListing(names.helper, [LISTED_ROOTS.repo], push, signal ? { signal } : {});
+    const roots = tmpfs
+      ? [LISTED_ROOTS.repo, FROZEN_TMPFS_ROOTS.tmp, FROZEN_TMPFS_ROOTS.shm]
+      : [LISTED_ROOTS.repo];
+    return await runListing(names.helper, roots, push, signal ? { signal } : {});
   } finally {
     stopHeartbeat();
+    // Removed before the box runs again. A lister left behind would hold nothing the box lacks
+    // (the volume read-only, no network): the box is unpaused all the same, never left hanging.
     if (started) await engine.container.remove(names.helper, { force: true }).catch(() => undefined);
     if (!alreadyPaused) await engine.container.unpause(names.box);
   }

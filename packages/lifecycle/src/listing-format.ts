@@ -12,6 +12,13 @@ export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp', shm: '/dev/shm' } as 
 export type ListedRoot = keyof typeof LISTED_ROOTS;
 
 /**
+ * The box's tmpfs as a container that joined its PID namespace reaches them: through the root of
+ * the box's PID 1 (docker's init, started by us), in the box's own mounts. The report's lister
+ * lists them so while the box is frozen.
+ */
+export const FROZEN_TMPFS_ROOTS = { tmp: '/proc/1/root/tmp', shm: '/proc/1/root/dev/shm' } as const;
+
+/**
  * One record per entry: a header of find's own fields (no byte of it is the repo's), then the
  * path below its start and the symlink's target, each ended by NUL (the one byte no name holds).
  */
@@ -150,8 +157,14 @@ export interface Listing {
 
 // Times may be negative or far off (`touch -d @-5`): any that find prints is read, as text.
 const HEADER =
-  /^(\/work\/repo|\/tmp|\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
-const ROOT_OF: Record<string, ListedRoot> = { [REPO_DIR]: 'repo', '/tmp': 'tmp', '/dev/shm': 'shm' };
+  /^(\/work\/repo|\/tmp|\/dev\/shm|\/proc\/1\/root\/tmp|\/proc\/1\/root\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
+const ROOT_OF: Record<string, ListedRoot> = {
+  [REPO_DIR]: 'repo',
+  '/tmp': 'tmp',
+  '/dev/shm': 'shm',
+  [FROZEN_TMPFS_ROOTS.tmp]: 'tmp',
+  [FROZEN_TMPFS_ROOTS.shm]: 'shm',
+};
 const TYPES: Record<string, EntryType> = { f: 'file', d: 'directory', l: 'symlink' };
 
 /** An entry from find's header line (HEADER), its path and its target; undefined when it does not parse. */

@@ -262,7 +262,12 @@ export async function sandboxReport(
     egressLog(id),
     verifySandbox(id),
     readCommands(id),
-    fileChanges(id, inspect.Config.Labels[LABEL_INSTANCE] ?? '', inspect.State, options.allFiles === true),
+    fileChanges(
+      id,
+      inspect.Config.Labels[LABEL_INSTANCE] ?? '',
+      { ...inspect.State, runtime: inspect.HostConfig.Runtime ?? 'runc' },
+      options.allFiles === true,
+    ),
     readGateLog(id),
     // The image the box runs, by id: its tag may name a newer build by now.
     engine.image.inspect(inspect.Image ?? record.image).catch(() => undefined),
@@ -347,7 +352,7 @@ export async function sandboxReport(
 async function fileChanges(
   id: string,
   instance: string,
-  state: { Running: boolean; Paused: boolean },
+  state: { Running: boolean; Paused: boolean; runtime: string },
   allFiles: boolean,
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = noChanges();
@@ -360,7 +365,7 @@ async function fileChanges(
   const collector = new ChangeCollector(before ?? { entries: new ListingEntries(), malformed: 0 }, {
     allFiles,
   });
-  const now = await listBox(id, collector, state.Paused);
+  const now = await listBox(id, collector, { paused: state.Paused, runtime: state.runtime });
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
   const unread = malformed + (before?.malformed ?? 0);

@@ -73,6 +73,17 @@ describe('verifyIsolation', () => {
     expect(report.container).toBe('ca-sbx-abc');
   });
 
+  it("lets the report's lister share exactly its own sandbox's box PID namespace, nothing else", () => {
+    const joins = (mode: string) => (d: Record<string, any>) => (d.HostConfig.PidMode = mode);
+    const lister = { ...expected, pidOf: 'b0x1d' } as typeof expected;
+    expect(failedIds(joins('container:b0x1d'), lister)).toEqual([]);
+    expect(failedIds(joins('container:other'), lister)).toEqual(['no-host-pid']);
+    expect(failedIds(joins('host'), lister)).toEqual(['no-host-pid']);
+    // Held to it: a lister that did not join is not what was started either.
+    expect(failedIds(joins(''), lister)).toEqual(['no-host-pid']);
+    expect(failedIds(joins('container:b0x1d'))).toEqual(['no-host-pid']);
+  });
+
   it('lets only the gateway keep a log (its egress record)', () => {
     const logging = (d: Record<string, any>) => (d.HostConfig.LogConfig = { Type: 'json-file', Config: {} });
     expect(failedIds(logging, { ...expected, keepsLog: true } as typeof expected)).toEqual([]);

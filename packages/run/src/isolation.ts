@@ -41,6 +41,8 @@ export interface IsolationExpectations {
   dns?: 'default' | 'blackhole';
   /** The gateway: its log is its egress record. Any other container must log nothing (keepsLog). */
   keepsLog?: boolean;
+  /** The id of its own sandbox's box, whose PID namespace a helper joined (the report's lister). */
+  pidOf?: string;
 }
 
 type Rule = (
@@ -237,13 +239,13 @@ const RULES: Rule[] = [
     seen: i.HostConfig.NetworkMode || 'default',
     pass: !isHost(i.HostConfig.NetworkMode),
   }),
-  (i) => ({
+  (i, e) => ({
     id: 'no-host-pid',
     cis: '5.15',
     title: "the host's process namespace is not shared",
-    expected: 'private',
+    expected: e.pidOf ? `container:${e.pidOf} (its own sandbox's box)` : 'private',
     seen: i.HostConfig.PidMode || 'private',
-    pass: !isHost(i.HostConfig.PidMode),
+    pass: e.pidOf ? i.HostConfig.PidMode === `container:${e.pidOf}` : !isHost(i.HostConfig.PidMode),
   }),
   (i) => ({
     id: 'no-host-ipc',

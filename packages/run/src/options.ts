@@ -10,6 +10,7 @@ import {
   SANDBOX_ID_PATTERN,
   SANDBOX_ID_SYNTAX,
   SIZE_SYNTAX,
+  sandboxNames,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { InvalidRunOptionsError } from './errors.js';
@@ -62,6 +63,12 @@ export const RunOptionsSchema = z.strictObject({
       z.string().refine((value) => !/[\0\n\r]/.test(value), 'no control characters in labels'),
     )
     .default({}),
+  /**
+   * A helper only, and only its own sandbox's box: join that box's PID namespace. The vetting
+   * report's lister does, with the box frozen, to list the box's own tmpfs (/proc/1/root/tmp),
+   * which no other container reaches.
+   */
+  pidOf: z.string().regex(OBJECT_NAME_PATTERN, 'must be a container name').optional(),
   command: z
     .array(z.string().refine((arg) => !arg.includes('\0')))
     .min(1)
@@ -79,6 +86,9 @@ function volumeProblem(options: z.output<typeof RunOptionsSchema>): string | und
   if (options.role !== 'gateway' && options.volume === undefined) return 'volume is required';
   if (options.role !== 'gateway' && options.extraNetworks.length > 0)
     return 'extraNetworks is only for a gateway';
+  if (options.pidOf !== undefined && options.role !== 'helper') return 'pidOf is only for a helper';
+  if (options.pidOf !== undefined && options.pidOf !== sandboxNames(options.sandboxId).box)
+    return "pidOf names only the helper's own sandbox box";
   return undefined;
 }
 export type RunOptions = z.output<typeof RunOptionsSchema>;

@@ -208,6 +208,7 @@ function configOfArgv(argv: string[]): { name: string; config: SandboxContainerC
     else if (flag === '--memory-swap') host.MemorySwap = size(takes());
     else if (flag === '--cpus') host.NanoCpus = Math.round(Number(takes()) * 1e9);
     else if (flag === '--ipc') host.IpcMode = takes();
+    else if (flag === '--pid') host.PidMode = takes();
     else if (flag === '--runtime') host.Runtime = takes();
     else if (flag === '--network') host.NetworkMode = takes();
     else if (flag === '--dns') push(host, 'Dns', takes());
@@ -298,6 +299,22 @@ describe('buildContainerConfig', () => {
     },
   );
 
+  it("lets the report's lister join its own sandbox's box PID namespace, and nothing else", () => {
+    const options = resolveRunOptions({
+      ...base,
+      name: 'ca-sbx_helper-abc',
+      role: 'helper',
+      pidOf: 'ca-sbx-abc',
+    });
+    const body = buildContainerConfig(options);
+    expect(body.HostConfig.PidMode).toBe('container:ca-sbx-abc');
+    const argv = buildRunArgs(options);
+    expect(flagValues(argv, '--pid')).toEqual(['container:ca-sbx-abc']);
+    expect(configOfArgv(argv).config.HostConfig).toEqual(body.HostConfig);
+    expect(buildContainerConfig(resolveRunOptions(base)).HostConfig.PidMode).toBeUndefined();
+    expect(flagValues(buildRunArgs(resolveRunOptions(base)), '--pid')).toEqual([]);
+  });
+
   it('puts the gateway on its network only (extra networks are joined after start) and without a volume', () => {
     const gateway = RUN_COMBOS.find((combo) => combo.label.startsWith('gateway'));
     const options = resolveRunOptions({
@@ -327,6 +344,9 @@ describe('resolveRunOptions', () => {
     ['a tiny pids limit', { ...base, pidsLimit: 0 }],
     ['a bad id', { ...base, sandboxId: 'A B' }],
     ['a dns server address (only default or blackhole)', { ...base, dns: '8.8.8.8' }],
+    ["a box joining a PID namespace (only the report's lister may)", { ...base, pidOf: 'ca-sbx-abc' }],
+    ["a helper joining another sandbox's box", { ...base, role: 'helper', pidOf: 'ca-sbx-other' }],
+    ["a helper joining the host's PID namespace", { ...base, role: 'helper', pidOf: 'host' }],
   ])('rejects %s', (_name, input) => {
     expect(() => resolveRunOptions(input)).toThrow(InvalidRunOptionsError);
   });

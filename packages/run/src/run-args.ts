@@ -98,6 +98,7 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
       // What docker's --cpus parser makes of the number (cpus × 10⁹ nano-CPUs).
       NanoCpus: Math.round(options.cpus * 1e9),
       IpcMode: 'private',
+      ...(options.pidOf === undefined ? {} : { PidMode: `container:${options.pidOf}` as const }),
       // No core dumps: where the kernel sends one is the host's core_pattern (systemd-coredump,
       // apport), which would keep on the host's disk what a box's process held, or what a
       // gateway held (a credential), and let a crashing box fill that disk. Both honour 0.
@@ -143,6 +144,7 @@ const HOST_FLAGS: { [K in keyof SandboxHostConfig]-?: (value: SandboxHostConfig[
   MemorySwap: (swap) => ['--memory-swap', String(swap)],
   NanoCpus: (nano) => ['--cpus', String(nano / 1e9)],
   IpcMode: (mode) => ['--ipc', mode],
+  PidMode: (mode) => (mode ? ['--pid', mode] : []),
   Ulimits: (limits) =>
     limits.flatMap((limit) => [
       '--ulimit',

@@ -7,6 +7,7 @@ import {
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
+  LABEL_ID,
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
@@ -14,6 +15,7 @@ import {
 } from '@ca-sandbox/docker';
 import {
   ContainerNameInUseError,
+  InvalidRunOptionsError,
   IsolationViolationError,
   RuntimeUnavailableError,
   UnsupportedCombinationError,
@@ -73,6 +75,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   const options = resolveRunOptions(input);
   await assertRuntime(options);
   const daemonSecurityOptions = await assertDaemonConfines(options);
+  const pidOf = await sharedPidBox(options);
   const config = buildContainerConfig(options);
   let id: string;
   try {
@@ -99,6 +102,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       forbidVolumes: options.role === 'gateway',
       extraNetworks: options.extraNetworks,
       keepsLog: keepsLog(options.role),
+      ...(pidOf ? { pidOf } : {}),
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -111,6 +115,18 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
     await removeQuietly(id);
     throw error;
   }
+}
+
+/**
+ * The id of the box a helper joins the PID namespace of (options.pidOf), once it is seen to be
+ * this sandbox's box: the gate then holds the helper's PidMode to exactly that container.
+ */
+async function sharedPidBox(options: RunOptions): Promise<string | undefined> {
+  if (options.pidOf === undefined) return undefined;
+  const box = await engine.container.find(options.pidOf);
+  if (!box || box.Config.Labels[LABEL_ID] !== options.sandboxId || box.Config.Labels[LABEL_ROLE] !== 'box')
+    throw new InvalidRunOptionsError(`pidOf ${options.pidOf} is not the box of sandbox ${options.sandboxId}`);
+  return box.Id;
 }
 
 /**
