@@ -111,7 +111,7 @@ describe('the gateway of an allowlist box', () => {
     expect(kept.exitCode, kept.stderr).toBe(0);
     const { isolation, changes } = JSON.parse(kept.stdout) as {
       isolation: { history: { phase: string; ok: boolean; checks: { id: string; pass: boolean }[] }[] };
-      changes: { state: string };
+      changes: { state: string; complete: boolean; problems: string[] };
     };
     expect(isolation.history.map((gate) => [gate.phase, gate.ok])).toEqual([
       ['create', true],
@@ -121,11 +121,28 @@ describe('the gateway of an allowlist box', () => {
       ...isolation.history[1]?.checks.find((check) => check.id === 'allowlist-gateway-rules'),
       pass: false,
     });
-    // A stopped box is not listed: the report says so rather than "nothing changed".
-    expect(changes.state).toBe('box-not-running');
+    // A stopped box's volume is listed (nothing of it runs); its tmpfs went when it stopped, and
+    // the report says so rather than "nothing changed there".
+    expect(changes).toMatchObject({ state: 'computed', complete: false });
+    expect(changes.problems).toContain(
+      'the box is stopped: what its processes left in /tmp and /dev/shm went with it (tmpfs); /work/repo was listed',
+    );
     const page = await cli(['report', box.id]);
     expect(page.stdout).toMatch(/start \S+ FAILED allowlist-gateway-rules/);
-    expect(page.stdout).toContain('files      not listed: the box is not running');
+    expect(page.stdout).toMatch(
+      /files {6}\d+ added, \d+ modified, \d+ deleted in \/work\/repo since the clone.*\(INCOMPLETE\)/,
+    );
+    expect(page.stdout).toContain('incomplete: the box is stopped');
+    // The lister is gone, the box still stopped.
+    const left = await docker([
+      'ps',
+      '-a',
+      '--filter',
+      `label=ca.sandbox.id=${box.id}`,
+      '--format',
+      '{{.Names}} {{.State}}',
+    ]);
+    expect(left.stdout).not.toContain('helper');
     await destroyBox(box.id);
   }, 600_000);
 });

@@ -189,6 +189,8 @@ export async function listBox(
   id: string,
   listing: { push(chunk: Buffer): void; nextListing(): void },
   box: {
+    /** Stopped: nothing of it runs; the lister lists its volume, its tmpfs went when it stopped. */
+    running: boolean;
     /** Paused already (by someone else): it stays so, and takes no exec for its tmpfs. */
     paused: boolean;
     /** The box's runtime: only under runc does the lister reach its tmpfs. */
@@ -199,12 +201,25 @@ export async function listBox(
   const name = sandboxNames(id).box;
   const push = (chunk: Buffer) => listing.push(chunk);
   const options = signal ? { signal } : {};
+  if (!box.running) {
+    const repo = await listFrozen(id, push, { pause: false, tmpfs: false }, signal);
+    return {
+      ...repo,
+      complete: false,
+      problems: [
+        ...repo.problems,
+        'the box is stopped: what its processes left in /tmp and /dev/shm went with it (tmpfs); /work/repo was listed',
+      ],
+    };
+  }
   const tmpfsFrozen = box.runtime === 'runc';
   // The lister's name is taken (a create or another report of the sandbox runs): unfrozen, said.
-  const frozen = await listFrozen(id, push, box.paused, tmpfsFrozen, signal).catch((error: unknown) => {
-    if (!(error instanceof ContainerNameInUseError) || box.paused) throw error;
-    return undefined;
-  });
+  const frozen = await listFrozen(id, push, { pause: !box.paused, tmpfs: tmpfsFrozen }, signal).catch(
+    (error: unknown) => {
+      if (!(error instanceof ContainerNameInUseError) || box.paused) throw error;
+      return undefined;
+    },
+  );
   if (frozen && tmpfsFrozen) return frozen;
   const repo = frozen ?? (await runListing(name, [LISTED_ROOTS.repo], push, options));
   listing.nextListing();
@@ -227,19 +242,19 @@ export async function listBox(
 
 /**
  * /work/repo, and with `tmpfs` the box's /tmp and /dev/shm, listed from a lister container while
- * the box is paused (see listBox), removed before the box runs again.
+ * the box is frozen (see listBox): paused by us (`pause`) and unpaused once the lister is gone,
+ * paused by someone else, or stopped.
  */
 async function listFrozen(
   id: string,
   push: (chunk: Buffer) => void,
-  alreadyPaused: boolean,
-  tmpfs: boolean,
+  { pause, tmpfs }: { pause: boolean; tmpfs: boolean },
   signal?: AbortSignal,
 ): Promise<ListingRun> {
   const names = sandboxNames(id);
   let stopHeartbeat = () => {};
   let started = false;
-  if (!alreadyPaused) await engine.container.pause(names.box);
+  if (pause) await engine.container.pause(names.box);
   try {
     await runContainer({
       sandboxId: id,
@@ -264,6 +279,6 @@ async function listFrozen(
     // Removed before the box runs again. A lister left behind would hold nothing the box lacks
     // (the volume read-only, no network): the box is unpaused all the same, never left hanging.
     if (started) await engine.container.remove(names.helper, { force: true }).catch(() => undefined);
-    if (!alreadyPaused) await engine.container.unpause(names.box);
+    if (pause) await engine.container.unpause(names.box);
   }
 }

@@ -80,7 +80,8 @@ const FileChangesSchema = z.strictObject({
   /**
    * computed: compared with the listing the create took at the clone; no-baseline: the box's
    * files are listed but there is nothing to compare /work/repo with (a box made before this
-   * version, or the clone's listing failed); box-not-running: nothing could be listed.
+   * version, or the clone's listing failed); box-not-running: nothing could be listed (a report
+   * made before this version: a stopped box's volume is listed now, its tmpfs went with it).
    */
   state: z.enum(['computed', 'no-baseline', 'box-not-running']),
   /** ISO times: the clone's listing, the box's. */
@@ -359,13 +360,20 @@ async function fileChanges(
   const baseline = await readCloneListing(id, instance);
   const before = baseline?.listing;
   const cloned = baseline && before ? { ...cloneFacts(before), listedAt: baseline.meta.takenAt } : null;
-  if (!state.Running)
-    return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   // The box's listing is compared as it comes: only what changed is ever held.
   const collector = new ChangeCollector(before ?? { entries: new ListingEntries(), malformed: 0 }, {
     allFiles,
   });
-  const now = await listBox(id, collector, { paused: state.Paused, runtime: state.runtime });
+  const now = await listBox(id, collector, {
+    running: state.Running,
+    paused: state.Paused,
+    runtime: state.runtime,
+  }).catch((error: unknown) => {
+    // A stopped box whose volume cannot be listed (its lister cannot start): said, not thrown.
+    if (state.Running) throw error;
+    return undefined;
+  });
+  if (!now) return { changes: { state: 'box-not-running', complete: false, problems: [], ...none }, cloned };
   const { malformed, ...compared } = collector.finish();
   const listedAt = new Date().toISOString();
   const unread = malformed + (before?.malformed ?? 0);
