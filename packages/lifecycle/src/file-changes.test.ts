@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cloneFacts } from './clone-facts.js';
 import { compareListings, FOLDER_ROWS } from './file-changes.js';
-import { ListingReader, listingScript, parseListing } from './listing-format.js';
+import { ListingEntries, ListingReader, listingScript, parseListing, readListing } from './listing-format.js';
 
 interface Row {
   root?: '/work/repo' | '/tmp' | '/dev/shm';
@@ -242,6 +242,48 @@ describe('file changes', () => {
     expect(odd.malformed).toBe(0);
     expect(odd.modified.map((file) => file.path)).toEqual(['/work/repo/package.json']);
     expect(odd.setuid.map((file) => file.path)).toEqual(['/tmp/zz']);
+  });
+
+  it('keeps a listing small and gives it back as it was: by root and path, in order, taken once', () => {
+    const parsed = parseListing(
+      listing([
+        { path: 'a', size: 3 },
+        { root: '/tmp', path: 'a', size: 5 },
+        { path: 'dir', type: 'd', mode: '755' },
+        { path: 'dir/link', type: 'l', target: '../a' },
+        { path: Buffer.from([0x63, 0xe9]) },
+      ]),
+    );
+    const { entries } = parsed;
+    expect(entries.size).toBe(5);
+    expect(entries.get('repo', 'a')).toMatchObject({ root: 'repo', size: 3 });
+    expect(entries.get('tmp', 'a')).toMatchObject({ root: 'tmp', size: 5 });
+    expect(entries.get('shm', 'a')).toBeUndefined();
+    expect(entries.get('repo', 'dir/link')).toMatchObject({ type: 'symlink', target: '../a' });
+    expect(entries.get('repo', 'c\u00e9')).toMatchObject({ key: 'c\u00e9' });
+    // Taken: the same header and target are 'same'; another one gives the clone's entry; gone after.
+    const same = entries.get('repo', 'a');
+    expect(same && entries.take(same)).toBe('same');
+    expect(entries.get('repo', 'a')).toBeUndefined();
+    const moved = {
+      ...(entries.get('repo', 'dir/link') as NonNullable<ReturnType<typeof entries.get>>),
+      target: '/etc',
+    };
+    expect(entries.take(moved)).toMatchObject({ target: '../a' });
+    expect(entries.size).toBe(3);
+    expect([...entries.values()].map((entry) => `${entry.root}:${entry.key}`)).toEqual([
+      'tmp:a',
+      'repo:dir',
+      'repo:c\u00e9',
+    ]);
+    // Growing past its first room keeps every record.
+    const grown = new ListingEntries(0);
+    readListing(listing(Array.from({ length: 5000 }, (_, i) => ({ path: `f${i}` }))), (entry) =>
+      grown.set(entry),
+    );
+    expect(grown.size).toBe(5000);
+    expect(grown.get('repo', 'f4999')).toMatchObject({ key: 'f4999' });
+    expect([...grown.values()].at(-1)?.key).toBe('f4999');
   });
 
   it("the box's tmpfs as the frozen lister reaches them (/proc/1/root) read as /tmp and /dev/shm", () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { limitFrom } from '@ca-sandbox/build';
 import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
@@ -145,7 +145,12 @@ export async function readCloneListing(
   const meta = await readMeta(id, instance);
   if (!meta) return undefined;
   // Read as it streams, into the listing's small form: 100,000 entries never sit in memory twice.
-  const entries = new ListingEntries();
+  // Its records take about the file's bytes: room for them at once, not grown by copies.
+  const bytes = await stat(baselinePath(id)).then(
+    (info) => info.size,
+    () => 0,
+  );
+  const entries = new ListingEntries(bytes + (bytes >> 5) + 1024);
   const reader = new ListingReader((entry) => entries.set(entry));
   try {
     for await (const chunk of createReadStream(baselinePath(id), { highWaterMark: 256 * 1024 }))
