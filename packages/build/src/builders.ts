@@ -10,8 +10,12 @@ import type { BuilderChoice } from '@ca-sandbox/docker';
 
 export type { BuilderChoice };
 
-/** Bump when the built-in Dockerfile template changes: it is part of the dephash key (8: the install-scripts walk, the workspace root's link). */
-export const BUILTIN_VERSION = '8';
+/**
+ * Bump when the built-in Dockerfile template changes: it is part of the dephash key (8: the
+ * install-scripts walk, the workspace root's link; 9: pip's report of what it built from source,
+ * so a Python image built before does not report "no build ran" for want of it).
+ */
+export const BUILTIN_VERSION = '9';
 
 export interface RecipeInput {
   files: readonly ManifestFile[];
