@@ -40,10 +40,10 @@ import {
   LABEL_SKIPPED_SCRIPTS,
 } from './install-scripts.js';
 import type { ManifestFile } from './manifests.js';
-import { nodeRuntimeFor, withNodeRuntime } from './node-runtime.js';
 import { ensurePrepImage } from './prep-image.js';
 import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
 import type { Detection, Provider } from './provider.js';
+import { nodeRuntimeFor, withNodeRuntime } from './providers/node/runtime.js';
 import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
 import { runBuild } from './run-build.js';
@@ -91,7 +91,7 @@ export async function buildImage(
       builder,
       registries: opts.registries,
     });
-    // A Node pin the base does not meet: the pinned release comes first (node-runtime.ts).
+    // A Node pin the base does not meet: the pinned release comes first (providers/node/runtime.ts).
     const runtime =
       input.detection.provider === 'node'
         ? nodeRuntimeFor(input.files, await imageToolchain(input.baseImage))

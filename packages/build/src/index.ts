@@ -87,7 +87,6 @@ export {
   lastImageTag,
   rememberDepsImage,
 } from './last-image.js';
-export { type LinkOptions, type LinkResult, linkDependencies } from './link.js';
 export {
   type ManifestFile,
   type ManifestSet,
@@ -112,6 +111,7 @@ export type {
   ResolvedPrepareOptions,
 } from './prepare-options.js';
 export { type Detection, detectProvider, PROVIDERS, type Provider } from './provider.js';
+export { type LinkOptions, type LinkResult, linkDependencies } from './providers/node/link.js';
 export { type Registries, type RegistryKind, resolveRegistries } from './registries.js';
 export {
   chooseRootProvider,

@@ -1,5 +1,5 @@
 import { DEPS_SRC } from '@ca-sandbox/docker/contracts';
-import { NODE_PREFIX } from './node-layout.js';
+import { NODE_PREFIX } from './providers/node/layout.js';
 
 /**
  * The dependencies' install scripts, for the vetting report (issue 29). Node: once the install has ended

@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
 import type { ManifestFile } from './manifests.js';
 import { nixpacksEnv, runNixpacks } from './nixpacks-run.js';
-import { NODE_FINISH } from './node-layout.js';
 import type { Detection, Provider } from './provider.js';
+import { NODE_FINISH } from './providers/node/layout.js';
 import { builtinRecipe, type EnvEntry, type InstallRecipe, providerEnv } from './recipe.js';
 
 const MAX_CMDS = 32;

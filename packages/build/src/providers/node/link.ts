@@ -10,9 +10,9 @@ import {
   SH_BIN,
 } from '@ca-sandbox/docker';
 import { z } from 'zod';
-import { limitFrom } from './_utils.js';
-import { ManifestReadError } from './errors.js';
-import { WRITABLE_PACKAGES } from './node-layout.js';
+import { limitFrom } from '../../_utils.js';
+import { ManifestReadError } from '../../errors.js';
+import { WRITABLE_PACKAGES } from './layout.js';
 
 export interface LinkResult {
   linked: boolean;

@@ -1,5 +1,5 @@
 import { DEPS_DIR, DEPS_SRC, REPO_DIR, SYSTEM_PATH } from '@ca-sandbox/docker';
-import { shellQuote } from './_utils.js';
+import { shellQuote } from '../../_utils.js';
 
 /**
  * The node deps layout of an image: the install runs in /deps/src (the manifests, at the repo's

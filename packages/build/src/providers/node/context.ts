@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { unsafePathReason } from './manifest-names.js';
-import type { ManifestFile } from './manifests.js';
+import { unsafePathReason } from '../../manifest-names.js';
+import type { ManifestFile } from '../../manifests.js';
 
 /**
  * The repo's own lifecycle scripts, which npm, pnpm and yarn run for the root and for workspace

@@ -1,10 +1,35 @@
-import { DEPS_SRC } from '@ca-sandbox/docker';
-import { PIP_REPORT } from './install-scripts.js';
-import { filterRequirements, hasInstallableRequirement } from './local-paths.js';
-import type { ManifestFile } from './manifests.js';
-import type { Detection } from './provider.js';
-import { PYTHON_REQS_PROGRAM } from './python-reqs.js';
-import type { InstallRecipe } from './recipe.js';
+import { DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker';
+import { PIP_REPORT } from '../../install-scripts.js';
+import { filterRequirements, hasInstallableRequirement, pythonLocalPaths } from '../../local-paths.js';
+import type { ManifestFile } from '../../manifests.js';
+import type { Detection } from '../../provider.js';
+import type { ProviderInstall, ProviderRecipe } from '../provider-recipe.js';
+import { PYTHON_REQS_PROGRAM } from './reqs.js';
+
+/** Python: what a developer installs to run the tests, into /deps/python, on PYTHONPATH. */
+export const pythonRecipe: ProviderRecipe = {
+  env(files) {
+    const local = pythonLocalPaths(files).flatMap((rel) => [`${REPO_DIR}/${rel}`, `${REPO_DIR}/${rel}/src`]);
+    // The project itself, as `pip install -e .` gives a developer: a src layout's packages import.
+    const project = files.some((f) => ['pyproject.toml', 'setup.py', 'setup.cfg'].includes(f.path))
+      ? [`${REPO_DIR}/src`]
+      : [];
+    return [
+      { name: 'PYTHONPATH', value: ['/deps/python', ...local, ...project].join(':') },
+      { name: 'PATH', value: '/deps/python/bin:$PATH', expand: true },
+      { name: 'PIP_DISABLE_PIP_VERSION_CHECK', value: '1' },
+    ];
+  },
+  install(files, detection) {
+    const paths = pythonLocalPaths(files);
+    const part = pythonInstall(files, detection);
+    const notes = paths.length
+      ? [`local path dependencies on PYTHONPATH from ${REPO_DIR}: ${paths.join(', ')}`]
+      : [];
+    return { ...part, notes: [...notes, ...part.notes] };
+  },
+  linkNodeModules: false,
+};
 
 /** Scratch space of the install step (emptied at its end). */
 const TOOLS = '/tmp/ca-sbx-tools';
@@ -53,10 +78,7 @@ function hasProjectTable(files: readonly ManifestFile[]): boolean {
  * pipenv: --dev; pip: requirements.txt, requirements-dev/-test files, and pyproject's
  * dependencies, test extra and dev/test dependency groups.
  */
-export function pythonInstall(
-  files: readonly ManifestFile[],
-  detection: Detection,
-): Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> {
+export function pythonInstall(files: readonly ManifestFile[], detection: Detection): ProviderInstall {
   const installEnv = [{ name: 'PIP_NO_INPUT', value: '1' }];
   const exported = (lines: string[]) => [...lines, DROP_LOCAL, INSTALL_REQ];
   switch (detection.packageManager) {

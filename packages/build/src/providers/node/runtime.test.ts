@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nodeRuntimeFor, withNodeRuntime } from './node-runtime.js';
-import type { InstallRecipe } from './recipe.js';
+import type { InstallRecipe } from '../../recipe.js';
+import { nodeRuntimeFor, withNodeRuntime } from './runtime.js';
 
 const file = (path: string, text: string) => ({ path, content: Buffer.from(text, 'utf8') });
 const base = { node: '22.23.5', npm: '10.9.9' };

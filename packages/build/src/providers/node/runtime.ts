@@ -1,8 +1,8 @@
 import { DEPS_DIR } from '@ca-sandbox/docker';
-import { shellQuote } from './_utils.js';
-import type { InstallRecipe } from './recipe.js';
-import { pinMet, type RuntimePin, runtimePins } from './runtime-pins.js';
-import type { Toolchain } from './toolchain.js';
+import { shellQuote } from '../../_utils.js';
+import type { InstallRecipe } from '../../recipe.js';
+import { pinMet, type RuntimePin, runtimePins } from '../../runtime-pins.js';
+import type { Toolchain } from '../../toolchain.js';
 
 /**
  * The Node a repo pins (`.nvmrc`, `.node-version`, `volta.node`, `.tool-versions`), when the base

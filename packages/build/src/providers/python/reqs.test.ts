@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PYTHON_REQS_PROGRAM } from './python-reqs.js';
+import { PYTHON_REQS_PROGRAM } from './reqs.js';
 
 // The program runs in the image's python3 (>= 3.11, pip's vendored packaging); the host's is the same kind.
 const python = (() => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isManifestPath } from './manifest-names.js';
-import type { ManifestFile } from './manifests.js';
+import { isManifestPath } from '../../manifest-names.js';
+import type { ManifestFile } from '../../manifests.js';
+import { detectProvider } from '../../provider.js';
 import {
   binPlaceholders,
   filterPnpmWorkspace,
@@ -10,9 +11,8 @@ import {
   nodeContextFiles,
   settingName,
   stripOwnScripts,
-} from './node-context.js';
+} from './context.js';
 import { planPackageManager, pnpmMajor } from './package-manager.js';
-import { detectProvider } from './provider.js';
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
 

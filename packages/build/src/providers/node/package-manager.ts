@@ -1,7 +1,7 @@
 import { parse } from 'yaml';
-import type { ManifestFile } from './manifests.js';
-import { filterYarnrcYml } from './node-context.js';
-import type { Detection } from './provider.js';
+import type { ManifestFile } from '../../manifests.js';
+import type { Detection } from '../../provider.js';
+import { filterYarnrcYml } from './context.js';
 
 /** The package manager the box gets, installed while the network is on (npm global, no corepack). */
 export interface PackageManagerPlan {
