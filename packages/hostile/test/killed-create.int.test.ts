@@ -3,7 +3,8 @@
 // create started (the install's build step container, the build client, the gateway, networks,
 // volume) and exits 0. Before the fix the running build step kept the sandbox's egress network
 // ("has active endpoints"), carried none of the sandbox's labels, and its `docker build` client lived on.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
@@ -174,6 +175,44 @@ describe('a create killed during its cache miss is reclaimed at once', () => {
     await expectNothingLeft(id, repo, pid);
     made.delete(id);
   }, 400_000);
+
+  it('killed before its first object: destroy <id> waits out the late object, removes it, exits 0', async () => {
+    // What a create killed a moment after its start leaves: its mark (create-marker.ts) and a docker
+    // request in flight that makes the volume after destroy has listed nothing.
+    const state = await mkdtemp(join(work, 'state-'));
+    const id = uniqueName('killed');
+    made.add(id);
+    const exited = execa('true');
+    await exited;
+    const dir = join(state, 'ca-sandbox', 'sandboxes', id);
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, 'creating-0123456789abcdef.json'),
+      JSON.stringify({ pid: exited.pid, startedAt: '' }),
+    );
+    const late = new Promise((resolve) => setTimeout(resolve, 700)).then(() =>
+      docker([
+        'volume',
+        'create',
+        '--label',
+        'ca.sandbox=1',
+        '--label',
+        `ca.sandbox.id=${id}`,
+        `ca-sbx-late-${id}`,
+      ]),
+    );
+    const destroyed = await cli(['destroy', id], { XDG_STATE_HOME: state });
+    await late;
+    expect(destroyed.exitCode, destroyed.stdout + destroyed.stderr).toBe(0);
+    expect(destroyed.stdout + destroyed.stderr).toContain(`removed volume:ca-sbx-late-${id}`);
+    expect(await labeledLeft(id)).toEqual([]);
+    // The mark went with the sandbox; without one, an unknown id is still "no such sandbox".
+    expect(existsSync(dir)).toBe(false);
+    const again = await cli(['destroy', id], { XDG_STATE_HOME: state });
+    expect(again.exitCode).not.toBe(0);
+    expect(again.stderr).toMatch(/no such sandbox/);
+    made.delete(id);
+  }, 60_000);
 
   for (const moment of ['clone', 'gateway', 'box'] as const) {
     it(`at the ${moment}: destroy <id> exits 0, nothing left`, async () => {

@@ -15,6 +15,7 @@ import { listFirewallRules } from '@ca-sandbox/network';
 import { z } from 'zod';
 import { mapLimit } from './_utils.js';
 import { removeCommandLog, removeOrphanCommandLogs } from './command-log.js';
+import { killedCreateOf } from './create-marker.js';
 import { InvalidOptionsError, SandboxNotFoundError } from './errors.js';
 import { type FirewallRelease, releaseFirewallRules } from './firewall-release.js';
 import { boxName } from './names.js';
@@ -169,7 +170,12 @@ export async function destroySandbox(
     listContainers(),
     allowlist ? firewallRuleCount(id) : Promise.resolve(0),
   ]);
-  if (containers.length + volumes.length + networks.length + rules === 0) throw new SandboxNotFoundError(id);
+  // Nothing labeled: a typo, or a create killed before its first object was listed (its mark
+  // says so), whose docker request still in flight may make that object in a moment.
+  const killedEarly =
+    containers.length + volumes.length + networks.length + rules === 0 && (await killedCreateOf(id));
+  if (containers.length + volumes.length + networks.length + rules === 0 && !killedEarly)
+    throw new SandboxNotFoundError(id);
   const [leftVolumes, leftNetworks] = await Promise.all([listVolumes(), listNetworks()]);
   // A create killed a moment ago may have a docker client still in flight that makes its object
   // (the egress network, a volume) after the listing above: as prune does, sweep what a re-list
@@ -178,7 +184,8 @@ export async function destroySandbox(
   let left: Found = { containers: leftContainers, volumes: leftVolumes, networks: leftNetworks };
   for (let round = 0; round < PRUNE_ROUNDS; round += 1) {
     const todo = withoutFailed(left, sweep.result.failures);
-    if (named(todo).length === 0) break;
+    // A create killed early is watched every round: what it had in flight shows up late.
+    if (named(todo).length === 0 && !killedEarly) break;
     if (round > 0) await new Promise((resolve) => setTimeout(resolve, PRUNE_ROUND_PAUSE_MS));
     await sweepFound(sweep, todo);
     const [containersNow, volumesNow, networksNow] = await Promise.all([

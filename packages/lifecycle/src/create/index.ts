@@ -1,3 +1,4 @@
+import { clearCreating, markCreating } from '../create-marker.js';
 import { readCredential } from '../credentials.js';
 import { CreateAbortedError, CreateCleanupError } from '../errors.js';
 import { recordGate } from '../gate-log.js';
@@ -37,8 +38,14 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
   // A missing variable or unreadable file is a usage error before anything is made.
   ctx.credentials = resolved.credentials.map((spec) => readCredential(spec));
   const { progress } = ctx;
+  // Before the first engine object: a create killed from here on is found by `destroy <id>`.
+  const marked = markCreating(id, ctx.instance);
   try {
-    await progress.phase('preflight', () => preflight(ctx));
+    await progress.phase('preflight', async () => {
+      const detail = await preflight(ctx);
+      await marked;
+      return detail;
+    });
     // The box may start beside the clone, from the deps image this source got last (speculate.ts).
     const early = new SpeculativeBox(ctx);
     // The reads started beside the clone wait for the checkout; a failed clone lets them go.
@@ -98,5 +105,8 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     const failure = hooks.signal?.aborted ? new CreateAbortedError() : error;
     if (leftovers.length > 0) throw new CreateCleanupError(id, failure, leftovers);
     throw failure;
+  } finally {
+    await marked;
+    await clearCreating(id, ctx.instance);
   }
 }
