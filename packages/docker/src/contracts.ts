@@ -65,10 +65,35 @@ export const SANDBOX_PREFIX = 'ca-sbx-';
  */
 export const HELPER_PREFIX = 'ca-sbx_helper-';
 
+/**
+ * The volumes of a box's writable view of its image (IMAGE_VIEW_DIR): `ca-sbx_<part>-<id>`, never
+ * a box or volume name (`ca-sbx-<id>`) or a helper's, as for HELPER_PREFIX.
+ */
+const VIEW_PREFIX = { view: 'ca-sbx_view-', upper: 'ca-sbx_upper-', work: 'ca-sbx_work-' } as const;
+
+export interface SandboxNames {
+  box: string;
+  helper: string;
+  volume: string;
+  network: string;
+  /** The overlay volume mounted at IMAGE_VIEW_DIR, and the two plain volumes it writes to. */
+  imageView: { view: string; upper: string; work: string };
+}
+
 /** The names of a sandbox's objects: the one home of the naming rule. */
-export function sandboxNames(id: string): { box: string; helper: string; volume: string; network: string } {
+export function sandboxNames(id: string): SandboxNames {
   const base = `${SANDBOX_PREFIX}${id}`;
-  return { box: base, helper: `${HELPER_PREFIX}${id}`, volume: base, network: base };
+  return {
+    box: base,
+    helper: `${HELPER_PREFIX}${id}`,
+    volume: base,
+    network: base,
+    imageView: {
+      view: `${VIEW_PREFIX.view}${id}`,
+      upper: `${VIEW_PREFIX.upper}${id}`,
+      work: `${VIEW_PREFIX.work}${id}`,
+    },
+  };
 }
 
 /**
@@ -85,6 +110,13 @@ export const REPO_DIR = '/work/repo';
 export const DEPS_DIR = '/deps';
 /** The manifests' copy the install runs in. */
 export const DEPS_SRC = `${DEPS_DIR}/src`;
+/**
+ * Where a box sees its whole image again, writable (an overlay whose lower layers are the image's
+ * own and whose upper is a volume of the sandbox): the box's node_modules link into
+ * `${IMAGE_VIEW_DIR}${DEPS_SRC}`, so a tool that writes into a dependency's folder writes a copy
+ * of that file in the sandbox, while the deps stay in the image (see image-view.ts).
+ */
+export const IMAGE_VIEW_DIR = '/.ca-sbx-image';
 
 /** The box user, never root: every box, helper, gateway and install step runs as it. */
 export const BOX_UID = 1000;

@@ -255,7 +255,7 @@ function followLogs(ref: string, options: { since?: Date; follow?: boolean } = {
 export interface VolumeVerbs {
   create(
     name: string,
-    options?: { labels?: Record<string, string>; driver?: string },
+    options?: { labels?: Record<string, string>; driver?: string; driverOpts?: Record<string, string> },
   ): Promise<VolumeInspect>;
   inspect(name: string): Promise<VolumeInspect>;
   find(name: string): Promise<VolumeInspect | undefined>;
@@ -483,7 +483,12 @@ const volume: VolumeVerbs = {
   async create(name, options = {}) {
     await engineJson('POST', '/volumes/create', {
       verb: 'volume create',
-      body: { Name: name, Driver: options.driver ?? 'local', Labels: options.labels ?? {} },
+      body: {
+        Name: name,
+        Driver: options.driver ?? 'local',
+        Labels: options.labels ?? {},
+        ...(options.driverOpts ? { DriverOpts: options.driverOpts } : {}),
+      },
     });
     return inspectVolume(name);
   },

@@ -58,3 +58,9 @@ export const DOCKER_HINT =
 function firstLine(text: string): string {
   return text.trim().split('\n')[0]?.slice(0, 500) ?? '';
 }
+
+/** A volume of a sandbox's image view (image-view.ts) has the name but is not that sandbox's. */
+export class ImageViewError extends CaSandboxError {
+  readonly kind = 'failure';
+  readonly code = 'IMAGE_VIEW';
+}

@@ -28,6 +28,16 @@ export {
   listLabeled,
   resizeExec,
 } from './engine-api.js';
+export {
+  depsSourceIn,
+  type ImageViewFacts,
+  type ImageViewPlan,
+  imageViewFacts,
+  imageViewMatches,
+  imageViewOptions,
+  prepareImageView,
+  viewEnv,
+} from './image-view.js';
 export { type DockerInfo, dockerInfo, parseDockerInfo, runtimeIsNetworkless } from './info.js';
 export {
   type ContainerInspect,

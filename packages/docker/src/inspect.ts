@@ -116,6 +116,12 @@ export const ImageInspectSchema = z.object({
     .loose()
     .nullish()
     .transform((value) => value ?? { Env: [], Labels: {} }),
+  /** Where the storage driver keeps the image's layers (overlay2: UpperDir and LowerDir, colon-separated). */
+  GraphDriver: z
+    .object({ Name: z.string().optional().default(''), Data: nullableRecord(z.string()) })
+    .loose()
+    .nullish()
+    .transform((value) => ({ Name: value?.Name ?? '', Data: value?.Data ?? {} })),
 });
 export type ImageInspect = z.infer<typeof ImageInspectSchema>;
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dockerInfo, imageExists, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
+import { dockerInfo, IMAGE_VIEW_DIR, imageExists, inspectContainer, sandboxLabels } from '@ca-sandbox/docker';
 import { docker } from '@ca-sandbox/docker/cli';
 import {
   applyAllowlist,
@@ -616,7 +616,8 @@ describe.skipIf(!ready)('policies and runtimes', () => {
     const first = uniqueId(created);
     const built = await createSandbox({ source: dir, name: first, network: 'clone-then-cut' });
     expect(built).toMatchObject({ provider: 'node', image: expect.stringMatching(/^ca-sbx:noderepo-/) });
-    // node_modules is a real, writable directory of the volume whose entries link into /deps.
+    // node_modules is a real, writable directory of the volume whose entries link into the deps,
+    // through the box's writable view of its image.
     expect(
       (
         await sh(
@@ -624,7 +625,7 @@ describe.skipIf(!ready)('policies and runtimes', () => {
           'test ! -L node_modules && touch node_modules/.probe && readlink node_modules/is-number; node index.js',
         )
       ).stdout,
-    ).toBe('/deps/src/node_modules/is-number\ntrue\n');
+    ).toBe(`${IMAGE_VIEW_DIR}/deps/src/node_modules/is-number\ntrue\n`);
     const second = uniqueId(created);
     const reused = await createSandbox({ source: dir, name: second });
     expect(reused).toMatchObject({ imageCacheHit: true, image: built.image, network: 'offline' });

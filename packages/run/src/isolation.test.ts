@@ -1,4 +1,4 @@
-import { parseContainerInspect } from '@ca-sandbox/docker';
+import { IMAGE_VIEW_DIR, type ImageViewFacts, parseContainerInspect } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
 import { verifyDaemon, verifyIsolation } from './isolation.js';
 
@@ -82,6 +82,49 @@ describe('verifyIsolation', () => {
     // Held to it: a lister that did not join is not what was started either.
     expect(failedIds(joins(''), lister)).toEqual(['no-host-pid']);
     expect(failedIds(joins('container:b0x1d'))).toEqual(['no-host-pid']);
+  });
+
+  it("lets a box mount only its own sandbox's overlay view of its own image at the view's path", () => {
+    const derived = {
+      driverOpts: { type: 'overlay', device: 'overlay', o: 'lowerdir=/l/1,upperdir=/u,workdir=/w' },
+    };
+    const facts = (overrides: Partial<ImageViewFacts> = {}): ImageViewFacts => ({
+      mounted: 'ca-sbx_view-abc',
+      expected: 'ca-sbx_view-abc',
+      driver: 'local',
+      options: { ...derived.driverOpts },
+      derived,
+      ...overrides,
+    });
+    const mountView =
+      (name = 'ca-sbx_view-abc', target = IMAGE_VIEW_DIR) =>
+      (d: Record<string, any>) =>
+        d.Mounts.push({ Type: 'volume', Name: name, Source: '/v', Destination: target, RW: true });
+    const withView = (view: ImageViewFacts) => ({ ...expected, imageView: view }) as typeof expected;
+    expect(failedIds(mountView(), withView(facts()))).toEqual([]);
+    // Another image's layers, a foreign upper directory, another volume, a driver of its own.
+    const otherLayers = { ...derived.driverOpts, o: 'lowerdir=/etc,upperdir=/u,workdir=/w' };
+    expect(failedIds(mountView(), withView(facts({ options: otherLayers })))).toEqual([
+      'volume-only-at-repo',
+      'image-view',
+    ]);
+    expect(failedIds(mountView(), withView(facts({ derived: { reason: 'the image is gone' } })))).toContain(
+      'image-view',
+    );
+    expect(failedIds(mountView(), withView(facts({ mounted: 'ca-sbx-other' })))).toContain('image-view');
+    expect(failedIds(mountView(), withView(facts({ driver: 'nfs' })))).toContain('image-view');
+    // Not read by the caller: refused. The view at any other path is just another volume.
+    expect(failedIds(mountView())).toEqual(['volume-only-at-repo', 'image-view']);
+    expect(failedIds(mountView('ca-sbx_view-abc', '/deps'), withView(facts()))).toEqual([
+      'volume-only-at-repo',
+    ]);
+    // A gateway never has one.
+    const gateway = {
+      ...withView(facts()),
+      forbidVolumes: true,
+      requireRepoVolume: false,
+    } as typeof expected;
+    expect(failedIds(mountView(), gateway)).toEqual(['volume-only-at-repo', 'image-view']);
   });
 
   it('lets only the gateway keep a log (its egress record)', () => {

@@ -1,6 +1,9 @@
 import {
   BOX_USER,
   type ContainerInspect,
+  IMAGE_VIEW_DIR,
+  type ImageViewFacts,
+  imageViewMatches,
   LABEL_ID,
   REPO_DIR,
   SANDBOX_LABEL,
@@ -43,6 +46,8 @@ export interface IsolationExpectations {
   keepsLog?: boolean;
   /** The id of its own sandbox's box, whose PID namespace a helper joined (the report's lister). */
   pidOf?: string;
+  /** What is mounted at IMAGE_VIEW_DIR and what it must be (imageViewFacts); absent: nothing is. */
+  imageView?: ImageViewFacts;
 }
 
 type Rule = (
@@ -68,6 +73,11 @@ const PROXY_NAMES = new Set(PROXY_ENV_NAMES.map((name) => name.toUpperCase()));
 
 const list = (values: readonly unknown[]): string => (values.length ? values.map(String).join(',') : 'none');
 const isHost = (mode: string): boolean => mode === 'host' || mode.startsWith('container:');
+
+/** Whether a volume at `target` is the box's own view of its image (the image-view row checks it). */
+function viewMount(target: string, e: IsolationExpectations): boolean {
+  return target === IMAGE_VIEW_DIR && e.imageView !== undefined && imageViewMatches(e.imageView);
+}
 
 function allMounts(inspect: ContainerInspect): { type: string; source: string; target: string }[] {
   const declared = inspect.HostConfig.Mounts.map((m) => ({
@@ -133,7 +143,10 @@ const RULES: Rule[] = [
     };
   },
   (i, e) => {
-    const volumes = i.Mounts.filter((m) => m.Type === 'volume');
+    // A box's view of its image is the image-view row's: every other volume is the source's.
+    const volumes = i.Mounts.filter(
+      (m) => m.Type === 'volume' && (e.forbidVolumes || !viewMount(m.Destination, e)),
+    );
     const targets = volumes.map((m) => m.Destination);
     const onlyRepo = targets.every((target) => target === REPO_DIR);
     const required = e.requireRepoVolume ?? true;
@@ -147,6 +160,23 @@ const RULES: Rule[] = [
         onlyRepo &&
         volumes.length <= (e.forbidVolumes ? 0 : 1) &&
         (!required || e.forbidVolumes || volumes.length === 1),
+    };
+  },
+  (i, e) => {
+    const view = i.Mounts.find((m) => m.Type === 'volume' && m.Destination === IMAGE_VIEW_DIR);
+    const facts = e.imageView;
+    let seen = 'none';
+    if (view && facts) {
+      const derived = 'reason' in facts.derived ? ` (${facts.derived.reason})` : '';
+      seen = `${facts.mounted}: ${imageViewMatches(facts) ? 'overlay of its own image' : `not its own image's overlay${derived}`}`;
+    } else if (view) seen = `${view.Name ?? view.Source ?? '?'}: not read`;
+    return {
+      id: 'image-view',
+      cis: '5.5',
+      title: `what is at ${IMAGE_VIEW_DIR} is the box's own image, written only to its sandbox's volumes`,
+      expected: 'none, or the overlay of its own image layers on its own volumes',
+      seen,
+      pass: !view || (!e.forbidVolumes && viewMount(IMAGE_VIEW_DIR, e)),
     };
   },
   (i) => ({

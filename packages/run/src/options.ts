@@ -31,6 +31,8 @@ export const RunOptionsSchema = z.strictObject({
   role: z.enum(['box', 'helper', 'gateway']).default('box'),
   volume: z.string().regex(OBJECT_NAME_PATTERN, 'must be a volume name').optional(),
   volumeReadOnly: z.boolean().default(false),
+  /** A box's writable view of its image, mounted at IMAGE_VIEW_DIR (prepareImageView's volume). */
+  imageView: z.string().regex(OBJECT_NAME_PATTERN, 'must be a volume name').optional(),
   network: z.string().regex(DOCKER_NAME_PATTERN, 'must be none, bridge or a network name').default('none'),
   /** Networks a gateway joins after start (`docker network connect`); only gateways have any. */
   extraNetworks: z.array(z.string().regex(DOCKER_NAME_PATTERN, 'must be a network name')).max(4).default([]),
@@ -87,6 +89,9 @@ function volumeProblem(options: z.output<typeof RunOptionsSchema>): string | und
   if (options.role !== 'gateway' && options.extraNetworks.length > 0)
     return 'extraNetworks is only for a gateway';
   if (options.pidOf !== undefined && options.role !== 'helper') return 'pidOf is only for a helper';
+  if (options.imageView !== undefined && options.role !== 'box') return 'imageView is only for a box';
+  if (options.imageView !== undefined && options.imageView !== sandboxNames(options.sandboxId).imageView.view)
+    return "imageView names only the box's own sandbox view";
   if (options.pidOf !== undefined && options.pidOf !== sandboxNames(options.sandboxId).box)
     return "pidOf names only the helper's own sandbox box";
   return undefined;

@@ -1,5 +1,6 @@
 import {
   GATEWAY_HOSTNAME,
+  IMAGE_VIEW_DIR,
   LABEL_EXTRA_NETWORKS,
   parseSize,
   type SandboxContainerConfig,
@@ -315,6 +316,16 @@ describe('buildContainerConfig', () => {
     expect(flagValues(buildRunArgs(resolveRunOptions(base)), '--pid')).toEqual([]);
   });
 
+  it("mounts a box's own image view at the view's path, writable, as the argv does", () => {
+    const options = resolveRunOptions({ ...base, imageView: 'ca-sbx_view-abc' });
+    const body = buildContainerConfig(options);
+    expect(body.HostConfig.Mounts).toEqual([
+      { Type: 'volume', Source: 'ca-sbx-abc', Target: '/work/repo', ReadOnly: false },
+      { Type: 'volume', Source: 'ca-sbx_view-abc', Target: IMAGE_VIEW_DIR, ReadOnly: false },
+    ]);
+    expect(configOfArgv(buildRunArgs(options)).config.HostConfig).toEqual(body.HostConfig);
+  });
+
   it('puts the gateway on its network only (extra networks are joined after start) and without a volume', () => {
     const gateway = RUN_COMBOS.find((combo) => combo.label.startsWith('gateway'));
     const options = resolveRunOptions({
@@ -347,6 +358,8 @@ describe('resolveRunOptions', () => {
     ["a box joining a PID namespace (only the report's lister may)", { ...base, pidOf: 'ca-sbx-abc' }],
     ["a helper joining another sandbox's box", { ...base, role: 'helper', pidOf: 'ca-sbx-other' }],
     ["a helper joining the host's PID namespace", { ...base, role: 'helper', pidOf: 'host' }],
+    ["another sandbox's image view", { ...base, imageView: 'ca-sbx_view-other' }],
+    ['an image view for a helper', { ...base, role: 'helper', imageView: 'ca-sbx_view-abc' }],
   ])('rejects %s', (_name, input) => {
     expect(() => resolveRunOptions(input)).toThrow(InvalidRunOptionsError);
   });

@@ -2,6 +2,7 @@ import {
   BOX_USER,
   DOCKER_CLI_PROXY_VARIABLES,
   GATEWAY_HOSTNAME,
+  IMAGE_VIEW_DIR,
   LABEL_ALLOWED_ENV,
   LABEL_DNS,
   LABEL_EXTRA_NETWORKS,
@@ -75,6 +76,9 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
     ...(options.volume === undefined
       ? []
       : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
+    ...(options.imageView === undefined
+      ? []
+      : [{ type: 'volume', source: options.imageView, target: IMAGE_VIEW_DIR }]),
     { type: 'tmpfs', target: '/tmp', size: options.tmpfsSize, exec: true },
   ]);
   const memory = bytes(options.memory);

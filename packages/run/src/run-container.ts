@@ -2,6 +2,7 @@ import {
   type ContainerInspect,
   dockerInfo,
   engine,
+  imageViewFacts,
   inspectContainer,
   isNameConflict,
   LABEL_ALLOWED_ENV,
@@ -91,6 +92,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   try {
     hooks.onStarted?.(id);
     const inspect = await inspectContainer(id);
+    const imageView = await imageViewFacts(inspect);
     const report = verifyIsolation(inspect, {
       network: options.network,
       runtime: options.runtime,
@@ -103,6 +105,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       extraNetworks: options.extraNetworks,
       keepsLog: keepsLog(options.role),
       ...(pidOf ? { pidOf } : {}),
+      ...(imageView ? { imageView } : {}),
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -138,7 +141,7 @@ export async function verifyContainer(ref: string, inspected?: ContainerInspect)
   // A caller that already read the container passes its inspect: one engine call, not two.
   const inspect = inspected ?? (await inspectContainer(ref));
   const labels = inspect.Config.Labels;
-  const { securityOptions } = await dockerInfo();
+  const [{ securityOptions }, imageView] = await Promise.all([dockerInfo(), imageViewFacts(inspect)]);
   return verifyIsolation(inspect, {
     network: labels[LABEL_NETWORK] ?? '(missing label)',
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
@@ -150,5 +153,6 @@ export async function verifyContainer(ref: string, inspected?: ContainerInspect)
     daemonSecurityOptions: securityOptions,
     // A box labeled blackhole must still have it; an unlabeled box (older) is not held to it.
     dns: labels[LABEL_DNS] === 'blackhole' ? 'blackhole' : 'default',
+    ...(imageView ? { imageView } : {}),
   });
 }

@@ -1,5 +1,5 @@
 import type { PreparedImage } from '@ca-sandbox/build';
-import { engine } from '@ca-sandbox/docker';
+import { engine, prepareImageView } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
@@ -102,6 +102,27 @@ export function boxRecordLabels(
 }
 
 /**
+ * The box's writable view of its image (@ca-sandbox/docker image-view), when it has deps: a tool
+ * that writes into a dependency's folder then works as on a developer's machine. Where the engine
+ * cannot make one the deps stay read-only, and the create says so.
+ */
+async function imageView(ctx: CreateContext, prepared: PreparedImage) {
+  if (!prepared.depsInstalled) return undefined;
+  // gVisor keys its file cache by the host's inode numbers, which its root filesystem and the
+  // view (two overlays of the same layers) share: a folder copied up in one then fails every
+  // lookup (EINVAL) in both. Tried with runsc; a gVisor box keeps its deps read-only.
+  const view =
+    ctx.runtime === 'runsc'
+      ? { reason: 'gVisor cannot hold two overlays of the same image layers' }
+      : await prepareImageView(ctx.id, prepared.image, ctx.labels);
+  if ('volume' in view) return view;
+  ctx.progress.notice(
+    `the dependencies stay read-only in this box (${view.reason}): a tool writing into their folders gets EROFS`,
+  );
+  return undefined;
+}
+
+/**
  * Phases 'run' (until the container has started) and 'verify' (runContainer's isolation gate: inspect
  * and checks, plus the firewall rules of an allowlist): a box failing any check is removed before
  * it is handed out. `onStarted` replaces the phase events (a box started early reports none).
@@ -116,7 +137,7 @@ export async function startBox(
   },
 ) {
   const { options } = ctx;
-  const net = await boxNetwork(ctx);
+  const [net, view] = await Promise.all([boxNetwork(ctx), imageView(ctx, prepared)]);
   const box = await runContainer(
     {
       sandboxId: ctx.id,
@@ -124,8 +145,10 @@ export async function startBox(
       image: prepared.image,
       role: 'box',
       volume: ctx.names.volume,
+      ...(view ? { imageView: view.volume } : {}),
       network: net.network,
       env: {
+        ...view?.env,
         ...boxEnv({
           gateway: net.gateway,
           reachesNetwork: options.policy === 'allowlist',

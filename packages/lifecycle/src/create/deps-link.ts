@@ -1,5 +1,7 @@
 import { type LinkResult, linkDependencies, type PreparedImage } from '@ca-sandbox/build';
+import { depsSourceIn } from '@ca-sandbox/docker';
 import { DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker/contracts';
+import type { RunningContainer } from '@ca-sandbox/run';
 import type { CreateContext } from './context.js';
 
 /**
@@ -9,15 +11,16 @@ import type { CreateContext } from './context.js';
  */
 export async function linkNodeModules(
   ctx: CreateContext,
-  box: string,
+  box: RunningContainer,
   prepared: PreparedImage,
   ahead?: Promise<LinkResult | undefined>,
 ): Promise<void> {
   ctx.checkAborted();
-  const link = (await ahead) ?? (await linkDependencies(box, prepared));
+  const depsSrc = depsSourceIn(box.inspect);
+  const link = (await ahead) ?? (await linkDependencies(box.name, prepared, { depsSrc }));
   if (link.linked)
     ctx.log(
-      `node_modules: ${link.dirs?.length ?? 0} folder(s) in ${REPO_DIR} linking ${link.entries ?? 0} entries to the deps in ${DEPS_SRC}`,
+      `node_modules: ${link.dirs?.length ?? 0} folder(s) in ${REPO_DIR} linking ${link.entries ?? 0} entries to the deps in ${depsSrc}`,
     );
   if (link.copied?.length)
     ctx.log(

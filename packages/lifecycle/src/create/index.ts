@@ -91,7 +91,7 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
     // The node_modules link and the source's last deps image go while the helper and the
     // create's gateway are removed: none of them touches the others.
     await Promise.all([
-      linkNodeModules(ctx, box.name, prepared, adopted ? early.adoptedLink() : undefined),
+      linkNodeModules(ctx, box, prepared, adopted ? early.adoptedLink() : undefined),
       early.remember(prepared),
       keepImageCacheBounded(ctx, prepared),
       recordGate(id, 'create', box.report),

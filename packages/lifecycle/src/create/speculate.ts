@@ -8,7 +8,7 @@ import {
   type PreparedImage,
   rememberDepsImage,
 } from '@ca-sandbox/build';
-import { BOX_USER, DockerCommandError, engine, REPO_DIR } from '@ca-sandbox/docker';
+import { BOX_USER, DockerCommandError, depsSourceIn, engine, REPO_DIR } from '@ca-sandbox/docker';
 import type { RunningContainer } from '@ca-sandbox/run';
 import type { EgressSummaryRow } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -117,6 +117,7 @@ export class SpeculativeBox {
         return linkDependencies(early.box.name, early.guess.prepared, {
           // The link's 120 s start at the word: the wait for the checkout is the clone's.
           after: this.ctx.checkoutWritten,
+          depsSrc: depsSourceIn(early.box.inspect),
         });
       }),
     );

@@ -55,8 +55,9 @@ const CHECKED_LOCKFILES = [
 // install state goes in the repo's .yarn so `yarn run` knows the project is installed.
 const LINK_JS = `
 const fs = require('fs'), path = require('path');
-const SRC = ${JSON.stringify(DEPS_SRC)}, ROOT = process.argv[1];
-const WRITABLE = ${JSON.stringify(Object.keys(WRITABLE_PACKAGES))};
+const ROOT = process.argv[1], SRC = process.argv[3];
+// Through the box's writable view of its image every package folder takes writes: no copies.
+const WRITABLE = SRC === ${JSON.stringify(DEPS_SRC)} ? ${JSON.stringify(Object.keys(WRITABLE_PACKAGES))} : [];
 const out = { dirs: [], kept: [], entries: 0, copied: [], made: [] };
 // Started ahead (linkDependencies' \`after\`): nothing is read or written until the host says the
 // checkout is complete ('go' on stdin); anything else (end of input, a killed exec) links nothing.
@@ -188,6 +189,11 @@ export interface LinkOptions {
   /** Where the checkout is in the container (default /work/repo). */
   root?: string;
   /**
+   * Where the box reaches the installed manifests tree the links point into: DEPS_SRC (default,
+   * read-only), or the same tree in the box's writable view of its image (depsSourceIn).
+   */
+  depsSrc?: string;
+  /**
    * The link's time limit (default 120 s); with `after`, counted from the moment `after` settles:
    * the wait for the checkout is bounded by the clone's own limits (it always settles `after`).
    */
@@ -215,7 +221,9 @@ export async function linkDependencies(
 ): Promise<LinkResult> {
   if (!prepared.linkNodeModules) return { linked: false, reason: 'not needed' };
   const root = options.root ?? REPO_DIR;
-  if (!DOCKER_NAME_PATTERN.test(containerId) || !/^\/[A-Za-z0-9._/-]*$/.test(root)) {
+  const depsSrc = options.depsSrc ?? DEPS_SRC;
+  const plainPath = /^\/[A-Za-z0-9._/-]*$/;
+  if (!DOCKER_NAME_PATTERN.test(containerId) || !plainPath.test(root) || !plainPath.test(depsSrc)) {
     throw new ManifestReadError('invalid container reference or root for linkDependencies');
   }
   // The link's node starts now and waits on its stdin for the host's word (see LinkOptions.after).
@@ -232,7 +240,7 @@ export async function linkDependencies(
     // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
     linked = await engine.exec.internal(
       containerId,
-      [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3"', 'sh', LINK_JS, root, gate ? 'wait' : 'now'],
+      [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3" "$4"', 'sh', LINK_JS, root, gate ? 'wait' : 'now', depsSrc],
       { user: BOX_USER, signal: deadline.signal, ...(gate ? { input: gate } : {}) },
     );
   } catch (error) {

@@ -1,0 +1,125 @@
+// A repo whose tools write into their dependencies' folders (issue 28.1): the box's node_modules
+// link into its writable view of its image (@ca-sandbox/docker image-view), so the writes work
+// as on a developer's machine, land in the sandbox's own volumes, and never reach the image (a
+// second sandbox of the same image sees the dependency as installed) or the host. A view that is
+// not the box's own image over its own volumes is refused by the gate at start.
+import { join } from 'node:path';
+import { docker } from '@ca-sandbox/docker/cli';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  HostCanary,
+  labeledLeft,
+  RUNTIMES,
+  uniqueName,
+} from './_harness.js';
+
+const repo = join(FIXTURES, 'deps-writes');
+let canary: HostCanary;
+
+beforeEach(async () => {
+  canary = await HostCanary.create();
+});
+afterEach(async () => {
+  await canary.assertUntouched();
+  await canary.remove();
+});
+afterAll(destroyLeftovers);
+
+const DEP = 'node_modules/is-number';
+
+describe('writes into a dependency folder', () => {
+  const runtime = 'runc';
+  it("run the repo's own test in the box; the image and a second box keep the dependency as installed", async () => {
+    const first = await createBox(repo, { network: 'clone-then-cut', runtime });
+    const test = await execBox(first.id, ['npm', 'test']);
+    expect(test.exitCode, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toContain('deps-writes ok');
+    // Where the writes went: the dependency as the box sees it, and the image's own copy.
+    const seen = await execBox(first.id, ['sh', '-c', `ls -a ${DEP}; echo ---; ls -a /deps/src/${DEP}`]);
+    expect(seen.stdout.split('---')[0]).toMatch(/tsconfig\.tmp\.tsbuildinfo/);
+    expect(seen.stdout.split('---')[0]).not.toMatch(/README\.md/);
+    expect(seen.stdout.split('---')[1]).toMatch(/README\.md/);
+    expect(seen.stdout.split('---')[1]).not.toMatch(/tsbuildinfo/);
+
+    // Same source, same image (a cache hit): the dependency is as installed, and the test runs again.
+    const second = await createBox(repo, { network: 'clone-then-cut', runtime });
+    expect(second.image).toBe(first.image);
+    const fresh = await execBox(second.id, [
+      'sh',
+      '-c',
+      `ls -a ${DEP}; node -e "console.log(typeof require('is-number')(1))"`,
+    ]);
+    expect(fresh.stdout).toMatch(/README\.md/);
+    expect(fresh.stdout).not.toMatch(/tsbuildinfo/);
+    expect(fresh.stdout).toMatch(/^boolean$/m);
+    expect((await execBox(second.id, ['npm', 'test'])).exitCode).toBe(0);
+
+    // What the writes made goes with the sandbox.
+    await destroyBox(first.id);
+    await destroyBox(second.id);
+    expect(await labeledLeft(first.id)).toEqual([]);
+    expect(await labeledLeft(second.id)).toEqual([]);
+  }, 400_000);
+});
+
+describe.skipIf(!RUNTIMES.includes('runsc'))('under gVisor', () => {
+  it('the deps stay read-only, and create says so', async () => {
+    const result = await cli([
+      'create',
+      repo,
+      '--json',
+      '--name',
+      uniqueName('dw'),
+      '--runtime',
+      'runsc',
+      '--network',
+      'clone-then-cut',
+    ]);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const box = JSON.parse(result.stdout) as { id: string };
+    expect(result.stderr).toMatch(/dependencies stay read-only in this box \(gVisor/);
+    const test = await execBox(box.id, ['npm', 'test']);
+    expect(test.exitCode).not.toBe(0);
+    expect(test.stdout + test.stderr).toMatch(/EROFS/);
+    await destroyBox(box.id);
+  }, 400_000);
+});
+
+describe("a view that is not the box's own image over its own volumes", () => {
+  it("is refused by the gate at start: upper and work volumes that are not the sandbox's", async () => {
+    const box = await createBox(repo, { network: 'clone-then-cut' });
+    expect((await cli(['stop', box.id])).exitCode).toBe(0);
+    // The overlay's upper and work are named in its options only: the stopped box does not hold
+    // them. Put volumes of the same names but of no sandbox (or of another) in their place.
+    for (const part of ['upper', 'work']) {
+      const name = `ca-sbx_${part}-${box.id}`;
+      await docker(['volume', 'rm', name]);
+      await docker([
+        'volume',
+        'create',
+        '--label',
+        'ca.sandbox=1',
+        '--label',
+        `ca.sandbox.id=${box.id}-other`,
+        name,
+      ]);
+    }
+    const started = await cli(['start', box.id]);
+    expect(started.exitCode).not.toBe(0);
+    expect(started.stdout + started.stderr).toMatch(/image-view/);
+    const state = await docker(['container', 'inspect', '-f', '{{.State.Running}}', `ca-sbx-${box.id}`], {
+      allowFailure: true,
+    });
+    expect(state.stdout.trim()).not.toBe('true');
+    await destroyBox(box.id);
+    for (const part of ['upper', 'work'])
+      await docker(['volume', 'rm', `ca-sbx_${part}-${box.id}`], { allowFailure: true });
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 400_000);
+});
