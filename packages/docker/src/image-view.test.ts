@@ -70,3 +70,15 @@ describe("the box's environment with a view", () => {
     );
   });
 });
+
+describe('the mechanism names no package (issue 28.1)', () => {
+  it('image-view.ts holds no package name and no path into a package folder', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const source = await readFile(new URL('./image-view.ts', import.meta.url), 'utf8');
+    // The names the read-only fallback still lists (build's WRITABLE_PACKAGES, VITEST_TSBUILDINFO),
+    // and any path below a node_modules folder.
+    for (const name of ['vitest', 'vue-demi', 'node-addon-api', 'tsbuildinfo'])
+      expect(source.toLowerCase()).not.toContain(name);
+    expect(source).not.toMatch(/node_modules\/[@a-z]/);
+  });
+});
