@@ -47,6 +47,24 @@ describe('writes into a dependency folder', () => {
     expect(seen.stdout.split('---')[1]).toMatch(/README\.md/);
     expect(seen.stdout.split('---')[1]).not.toMatch(/tsbuildinfo/);
 
+    // The report names what the box wrote in its deps, by the path the box saw.
+    const report = await cli(['report', first.id, '--json']);
+    expect(report.exitCode, report.stderr).toBe(0);
+    const { changes } = JSON.parse(report.stdout) as {
+      changes: { inImage: { path: string; changed?: string[] }[]; added: { path: string }[] };
+    };
+    const inDep = `/.ca-sbx-image/deps/src/${DEP}`;
+    expect(changes.inImage).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: `${inDep}/index.js` }),
+        expect.objectContaining({ path: `${inDep}/tsconfig.tmp.tsbuildinfo` }),
+        expect.objectContaining({ path: `${inDep}/.cache/tool/entry` }),
+        expect.objectContaining({ path: `${inDep}/README.md`, changed: ['removed'] }),
+      ]),
+    );
+    // The node_modules links are the deps link, not the repo's news.
+    expect(changes.added.filter((file) => file.path.includes('node_modules'))).toEqual([]);
+
     // Same source, same image (a cache hit): the dependency is as installed, and the test runs again.
     const second = await createBox(repo, { network: 'clone-then-cut', runtime });
     expect(second.image).toBe(first.image);

@@ -4,7 +4,7 @@ import { compareListings, FOLDER_ROWS } from './file-changes.js';
 import { ListingEntries, ListingReader, listingScript, parseListing, readListing } from './listing-format.js';
 
 interface Row {
-  root?: '/work/repo' | '/tmp' | '/dev/shm';
+  root?: '/work/repo' | '/tmp' | '/dev/shm' | '/work/repo/.';
   type?: string;
   mode?: string;
   size?: number;
@@ -178,6 +178,52 @@ describe('file changes', () => {
       '/work/repo/.git/hooks/pre-commit',
       '/work/repo/tool',
     ]);
+  });
+
+  it('lists what the box wrote in its view of its image: files written, files removed (whiteouts), new executables', () => {
+    const image = '/work/repo/.' as const;
+    const changes = compare(
+      [{ path: 'node_modules', type: 'd' }],
+      [
+        { path: 'node_modules', type: 'd' },
+        // Links into the view are the deps link too.
+        {
+          path: 'node_modules/is-number',
+          type: 'l',
+          target: '/.ca-sbx-image/deps/src/node_modules/is-number',
+        },
+        { path: 'node_modules/up', type: 'l', target: '/.ca-sbx-image/deps/../../etc' },
+        { root: image, path: 'deps', type: 'd' },
+        { root: image, path: 'deps/src/node_modules/is-number', type: 'd' },
+        { root: image, path: 'deps/src/node_modules/is-number/index.js', size: 36 },
+        { root: image, path: 'deps/src/node_modules/is-number/README.md', type: 'c', mode: '0', size: 0 },
+        { root: image, path: 'deps/src/node_modules/.bin/tool', mode: '755' },
+        { root: image, path: 'deps/src/node_modules/fifo', type: 'p', mode: '644', size: 0 },
+      ],
+    );
+    expect(changes.depsLinks).toBe(1);
+    expect(changes.added.map((file) => file.path)).toEqual(['/work/repo/node_modules/up']);
+    expect(changes.inImage).toEqual([
+      { path: '/.ca-sbx-image/deps/src/node_modules/.bin/tool', type: 'file', mode: '755', size: 1 },
+      { path: '/.ca-sbx-image/deps/src/node_modules/fifo', type: 'other', mode: '644', size: 0 },
+      {
+        path: '/.ca-sbx-image/deps/src/node_modules/is-number/README.md',
+        type: 'other',
+        mode: '0',
+        size: 0,
+        changed: ['removed'],
+      },
+      {
+        path: '/.ca-sbx-image/deps/src/node_modules/is-number/index.js',
+        type: 'file',
+        mode: '644',
+        size: 36,
+      },
+    ]);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual([
+      '/.ca-sbx-image/deps/src/node_modules/.bin/tool',
+    ]);
+    expect(changes.outsideRepo).toEqual([]);
   });
 
   it('counts the deps link (on either side of the race with the clone listing) but lists other writes there', () => {

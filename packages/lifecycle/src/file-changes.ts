@@ -2,6 +2,8 @@ import { REPO_DIR } from '@ca-sandbox/docker/contracts';
 import { autorunReason, GITATTRIBUTES } from './autorun.js';
 import {
   type EntryType,
+  IMAGE_UPPER_START,
+  IMAGE_VIEW_PREFIX,
   type ListedEntry,
   type ListedRoot,
   type Listing,
@@ -144,6 +146,12 @@ export interface FileChanges {
   depsLinks: number;
   /** Everything under the box's /tmp (its HOME: caches too) and /dev/shm, ca-sandbox's own trust bundles left out. */
   outsideRepo: ChangedFile[];
+  /**
+   * What the box wrote in its writable view of its image (a dependency's file written or
+   * rewritten; `changed: ['removed']` for one removed), by the path the box sees it at. The deps
+   * as installed are in the image, which the box never writes.
+   */
+  inImage: ChangedFile[];
   /** Files with the setuid or setgid bit, in /work/repo or /tmp. */
   setuid: ChangedFile[];
   /** Regular files that are executable and were not at the clone (added, or their x bit set since). */
@@ -159,7 +167,18 @@ const OWN_TMP = ['.ca-sandbox-trust'];
 const ASCII = /^[\x20-\x7e]*$/;
 
 /** Each root's path with its slash: a row's path is this and the entry's key (one string made, not two). */
-const ROOT_PREFIX: Record<ListedRoot, string> = { repo: `${REPO_DIR}/`, tmp: '/tmp/', shm: '/dev/shm/' };
+const ROOT_PREFIX: Record<ListedRoot, string> = {
+  repo: `${REPO_DIR}/`,
+  tmp: '/tmp/',
+  shm: '/dev/shm/',
+  image: IMAGE_VIEW_PREFIX,
+};
+
+const VIEW_DEPS = `${IMAGE_VIEW_PREFIX}deps/`;
+
+/** overlayfs marks a file the box removed from its image with a whiteout: a 0/0 character device. */
+const WHITEOUT_HEADER = `${IMAGE_UPPER_START} c 0 0 `;
+const REMOVED = ['removed'] as const;
 
 function display(entry: ListedEntry): string {
   // latin1 of ASCII bytes is already their UTF-8 reading: most names skip the decode.
@@ -233,10 +252,11 @@ function isDepsLink(entry: ListedEntry): boolean {
   if (entry.root !== 'repo' || !entry.key.includes('node_modules')) return false;
   const parts = entry.key.split('/');
   if (!parts.includes('node_modules')) return false;
-  // Only a plain absolute target under /deps: `/deps/../work/repo/.git/hooks` is not a deps link.
+  // Only a plain absolute target under /deps, or /deps in the box's view of its image:
+  // `/deps/../work/repo/.git/hooks` is not a deps link.
   if (entry.type === 'symlink')
     return (
-      entry.target.startsWith('/deps/') &&
+      (entry.target.startsWith('/deps/') || entry.target.startsWith(VIEW_DEPS)) &&
       !entry.target.split('/').some((part) => part === '..' || part === '.')
     );
   return entry.type === 'directory' && parts.at(-1) === 'node_modules';
@@ -283,6 +303,7 @@ export function noChanges(): FileChanges {
     deleted: [],
     depsLinks: 0,
     outsideRepo: [],
+    inImage: [],
     setuid: [],
     newExecutables: [],
   };
@@ -342,6 +363,7 @@ export class ChangeCollector {
       changes.modified,
       changes.deleted,
       changes.outsideRepo,
+      changes.inImage,
       changes.setuid,
       changes.newExecutables,
     ])
@@ -376,6 +398,17 @@ export class ChangeCollector {
     const executable = entry.type === 'file' && (entry.mode & EXEC_BITS) !== 0;
     if ((entry.mode & SPECIAL_BITS) !== 0) changes.setuid.push(once());
     if (this.group && !this.group.folder.holds(entry.root, entry.key)) this.closeGroup();
+    if (entry.root === 'image') {
+      // Folders are there for what they hold (overlayfs copies each parent up): files are the news.
+      if (entry.type === 'directory') return;
+      if (entry.header.startsWith(WHITEOUT_HEADER)) {
+        changes.inImage.push(describe(entry, REMOVED));
+        return;
+      }
+      if (executable) changes.newExecutables.push(once());
+      changes.inImage.push(once());
+      return;
+    }
     if (entry.root !== 'repo') {
       if (entry.root === 'tmp' && OWN_TMP.some((own) => entry.key === own || entry.key.startsWith(`${own}/`)))
         return;

@@ -4,12 +4,21 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { limitFrom } from '@ca-sandbox/build';
 import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
-import { BOX_USER, engine, internalExecSpec, SH_BIN, sandboxLabels, sandboxNames } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  engine,
+  internalExecSpec,
+  LABEL_ID,
+  SH_BIN,
+  sandboxLabels,
+  sandboxNames,
+} from '@ca-sandbox/docker';
 import { ContainerNameInUseError, runContainer } from '@ca-sandbox/run';
 import { sandboxStateDir } from './command-log.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import {
   FROZEN_TMPFS_ROOTS,
+  IMAGE_UPPER_START,
   LISTED_ROOTS,
   type Listing,
   ListingEntries,
@@ -207,7 +216,7 @@ export async function listBox(
   const push = (chunk: Buffer) => listing.push(chunk);
   const options = signal ? { signal } : {};
   if (!box.running) {
-    const repo = await listFrozen(id, push, { pause: false, tmpfs: false }, signal);
+    const repo = await listFrozen(id, listing, { pause: false, tmpfs: false }, signal);
     return {
       ...repo,
       complete: false,
@@ -219,7 +228,7 @@ export async function listBox(
   }
   const tmpfsFrozen = box.runtime === 'runc';
   // The lister's name is taken (a create or another report of the sandbox runs): unfrozen, said.
-  const frozen = await listFrozen(id, push, { pause: !box.paused, tmpfs: tmpfsFrozen }, signal).catch(
+  const frozen = await listFrozen(id, listing, { pause: !box.paused, tmpfs: tmpfsFrozen }, signal).catch(
     (error: unknown) => {
       if (!(error instanceof ContainerNameInUseError) || box.paused) throw error;
       return undefined;
@@ -252,11 +261,12 @@ export async function listBox(
  */
 async function listFrozen(
   id: string,
-  push: (chunk: Buffer) => void,
+  listing: { push(chunk: Buffer): void; nextListing(): void },
   { pause, tmpfs }: { pause: boolean; tmpfs: boolean },
   signal?: AbortSignal,
 ): Promise<ListingRun> {
   const names = sandboxNames(id);
+  const push = (chunk: Buffer) => listing.push(chunk);
   let stopHeartbeat = () => {};
   let started = false;
   if (pause) await engine.container.pause(names.box);
@@ -278,12 +288,63 @@ async function listFrozen(
     const roots = tmpfs
       ? [LISTED_ROOTS.repo, FROZEN_TMPFS_ROOTS.tmp, FROZEN_TMPFS_ROOTS.shm]
       : [LISTED_ROOTS.repo];
-    return await runListing(names.helper, roots, push, signal ? { signal } : {});
+    const box = await runListing(names.helper, roots, push, signal ? { signal } : {});
+    stopHeartbeat();
+    started = false;
+    await engine.container.remove(names.helper, { force: true });
+    const image = await listImageWrites(id, listing, signal);
+    return image
+      ? {
+          bytes: box.bytes + image.bytes,
+          complete: box.complete && image.complete,
+          problems: [...box.problems, ...image.problems],
+        }
+      : box;
   } finally {
     stopHeartbeat();
     // Removed before the box runs again. A lister left behind would hold nothing the box lacks
     // (the volume read-only, no network): the box is unpaused all the same, never left hanging.
     if (started) await engine.container.remove(names.helper, { force: true }).catch(() => undefined);
     if (pause) await engine.container.unpause(names.box);
+  }
+}
+
+/**
+ * What the box wrote in its writable view of its image: the view's upper volume (when the box has
+ * one), listed by a lister of its own with that volume read-only where a helper's volume goes,
+ * while the box is still frozen. Undefined: the box has no view.
+ */
+async function listImageWrites(
+  id: string,
+  listing: { push(chunk: Buffer): void; nextListing(): void },
+  signal?: AbortSignal,
+): Promise<ListingRun | undefined> {
+  const names = sandboxNames(id);
+  const upper = await engine.volume.find(names.imageView.upper);
+  if (upper?.Labels[LABEL_ID] !== id) return undefined;
+  listing.nextListing();
+  let stopHeartbeat = () => {};
+  try {
+    await runContainer({
+      sandboxId: id,
+      name: names.helper,
+      image: currentSettings().value('helperImage') ?? DEFAULT_HELPER_IMAGE,
+      role: 'helper',
+      volume: names.imageView.upper,
+      volumeReadOnly: true,
+      network: 'none',
+      labels: sandboxLabels(id, { [LABEL_INSTANCE]: randomBytes(8).toString('hex') }),
+      command: HELPER_COMMAND,
+    });
+    stopHeartbeat = keepHelperAlive(names.helper);
+    return await runListing(
+      names.helper,
+      [IMAGE_UPPER_START],
+      (chunk) => listing.push(chunk),
+      signal ? { signal } : {},
+    );
+  } finally {
+    stopHeartbeat();
+    await engine.container.remove(names.helper, { force: true }).catch(() => undefined);
   }
 }

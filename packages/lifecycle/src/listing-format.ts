@@ -1,4 +1,4 @@
-import { REPO_DIR } from '@ca-sandbox/docker/contracts';
+import { IMAGE_VIEW_DIR, REPO_DIR } from '@ca-sandbox/docker/contracts';
 
 /**
  * The listings the report's "what changed" compares (file-changes.ts): GNU find's records of a
@@ -9,7 +9,16 @@ import { REPO_DIR } from '@ca-sandbox/docker/contracts';
 
 /** Where each listing starts: the checkout and the box's own tmpfs. */
 export const LISTED_ROOTS = { repo: REPO_DIR, tmp: '/tmp', shm: '/dev/shm' } as const;
-export type ListedRoot = keyof typeof LISTED_ROOTS;
+export type ListedRoot = keyof typeof LISTED_ROOTS | 'image';
+
+/**
+ * The upper volume of a box's writable view of its image (what the box wrote there: a copy of
+ * each file written, a whiteout for each removed), as its lister sees it: mounted where a helper's
+ * one volume goes, and listed from `/work/repo/.` so that its records say which listing they are.
+ */
+export const IMAGE_UPPER_START = `${REPO_DIR}/.`;
+/** Where the box sees what the upper volume holds. */
+export const IMAGE_VIEW_PREFIX = `${IMAGE_VIEW_DIR}/`;
 
 /**
  * The box's tmpfs as a container that joined its PID namespace reaches them: through the root of
@@ -206,7 +215,7 @@ export class ListingEntries {
 
 /** A record's status byte: taken, or live with its root. */
 const TAKEN = 0;
-const ROOT_CODE: Record<ListedRoot, number> = { repo: 1, tmp: 2, shm: 3 };
+const ROOT_CODE: Record<ListedRoot, number> = { repo: 1, tmp: 2, shm: 3, image: 4 };
 
 /** FNV-1a over the root and the path's (latin1) characters. */
 function pathHash(root: ListedRoot, key: string): number {
@@ -227,9 +236,10 @@ export interface Listing {
 
 // Times may be negative or far off (`touch -d @-5`): any that find prints is read, as text.
 const HEADER =
-  /^(\/work\/repo|\/tmp|\/dev\/shm|\/proc\/1\/root\/tmp|\/proc\/1\/root\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
+  /^(\/work\/repo|\/work\/repo\/\.|\/tmp|\/dev\/shm|\/proc\/1\/root\/tmp|\/proc\/1\/root\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
 const ROOT_OF: Record<string, ListedRoot> = {
   [REPO_DIR]: 'repo',
+  [IMAGE_UPPER_START]: 'image',
   '/tmp': 'tmp',
   '/dev/shm': 'shm',
   [FROZEN_TMPFS_ROOTS.tmp]: 'tmp',

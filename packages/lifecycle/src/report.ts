@@ -97,6 +97,11 @@ const FileChangesSchema = z.strictObject({
   depsLinks: z.number().int(),
   /** Everything under the box's /tmp (also its HOME, so caches too) and /dev/shm. */
   outsideRepo: z.array(ChangedFileSchema),
+  /**
+   * What the box wrote in its writable view of its image (/.ca-sbx-image: a dependency's file
+   * written, rewritten, or removed: `changed: ['removed']`). Absent in a report of a box without one.
+   */
+  inImage: z.array(ChangedFileSchema).default([]),
   setuid: z.array(ChangedFileSchema),
   newExecutables: z.array(ChangedFileSchema),
 });
@@ -394,6 +399,7 @@ async function fileChanges(
       problems,
       ...none,
       outsideRepo: compared.outsideRepo,
+      inImage: compared.inImage,
       setuid: compared.setuid,
     };
     return { changes, cloned };

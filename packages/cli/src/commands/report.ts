@@ -172,6 +172,7 @@ function printChanges(out: Output, changes: Changes): void {
       : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
   const more = [
     `${entryCount(changes.outsideRepo)} under /tmp and /dev/shm`,
+    ...(changes.inImage.length ? [`${changes.inImage.length} in the deps (its view of the image)`] : []),
     `${changes.setuid.length} setuid/setgid`,
     `${changes.newExecutables.length} new executable(s)`,
   ];
@@ -191,6 +192,7 @@ function printChanges(out: Output, changes: Changes): void {
     ...each('modified', changes.modified),
     ...each('deleted', changes.deleted),
     ...byFolder('tmp', changes.outsideRepo),
+    ...each('deps', changes.inImage),
   ];
   // Each file once, under the first kind it has above.
   const shown = new Set<string>();

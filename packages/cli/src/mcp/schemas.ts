@@ -97,6 +97,7 @@ export const OUTPUT = {
         modified: z.array(z.looseObject({ path: z.string() })),
         deleted: z.array(z.looseObject({ path: z.string() })),
         outsideRepo: z.array(z.looseObject({ path: z.string() })),
+        inImage: z.array(z.looseObject({ path: z.string() })).optional(),
         setuid: z.array(z.looseObject({ path: z.string() })),
         newExecutables: z.array(z.looseObject({ path: z.string() })),
       })
