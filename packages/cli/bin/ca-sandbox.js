@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // CommonJS and tiny on purpose: `--version` answers before the ESM loader or any dependency
-// starts, and a plain `exec` skips commander (both are measured against node and raw docker).
+// starts, and a plain `exec` or `destroy` skips commander (all measured against node and raw docker).
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.stdout.write(`${require('../package.json').version}\n`);
@@ -18,6 +18,13 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   (async () => {
     if (args[0] === 'exec') {
       const code = await require('../dist/bundle/fast-exec.cjs').fastExec(args);
+      if (code !== undefined) {
+        process.exitCode = code;
+        return;
+      }
+    }
+    if (args[0] === 'destroy' || args[0] === 'rm') {
+      const code = await require('../dist/bundle/fast-destroy.cjs').fastDestroy(args);
       if (code !== undefined) {
         process.exitCode = code;
         return;

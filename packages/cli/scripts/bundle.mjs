@@ -50,7 +50,10 @@ writeFileSync(`${root}dist/bundle/meta.json`, JSON.stringify(result.metafile));
 // The bin's `exec` fast path: one CommonJS file, so a plain exec skips the ESM loader as well as
 // commander. What only failure paths need (the docker barrel with its schemas, execa) stays
 // outside, in its own bundled file, loaded on first use (require of an ES module: Node >= 22.12).
+// The destroy fast path's firewall step (only a sandbox with an allowlist has rules) loads
+// @ca-sandbox/network the same way.
 const DOCKER_BARREL = 'fast-exec-docker.mjs';
+const NETWORK_BARREL = 'fast-network.mjs';
 const lazyOutside = {
   name: 'lazy-outside',
   setup(pluginBuild) {
@@ -58,42 +61,51 @@ const lazyOutside = {
       path: `./${DOCKER_BARREL}`,
       external: true,
     }));
+    pluginBuild.onResolve({ filter: /^@ca-sandbox\/network$/ }, () => ({
+      path: `./${NETWORK_BARREL}`,
+      external: true,
+    }));
     pluginBuild.onResolve({ filter: /^zod$/ }, () => {
-      throw new Error('the exec fast path must not load zod');
+      throw new Error('the exec and destroy fast paths must not load zod');
     });
   },
 };
-await build({
-  absWorkingDir: root,
-  stdin: {
-    contents: "export * from '@ca-sandbox/docker';",
-    resolveDir: root,
-    sourcefile: 'docker-barrel.js',
-  },
-  outfile: `dist/bundle/${DOCKER_BARREL}`,
-  plugins: [englishOnlyZod],
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node22',
-  minify: true,
-  sourcemap: 'linked',
-  legalComments: 'linked',
-  banner: {
-    js: "import { createRequire as __caSbxRequire } from 'node:module'; const require = __caSbxRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
-});
-await build({
-  absWorkingDir: root,
-  entryPoints: ['dist/fast-exec.js'],
-  outfile: 'dist/bundle/fast-exec.cjs',
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node22',
-  minify: true,
-  sourcemap: 'linked',
-  plugins: [lazyOutside],
-  logLevel: 'warning',
-});
+for (const [barrel, name] of [
+  [DOCKER_BARREL, '@ca-sandbox/docker'],
+  [NETWORK_BARREL, '@ca-sandbox/network'],
+])
+  await build({
+    absWorkingDir: root,
+    stdin: {
+      contents: `export * from '${name}';`,
+      resolveDir: root,
+      sourcefile: 'barrel.js',
+    },
+    outfile: `dist/bundle/${barrel}`,
+    plugins: [englishOnlyZod],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    minify: true,
+    sourcemap: 'linked',
+    legalComments: 'linked',
+    banner: {
+      js: "import { createRequire as __caSbxRequire } from 'node:module'; const require = __caSbxRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  });
+for (const entry of ['fast-exec', 'fast-destroy'])
+  await build({
+    absWorkingDir: root,
+    entryPoints: [`dist/${entry}.js`],
+    outfile: `dist/bundle/${entry}.cjs`,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node22',
+    minify: true,
+    sourcemap: 'linked',
+    plugins: [lazyOutside],
+    logLevel: 'warning',
+  });

@@ -79,6 +79,18 @@ describe.skipIf(!existsSync(META))('start-up is lazy (built bundle)', () => {
     expect(modules.filter((url) => url.endsWith('/docker/dist/index.js'))).toEqual([]);
   });
 
+  it('a plain destroy takes the fast path: no commander, zod, execa, docker barrel or network', () => {
+    const { status, modules } = loaded(['destroy', 'no-such-box']);
+    // No engine here: the listing fails, a prerequisite.
+    expect(status).toBe(3);
+    expect(modules.some((url) => url.endsWith('/dist/bundle/fast-destroy.cjs'))).toBe(true);
+    const commander = chunksHolding(/commander/);
+    expect(modules.filter((url) => commander.has(url) || /\/(zod|execa|commander)\//.test(url))).toEqual([]);
+    expect(
+      modules.filter((url) => /fast-exec-docker|fast-network|\/docker\/dist\/index\.js/.test(url)),
+    ).toEqual([]);
+  });
+
   it('create loads the cold build path (recipes, yaml, the Dockerfile writer) only on a cache miss', () => {
     // No engine here: create stops at the preflight, having loaded what every create loads.
     const source = mkdtempSync(join(dir, 'src-'));

@@ -1,13 +1,16 @@
-// The engine calls of the light entry (no zod): labeled listings, a container's labels, an exec's
-// terminal size. Over the Engine API client (engine-client.ts), whatever the transport.
+// The engine calls of the light entry (no zod): labeled listings, removals, a container's labels,
+// an exec's terminal size. Over the Engine API client (engine-client.ts), whatever the transport.
 import {
   engineCall,
   engineJson,
   engineJsonOrMissing,
+  engineRequest,
   labelFilters,
   query,
   segment,
+  statusError,
 } from './engine-client.js';
+import { DockerEngineError } from './errors.js';
 
 export type LabeledKind = 'container' | 'volume' | 'network';
 
@@ -91,5 +94,55 @@ function labelRecord(labels: unknown): Record<string, string> {
     Object.entries(labels as Record<string, unknown>).filter(
       (entry): entry is [string, string] => typeof entry[1] === 'string',
     ),
+  );
+}
+
+const REMOVE: Record<'container' | 'volume' | 'network' | 'image', { path: string; verb: string }> = {
+  container: { path: '/containers/', verb: 'rm' },
+  volume: { path: '/volumes/', verb: 'volume rm' },
+  network: { path: '/networks/', verb: 'network rm' },
+  image: { path: '/images/', verb: 'image rm' },
+};
+
+/**
+ * Removes one object; its removal may find it already gone: true when removed, false when it was
+ * not there. `force` (containers, volumes, images), `volumes` (a container's anonymous ones).
+ */
+export async function removeObject(
+  kind: 'container' | 'volume' | 'network' | 'image',
+  name: string,
+  options: { force?: boolean; volumes?: boolean } = {},
+): Promise<boolean> {
+  const { path, verb } = REMOVE[kind];
+  const objectPath = `${path}${segment(name)}`;
+  const flags = query({
+    force: options.force && kind !== 'network' ? 1 : undefined,
+    v: options.volumes && kind === 'container' ? 1 : undefined,
+  });
+  const response = await engineRequest('DELETE', `${objectPath}${flags}`, { verb });
+  if (response.status === 404) return false;
+  if (response.status >= 200 && response.status < 300) return true;
+  // Another caller's removal of it runs (a killed create's own cleanup, a prune beside a destroy):
+  // what was asked happens; wait for it to end, then say so as a removal.
+  if (
+    response.status === 409 &&
+    /removal of container .* is already in progress/.test(response.body.toString('utf8'))
+  )
+    return waitGone(objectPath, verb);
+  throw statusError(verb, response.status, response.body);
+}
+
+/** Polls the object at `objectPath` until the engine no longer has it (at most 30 s). */
+async function waitGone(objectPath: string, verb: string): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const response = await engineRequest('GET', `${objectPath}/json`, { verb });
+    if (response.status === 404) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new DockerEngineError(
+    verb,
+    0,
+    `${objectPath.split('/').at(-1) ?? ''}: another removal of it did not end within 30 s`,
   );
 }

@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { z } from 'zod';
 import { createContainer, runContainerConfig, type SandboxContainerConfig } from './container-create.js';
-import { listLabeled, resizeExec } from './engine-api.js';
+import { listLabeled, removeObject, resizeExec } from './engine-api.js';
 import {
   engineCall,
   engineJson,
@@ -134,36 +134,6 @@ export function filterRecord(filters: readonly string[]): Record<string, string[
 
 function filtersOf(filter: ListFilter = {}): object {
   return labelFilters(filter.labels ?? [], filter.filters ?? {});
-}
-
-/** A removal whose object may already be gone: true when removed, false when it was not there. */
-async function removeIfThere(path: string, verb: string): Promise<boolean> {
-  const response = await engineRequest('DELETE', path, { verb });
-  if (response.status === 404) return false;
-  if (response.status >= 200 && response.status < 300) return true;
-  // Another caller's removal of it runs (a killed create's own cleanup, a prune beside a destroy):
-  // what was asked happens; wait for it to end, then say so as a removal.
-  if (
-    response.status === 409 &&
-    /removal of container .* is already in progress/.test(response.body.toString('utf8'))
-  )
-    return waitGone(path.split('?')[0] ?? path, verb);
-  throw statusError(verb, response.status, response.body);
-}
-
-/** Polls the object at `objectPath` until the engine no longer has it (at most 30 s). */
-async function waitGone(objectPath: string, verb: string): Promise<boolean> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const response = await engineRequest('GET', `${objectPath}/json`, { verb });
-    if (response.status === 404) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new DockerEngineError(
-    verb,
-    0,
-    `${objectPath.split('/').at(-1) ?? ''}: another removal of it did not end within 30 s`,
-  );
 }
 
 export interface ContainerVerbs {
@@ -442,11 +412,7 @@ const container: ContainerVerbs = {
     const response = await engineRequest('POST', `/containers/${segment(ref)}/unpause`, { verb: 'unpause' });
     if (response.status !== 204) throw statusError('unpause', response.status, response.body);
   },
-  remove: (ref, options = {}) =>
-    removeIfThere(
-      `/containers/${segment(ref)}${query({ force: options.force ? 1 : undefined, v: options.volumes ? 1 : undefined })}`,
-      'rm',
-    ),
+  remove: (ref, options = {}) => removeObject('container', ref, options),
   logs: readLogs,
   archive: (ref, path) =>
     engineStream('GET', `/containers/${segment(ref)}/archive${query({ path })}`, {
@@ -502,8 +468,7 @@ const volume: VolumeVerbs = {
     );
     return (answer.Volumes ?? []).map((item) => ({ name: item.Name, labels: labelsOf(item.Labels) }));
   },
-  remove: (name, options = {}) =>
-    removeIfThere(`/volumes/${segment(name)}${query({ force: options.force ? 1 : undefined })}`, 'volume rm'),
+  remove: (name, options = {}) => removeObject('volume', name, options),
 };
 
 async function inspectNetwork(name: string): Promise<NetworkInspect> {
@@ -549,7 +514,7 @@ const network: NetworkVerbs = {
     );
     return answer.map((item) => ({ name: item.Name, id: item.Id, labels: labelsOf(item.Labels) }));
   },
-  remove: (name) => removeIfThere(`/networks/${segment(name)}`, 'network rm'),
+  remove: (name) => removeObject('network', name),
 };
 
 const image: ImageVerbs = {
@@ -570,8 +535,7 @@ const image: ImageVerbs = {
       size: item.Size,
     }));
   },
-  remove: (ref, options = {}) =>
-    removeIfThere(`/images/${segment(ref)}${query({ force: options.force ? 1 : undefined })}`, 'image rm'),
+  remove: (ref, options = {}) => removeObject('image', ref, options),
   async tag(ref, repository, tag) {
     await engineJson('POST', `/images/${segment(ref)}/tag${query({ repo: repository, tag })}`, {
       verb: 'image tag',

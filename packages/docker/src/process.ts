@@ -11,7 +11,7 @@ export {
   parseEngineHost,
   resolveEndpoint,
 } from './endpoint.js';
-export { containerLabels } from './engine-api.js';
+export { containerLabels, type LabeledObject, listLabeled, removeObject } from './engine-api.js';
 export {
   collectExec,
   createExec,

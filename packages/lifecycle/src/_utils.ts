@@ -10,6 +10,7 @@ import {
 import { NotABoxError, SandboxNotFoundError, SandboxNotRunningError } from './errors.js';
 import { boxName } from './names.js';
 
+export { mapLimit } from './map-limit.js';
 export { boxName, resolveBox } from './names.js';
 
 /**
@@ -38,25 +39,6 @@ export async function assertBoxRunning(id: string): Promise<ContainerInspect> {
   // Not "not found": an agent told the box is gone would create another instead of starting it.
   if (!inspect.State.Running) throw new SandboxNotRunningError(id, inspect.State.Status);
   return inspect;
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */
-export async function mapLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next;
-      next += 1;
-      results[index] = await fn(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
 
 /** Ids (volumes: names) of the objects matching `filters` (`label=k=v`, ...); throws when docker fails (discovery must not be silent). */

@@ -1,4 +1,4 @@
-import { listLabeled, sandboxLabelPairs } from '@ca-sandbox/docker';
+import { listLabeled, sandboxLabelPairs } from '@ca-sandbox/docker/process';
 import { removeFirewallRules, ruleTag } from '@ca-sandbox/network';
 
 /** What releasing a sandbox's firewall rules did; names are `<kind>:<name>` as in TeardownResult. */
