@@ -103,6 +103,32 @@ describe.each(RUNTIMES)('copy-out under %s', (runtime) => {
     await execBox(box.id, ['rm', '-rf', 'huge']);
   });
 
+  it("from the box's tmpfs (/tmp, its HOME, and /dev/shm): the same hostile tree, tarred in the box, neutralised the same", async () => {
+    // docker cp does not reach a running box's tmpfs; the box's own tar does, read as hostile.
+    const made = await execBox(box.id, ['sh', '-c', 'cp -a out /tmp/out && cp -a out/inner /dev/shm/inner']);
+    expect(made.exitCode, made.stderr).toBe(0);
+    const dest = join(out, 'tmp-tree');
+    const result = await cli(['cp', `${box.id}:/tmp/out`, dest, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const copied = parseJson<CpOutResult>(result);
+    const skipped = copied.skipped.map((s) => s.path.replace(/^out\//, ''));
+    expect(skipped).toEqual(expect.arrayContaining(['passwd-link', 'up-link', 'chain1', 'fifo']));
+    expect(await readFile(join(dest, 'inner', 'ok.txt'), 'utf8')).toBe('ok\n');
+    for (const name of await readdir(dest)) {
+      const info = await lstat(join(dest, name));
+      if (info.isSymbolicLink()) expect(name).toBe('inside-link');
+      expect(info.mode & 0o7000).toBe(0);
+    }
+    const shm = await cli(['cp', `${box.id}:/dev/shm/inner`, join(out, 'shm-inner')]);
+    expect(shm.exitCode, shm.stderr).toBe(0);
+    expect(await readFile(join(out, 'shm-inner', 'ok.txt'), 'utf8')).toBe('ok\n');
+    // Nothing there: the box's word, not the engine's.
+    const missing = await cli(['cp', `${box.id}:/tmp/nothing-here`, join(out, 'none'), '--json']);
+    expect(missing.exitCode).toBe(2);
+    expect(JSON.parse(missing.stderr).error.message).toMatch(/does not exist in the sandbox/);
+    await canary.assertUntouched();
+  });
+
   it('copy-in is refused: egress is out-only', async () => {
     const result = await cli(['cp', canary.file, `${box.id}:/work/repo/x`]);
     expect(result.exitCode).toBe(2);

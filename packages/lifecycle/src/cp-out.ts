@@ -2,7 +2,7 @@ import { lstat, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { DockerNotFoundError, engine } from '@ca-sandbox/docker';
+import { BOX_USER, DockerNotFoundError, engine, internalExecSpec } from '@ca-sandbox/docker';
 import { hasControlCharacter, SHOWN_NAME_MAX, sanitizeName } from '@ca-sandbox/docker/contracts';
 import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
@@ -159,6 +159,13 @@ function resultOf(destination: string, summary: ExtractSummary, removedStaging: 
 
 /** The kernel's views in the box: the engine's archive reads the box's files, never these. */
 const KERNEL_VIEWS = /^\/(?:proc|sys|dev)(?:\/|$)/;
+/**
+ * The box's own tmpfs (/tmp is also its HOME: caches, test reports): they live in the box's
+ * mounts, which the engine's archive does not reach (`docker cp` says the file does not exist).
+ * Their tar is made in the running box instead, by its system tar as the box user, and read by
+ * the same extractor as any tar from the box: as hostile.
+ */
+const BOX_TMPFS = /^\/(?:tmp|dev\/shm)(?:\/|$)/;
 
 /**
  * The engine found nothing at `source`. Under /proc, /sys or /dev that is the engine's limit, not
@@ -186,6 +193,7 @@ async function extractFromBox(
   options: Required<CpOutOptions>,
 ): Promise<ExtractSummary> {
   const top = posix.basename(source);
+  if (BOX_TMPFS.test(source)) return extractFromTmpfs(id, source, staging, options);
   let tar: Readable;
   try {
     tar = await engine.container.archive(boxName(id), source);
@@ -198,22 +206,77 @@ async function extractFromBox(
   }
   let summary: ExtractSummary;
   try {
-    summary = await extractTar(
-      tar,
-      staging,
-      top,
-      { maxBytes: options.maxBytes, maxEntries: options.maxEntries },
-      { git: options.git },
-    );
+    summary = await extract(tar, staging, top, options);
   } finally {
     tar.destroy();
   }
-  const copied = await lstat(join(staging, top)).catch(() => undefined);
+  return copiedOrThrow(summary, staging, source);
+}
+
+function extract(tar: Readable, staging: string, top: string, options: Required<CpOutOptions>) {
+  return extractTar(
+    tar,
+    staging,
+    top,
+    { maxBytes: options.maxBytes, maxEntries: options.maxEntries },
+    { git: options.git },
+  );
+}
+
+async function copiedOrThrow(
+  summary: ExtractSummary,
+  staging: string,
+  source: string,
+): Promise<ExtractSummary> {
+  const copied = await lstat(join(staging, posix.basename(source))).catch(() => undefined);
   if (!copied) {
     const why = summary.skipped[0]?.reason ?? 'nothing was in the stream';
     throw new CpOutSourceError(`nothing copied from '${sanitizeName(source, SHOWN_NAME_MAX)}': ${why}`);
   }
   return summary;
+}
+
+/** A path under the box's tmpfs (BOX_TMPFS), tarred in the running box. */
+async function extractFromTmpfs(
+  id: string,
+  source: string,
+  staging: string,
+  options: Required<CpOutOptions>,
+): Promise<ExtractSummary> {
+  // Stopped or paused, its tmpfs is gone or takes no exec: said as such.
+  await assertBoxRunning(id);
+  const parent = posix.dirname(source);
+  const top = posix.basename(source);
+  // env -i and the system PATH (an internal exec): the image's own tar, nothing of the repo's.
+  const spec = internalExecSpec(['/bin/tar', '-c', '-f', '-', '-C', parent, '--', top], { user: BOX_USER });
+  const child = engine.exec.start(boxName(id), spec, { stdout: 'pipe', stderr: 'pipe' });
+  const stderr: Buffer[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (stderr.length < 16) stderr.push(chunk);
+  });
+  const tar = child.stdout as Readable;
+  let summary: ExtractSummary;
+  try {
+    summary = await extract(tar, staging, top, options);
+  } catch (error) {
+    // A cap reached, or no tar at all (tar found nothing: an empty stream).
+    child.kill();
+    const end = await child;
+    if (end.exitCode !== 0 && /Cannot stat|No such file/i.test(Buffer.concat(stderr).toString('utf8')))
+      throw notInBoxFiles(id, source);
+    throw error;
+  } finally {
+    tar.destroy();
+  }
+  const end = await child;
+  if (end.error) throw end.error;
+  // tar found nothing: it wrote an empty archive and said why on stderr.
+  const said = Buffer.concat(stderr).toString('utf8');
+  if (end.exitCode !== 0 && /Cannot stat|No such file/i.test(said)) {
+    const copied = await lstat(join(staging, top)).catch(() => undefined);
+    if (!copied) throw notInBoxFiles(id, source);
+  }
+  return copiedOrThrow(summary, staging, source);
 }
 
 /**
