@@ -21,9 +21,15 @@ export class Mirror {
   readonly name = `ca-sbx-${this.id}-mirror`;
   url = '';
 
+  /**
+   * `npm`: served by a small node server (NPM_SERVER) that writes the URL the client asked by
+   * (`http://<Host>`) where a packument says `@REGISTRY@`: a packument names its tarballs by
+   * absolute URL, which is known only once the mirror runs.
+   */
   constructor(
     private readonly kind: string,
     private readonly tree: MirrorTree,
+    private readonly server: 'static' | 'npm' = 'static',
   ) {}
 
   /** The image is tagged by a hash of its content: a second run reuses it. */
@@ -48,15 +54,26 @@ export class Mirror {
           mkdirSync(dirname(join(context, 'srv', path)), { recursive: true });
           writeFileSync(join(context, 'srv', path), content);
         }
+        if (this.server === 'npm') writeFileSync(join(context, 'server.js'), NPM_SERVER);
         writeFileSync(
           join(context, 'Dockerfile'),
-          [
-            'FROM ca-sbx-base:python',
-            'COPY srv/ /srv/',
-            'USER 1000:1000',
-            'CMD ["python3", "-m", "http.server", "--directory", "/srv", "8000"]',
-            '',
-          ].join('\n'),
+          (this.server === 'npm'
+            ? [
+                'FROM ca-sbx-base:node',
+                'COPY srv/ /srv/',
+                'COPY server.js /server.js',
+                'USER 1000:1000',
+                'CMD ["node", "/server.js"]',
+                '',
+              ]
+            : [
+                'FROM ca-sbx-base:python',
+                'COPY srv/ /srv/',
+                'USER 1000:1000',
+                'CMD ["python3", "-m", "http.server", "--directory", "/srv", "8000"]',
+                '',
+              ]
+          ).join('\n'),
         );
         await docker(['build', '--quiet', '--label', `${CACHE_LABEL}=1`, '--tag', image, context], {
           timeoutMs: 300_000,
@@ -92,9 +109,20 @@ export class Mirror {
       const mapped = (await docker(['port', this.name, '8000/tcp'])).stdout.trim().split('\n')[0] ?? '';
       this.url = `http://${publishOn}:${mapped.slice(mapped.lastIndexOf(':') + 1)}`;
     }
-    const probe = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)";
+    const probe =
+      this.server === 'npm'
+        ? [
+            'node',
+            '-e',
+            "require('http').get('http://127.0.0.1:8000/', () => process.exit(0)).on('error', () => process.exit(1))",
+          ]
+        : [
+            'python3',
+            '-c',
+            "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)",
+          ];
     for (let i = 0; i < 50; i++) {
-      const up = await docker(['exec', this.name, 'python3', '-c', probe], { allowFailure: true });
+      const up = await docker(['exec', this.name, ...probe], { allowFailure: true });
       if (up.exitCode === 0) return this;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -308,6 +336,76 @@ export function pypiTree(packages: Record<string, { file: string; content: Buffe
     tree[`simple/${name}/index.html`] =
       `<!DOCTYPE html><html><body>${dists.map((d) => `<a href="../../files/${d.file}">${d.file}</a>`).join('')}</body></html>\n`;
     for (const dist of dists) tree[`files/${dist.file}`] = dist.content;
+  }
+  return tree;
+}
+
+/** The npm mirror's server (Mirror `npm`): files under /srv, packuments with `@REGISTRY@` filled in. */
+const NPM_SERVER = `const http = require('http'), fs = require('fs'), path = require('path');
+http.createServer((req, res) => {
+  let file;
+  try { file = path.join('/srv', path.normalize(decodeURIComponent(req.url.split('?')[0]))); } catch { file = ''; }
+  if (!file.startsWith('/srv/')) { res.writeHead(404); res.end(); return; }
+  fs.readFile(file, (error, body) => {
+    if (error) { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"error":"not found"}'); return; }
+    if (file.endsWith('.tgz')) { res.writeHead(200, { 'content-type': 'application/octet-stream' }); res.end(body); return; }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body.toString('utf8').split('@REGISTRY@').join('http://' + req.headers.host));
+  });
+}).listen(8000);
+`;
+
+/** One version of an npm package for npmTree: its manifest fields and its files (under package/). */
+export interface NpmPackage {
+  manifest: Record<string, unknown> & { name: string; version: string };
+  files?: Record<string, string>;
+  /** The packument names its tarball but the mirror does not hold it (a 404, as for a yanked file). */
+  missingTarball?: boolean;
+}
+
+/** An npm package tarball (`package/…`), made with the host's tar. */
+export function npmTarball(pkg: NpmPackage): Buffer {
+  const work = mkdtempSync(join(tmpdir(), 'ca-sbx-npm-'));
+  try {
+    const root = join(work, 'package');
+    mkdirSync(root);
+    writeFileSync(join(root, 'package.json'), JSON.stringify(pkg.manifest, null, 2));
+    for (const [name, text] of Object.entries(pkg.files ?? {})) {
+      mkdirSync(dirname(join(root, name)), { recursive: true });
+      writeFileSync(join(root, name), text);
+    }
+    execFileSync('tar', ['czf', 'package.tgz', '--owner=0', '--group=0', 'package'], { cwd: work });
+    return readFileSync(join(work, 'package.tgz'));
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * An npm registry's files for Mirror `npm`: a packument per package at its name (a scoped name is
+ * a folder and a file: `@scope/name`, which a client asks for as `/@scope%2fname`) and the tarballs
+ * under `tarballs/`. `extra` adds tarballs made elsewhere (a real package manager's, by npm pack).
+ */
+export function npmTree(
+  packages: NpmPackage[],
+  extra: { manifest: NpmPackage['manifest']; tarball: Buffer }[] = [],
+): MirrorTree {
+  const tree: MirrorTree = {};
+  const versions = new Map<string, Record<string, unknown>>();
+  const add = (manifest: NpmPackage['manifest'], tarball: Buffer, held: boolean) => {
+    const file = `tarballs/${manifest.name.replace('/', '-')}-${manifest.version}.tgz`;
+    if (held) tree[file] = tarball;
+    const integrity = `sha512-${createHash('sha512').update(tarball).digest('base64')}`;
+    const shasum = createHash('sha1').update(tarball).digest('hex');
+    const entry = versions.get(manifest.name) ?? {};
+    entry[manifest.version] = { ...manifest, dist: { tarball: `@REGISTRY@/${file}`, integrity, shasum } };
+    versions.set(manifest.name, entry);
+  };
+  for (const pkg of packages) add(pkg.manifest, npmTarball(pkg), !pkg.missingTarball);
+  for (const { manifest, tarball } of extra) add(manifest, tarball, true);
+  for (const [name, entry] of versions) {
+    const latest = Object.keys(entry).sort().at(-1) ?? '';
+    tree[name] = JSON.stringify({ name, 'dist-tags': { latest }, versions: entry });
   }
   return tree;
 }
