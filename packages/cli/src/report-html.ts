@@ -128,6 +128,8 @@ export function whatHappened(changes: SandboxReport['changes'], file: ChangedFil
   if (changes.added.some(under)) return 'added';
   if (changes.modified.some((other) => other.path === file.path)) return 'modified';
   if (file.path.startsWith('/tmp/') || file.path.startsWith('/dev/shm/')) return 'outside the repo';
+  // Written in the box's view of its image (its deps): never in the clone.
+  if ((changes.inImage ?? []).some((other) => other.path === file.path)) return 'written in the deps';
   return 'at the clone already';
 }
 

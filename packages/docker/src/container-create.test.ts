@@ -40,6 +40,25 @@ describe('assertSandboxConfig', () => {
       );
   });
 
+  it('takes a volume mount with NoCopy only, and no other mount option', () => {
+    const volume = { Type: 'volume' as const, Source: 'v', Target: '/work/repo', ReadOnly: true };
+    expect(() => assertSandboxConfig(body({ Mounts: [volume] }))).not.toThrow();
+    const noCopy = { ...volume, VolumeOptions: { NoCopy: true as const, DriverConfig: {} } };
+    expect(() => assertSandboxConfig(body({ Mounts: [noCopy] }))).not.toThrow();
+    for (const options of [
+      { NoCopy: false, DriverConfig: {} },
+      { NoCopy: true, DriverConfig: { Name: 'local' } },
+      { NoCopy: true, DriverConfig: { Options: { type: 'none' } } },
+      { NoCopy: true, DriverConfig: {}, Labels: {} },
+      {},
+    ]) {
+      const odd = { ...volume, VolumeOptions: options } as unknown as typeof noCopy;
+      expect(() => assertSandboxConfig(body({ Mounts: [odd] }))).toThrow(InvariantError);
+    }
+    const bindOptions = { ...volume, BindOptions: {} } as unknown as typeof volume;
+    expect(() => assertSandboxConfig(body({ Mounts: [bindOptions] }))).toThrow(InvariantError);
+  });
+
   it('refuses any key outside the shape', () => {
     const privileged = body({ ...({ Privileged: true } as object) });
     expect(() => assertSandboxConfig(privileged)).toThrow(/HostConfig\.Privileged/);

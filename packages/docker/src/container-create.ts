@@ -15,6 +15,12 @@ export interface VolumeMountConfig {
   Source: string;
   Target: string;
   ReadOnly: boolean;
+  /**
+   * A read-only mount takes nothing from the image: the engine would otherwise copy the image's
+   * folder at the target (its contents, its owner and mode) into a volume it finds empty, even one
+   * mounted read-only (a lister's mount of a box's view upper: red team).
+   */
+  VolumeOptions?: { NoCopy: true; DriverConfig: Record<string, never> };
 }
 
 export interface UlimitConfig {
@@ -109,6 +115,21 @@ const HOST_CONFIG_KEYS = new Set([
 ]);
 
 /**
+ * NoCopy and an empty DriverConfig, as the docker CLI writes `volume-nocopy` (the create body and
+ * its argv must be recorded the same): no driver, no driver option, nothing else.
+ */
+function noCopyOnly(options: object): boolean {
+  const { NoCopy, DriverConfig, ...rest } = options as { NoCopy?: unknown; DriverConfig?: unknown };
+  return (
+    NoCopy === true &&
+    typeof DriverConfig === 'object' &&
+    DriverConfig !== null &&
+    Object.keys(DriverConfig).length === 0 &&
+    Object.keys(rest).length === 0
+  );
+}
+
+/**
  * The body as typed, checked again at run time (a cast or a plain object could carry more): only
  * the keys above, cap-drop ALL, a read-only root and volume mounts. Throws a plain Error: a body
  * that fails here is a bug of ours, not the engine's refusal.
@@ -128,7 +149,13 @@ export function assertSandboxConfig(config: SandboxContainerConfig): void {
   // Another container's PID namespace (the report's lister joins its own box's), never the host's.
   if (host.PidMode !== undefined && !/^container:[a-zA-Z0-9][a-zA-Z0-9_.-]{0,200}$/.test(host.PidMode))
     throw new InvariantError("container create: PidMode may only name a container's namespace");
-  if (!host.Mounts.every((mount) => mount.Type === 'volume' && Object.keys(mount).length === 4))
+  const MOUNT_KEYS = ['Type', 'Source', 'Target', 'ReadOnly', 'VolumeOptions'];
+  const plainVolume = (mount: VolumeMountConfig) =>
+    mount.Type === 'volume' &&
+    ['Type', 'Source', 'Target', 'ReadOnly'].every((key) => key in mount) &&
+    Object.keys(mount).every((key) => MOUNT_KEYS.includes(key)) &&
+    (mount.VolumeOptions === undefined || noCopyOnly(mount.VolumeOptions));
+  if (!host.Mounts.every(plainVolume))
     throw new InvariantError('container create: only volume mounts are allowed');
   if (!Array.isArray(config.Entrypoint) || config.Entrypoint.length !== 0 || !config.Cmd[0]?.startsWith('/'))
     throw new InvariantError('container create: no entrypoint, and the command named by an absolute path');

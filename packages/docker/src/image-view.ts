@@ -42,15 +42,28 @@ export function imageViewOptions(image: ImageInspect, upper: string, work: strin
   return { driverOpts: { type: 'overlay', device: 'overlay', o } };
 }
 
+/**
+ * A plain local volume of sandbox `sandboxId`: the upper and work directories must be volumes the
+ * engine made as directories of its own, never a volume whose driver options put it elsewhere
+ * (`type=none,o=bind,device=…` is a bind in disguise).
+ */
+function plainOwn(volume: VolumeInspect | undefined, sandboxId: string): boolean {
+  return (
+    volume?.Labels[LABEL_ID] === sandboxId &&
+    volume.Driver === 'local' &&
+    Object.keys(volume.Options).length === 0
+  );
+}
+
 async function ownVolume(
   sandboxId: string,
   name: string,
   labels: Record<string, string>,
 ): Promise<VolumeInspect> {
-  // The engine answers a create of an existing name with that volume: only our own is used.
+  // The engine answers a create of an existing name with that volume: only our own plain one is used.
   const volume = await engine.volume.create(name, { labels });
-  if (volume.Labels[LABEL_ID] !== sandboxId)
-    throw new ImageViewError(`volume ${name} exists and is not sandbox ${sandboxId}'s`);
+  if (!plainOwn(volume, sandboxId))
+    throw new ImageViewError(`volume ${name} exists and is not a plain volume of sandbox ${sandboxId}`);
   return volume;
 }
 
@@ -147,7 +160,7 @@ export async function imageViewFacts(inspect: ContainerInspect): Promise<ImageVi
     engine.volume.find(names.work),
   ]);
   const ours = (found: VolumeInspect | undefined) =>
-    found?.Labels[LABEL_ID] === sandboxId ? (found.Mountpoint ?? '') : '';
+    plainOwn(found, sandboxId) ? (found?.Mountpoint ?? '') : '';
   return {
     mounted: mount.Name ?? '',
     expected: names.view,

@@ -109,6 +109,36 @@ describe.skipIf(!RUNTIMES.includes('runsc'))('under gVisor', () => {
   }, 400_000);
 });
 
+describe("the view's root stays the image's after a report and a restart", () => {
+  it('the lister mounts the upper read-only without copying its image folder in: the box still cannot plant at the root', async () => {
+    const box = await createBox(repo, { network: 'clone-then-cut' });
+    const plant = ['sh', '-c', 'touch /.ca-sbx-image/planted 2>&1 || echo refused'];
+    expect((await execBox(box.id, plant)).stdout).toMatch(/refused/);
+    // The report's second lister mounts the (empty) upper at /work/repo: with the engine's copy
+    // of that folder it became the box user's, and the view's root with it after a restart.
+    expect((await cli(['report', box.id])).exitCode).toBe(0);
+    const owner = await docker([
+      'run',
+      '--rm',
+      '--network',
+      'none',
+      '-v',
+      `ca-sbx_upper-${box.id}:/u:ro`,
+      'ca-sbx-base:debian',
+      'stat',
+      '-c',
+      '%u',
+      '/u',
+    ]);
+    expect(owner.stdout.trim()).toBe('0');
+    expect((await cli(['stop', box.id])).exitCode).toBe(0);
+    expect((await cli(['start', box.id])).exitCode).toBe(0);
+    expect((await execBox(box.id, plant)).stdout).toMatch(/refused/);
+    await destroyBox(box.id);
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 400_000);
+});
+
 describe("a view that is not the box's own image over its own volumes", () => {
   it("is refused by the gate at start: upper and work volumes that are not the sandbox's", async () => {
     const box = await createBox(repo, { network: 'clone-then-cut' });

@@ -35,7 +35,7 @@ describe('buildMountArgs', () => {
       ]),
     ).toEqual([
       '--mount',
-      'type=volume,source=v1,target=/work/repo,readonly',
+      'type=volume,source=v1,target=/work/repo,readonly,volume-nocopy',
       '--tmpfs',
       `/tmp:noexec,nosuid,nodev,size=${64 * 1024 ** 2},mode=1777`,
     ]);
@@ -157,10 +157,31 @@ describe('buildMountConfig', () => {
       { type: 'tmpfs', target: '/tmp', size: '64m', exec: true },
     ];
     expect(buildMountConfig(specs)).toEqual({
-      Mounts: [{ Type: 'volume', Source: 'v1', Target: '/work/repo', ReadOnly: true }],
+      Mounts: [
+        {
+          Type: 'volume',
+          Source: 'v1',
+          Target: '/work/repo',
+          ReadOnly: true,
+          VolumeOptions: { NoCopy: true, DriverConfig: {} },
+        },
+      ],
       Tmpfs: { '/tmp': `exec,nosuid,nodev,size=${64 * 1024 ** 2}` },
     });
     expect(mountConfigArgs(buildMountConfig(specs))).toEqual(buildMountArgs(specs));
+  });
+
+  it('copies nothing of the image into a volume mounted read-only (a box view upper the lister mounts)', () => {
+    const [readOnly, writable] = buildMountConfig([
+      { type: 'volume', source: 'ca-sbx_upper-abc', target: '/work/repo', readonly: true },
+      { type: 'volume', source: 'ca-sbx-abc', target: '/work/other' },
+    ]).Mounts;
+    expect(readOnly?.VolumeOptions).toEqual({ NoCopy: true, DriverConfig: {} });
+    // A writable volume still takes the image folder's owner (the box writes /work/repo).
+    expect(writable && 'VolumeOptions' in writable).toBe(false);
+    expect(
+      buildMountArgs([{ type: 'volume', source: 'ca-sbx_upper-abc', target: '/work/repo', readonly: true }]),
+    ).toEqual(['--mount', 'type=volume,source=ca-sbx_upper-abc,target=/work/repo,readonly,volume-nocopy']);
   });
 
   it('refuses a bind in the body form too, and renders no mount type but volume', () => {

@@ -31,14 +31,17 @@ export function buildMountConfig(specs: unknown): MountConfig {
   }
   const config: MountConfig = { Mounts: [], Tmpfs: {} };
   for (const mount of mounts) {
-    // volume-nocopy is left off on purpose: the image's (empty, 1000-owned) dir gives a new
-    // volume its owner, so the box can write /work/repo.
+    // volume-nocopy is left off a writable mount on purpose: the image's (empty, 1000-owned) dir
+    // gives a new volume its owner, so the box can write /work/repo. A read-only mount is only
+    // read: the engine must not copy the image's folder (contents, owner, mode) into a volume it
+    // finds empty (a box's view upper, mounted by the report's lister while the overlay is live).
     if (mount.type === 'volume')
       config.Mounts.push({
         Type: 'volume',
         Source: mount.source,
         Target: mount.target,
         ReadOnly: mount.readonly === true,
+        ...(mount.readonly === true ? { VolumeOptions: { NoCopy: true as const, DriverConfig: {} } } : {}),
       });
     else config.Tmpfs[mount.target] = tmpfsOptions(mount);
   }
@@ -62,6 +65,7 @@ export function mountConfigArgs(config: Partial<MountConfig>): string[] {
     if (mount.Type !== 'volume') throw new BindMountRejectedError(`a ${String(mount.Type)} mount`);
     const fields = ['type=volume', `source=${mount.Source}`, `target=${mount.Target}`];
     if (mount.ReadOnly) fields.push('readonly');
+    if (mount.VolumeOptions?.NoCopy) fields.push('volume-nocopy');
     return ['--mount', fields.join(',')];
   });
   const tmpfs = Object.entries(config.Tmpfs ?? {}).flatMap(([target, options]) => [
@@ -89,9 +93,12 @@ export interface VolumeCreateSpec {
 }
 
 /**
- * The one way a volume is made: a labeled named volume with the local driver and NO driver
- * options (`--opt type=none,o=bind,device=/etc` would be a bind mount in disguise). Validated here,
- * created by `engine.volume.create(spec.name, spec)` (which sends no driver options either).
+ * The way a sandbox's source volume is made: a labeled named volume with the local driver and NO
+ * driver options (`--opt type=none,o=bind,device=/etc` would be a bind mount in disguise).
+ * Validated here, created by `engine.volume.create(spec.name, spec)` (which sends no driver
+ * options either). The one exception is a box's view of its image (@ca-sandbox/docker
+ * image-view.ts): an overlay whose every path comes from the engine's own inspect of the image
+ * and of two plain volumes of the sandbox, checked again by the gate's image-view row.
  */
 export function volumeCreateSpec(name: string, labels: Record<string, string>): VolumeCreateSpec {
   if (!OBJECT_NAME_PATTERN.test(name))

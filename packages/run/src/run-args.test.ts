@@ -91,7 +91,7 @@ describe('buildRunArgs', () => {
     expect(flagValues(custom, '--network')).toEqual(['ca-sbx-abc']);
     expect(flagValues(custom, '--runtime')).toEqual(['runsc']);
     expect(flagValues(custom, '--mount')).toEqual([
-      'type=volume,source=ca-sbx-abc,target=/work/repo,readonly',
+      'type=volume,source=ca-sbx-abc,target=/work/repo,readonly,volume-nocopy',
     ]);
     expect(custom.slice(-2)).toEqual(['/usr/bin/git', 'version']);
   });
@@ -230,6 +230,7 @@ function configOfArgv(argv: string[]): { name: string; config: SandboxContainerC
         Source: field('source'),
         Target: field('target'),
         ReadOnly: fields.includes('readonly'),
+        ...(fields.includes('volume-nocopy') ? { VolumeOptions: { NoCopy: true, DriverConfig: {} } } : {}),
       });
     } else throw new Error(`a flag the body has no field for: ${flag}`);
   }
