@@ -109,6 +109,32 @@ describe.skipIf(!RUNTIMES.includes('runsc'))('under gVisor', () => {
   }, 400_000);
 });
 
+describe('a dependency folder replaced whole', () => {
+  it('its lost files are reported removed, though overlayfs leaves no whiteout for them', async () => {
+    const box = await createBox(repo, { network: 'clone-then-cut' });
+    const dep = `/.ca-sbx-image/deps/src/${DEP}`;
+    const swap = await execBox(box.id, [
+      'sh',
+      '-c',
+      `rm -rf ${dep} && mkdir ${dep} && echo 'module.exports = 1' > ${dep}/index.js`,
+    ]);
+    expect(swap.exitCode, swap.stderr).toBe(0);
+    const report = await cli(['report', box.id, '--json']);
+    expect(report.exitCode, report.stderr).toBe(0);
+    const { changes } = JSON.parse(report.stdout) as {
+      changes: { inImage: { path: string; changed?: string[] }[] };
+    };
+    const removed = changes.inImage
+      .filter((file) => file.changed?.includes('removed'))
+      .map((file) => file.path);
+    expect(removed.sort()).toEqual(['LICENSE', 'README.md', 'package.json'].map((name) => `${dep}/${name}`));
+    expect(changes.inImage.map((file) => file.path)).toContain(`${dep}/index.js`);
+    // The box runs on after its report.
+    expect((await execBox(box.id, ['true'])).exitCode).toBe(0);
+    await destroyBox(box.id);
+  }, 400_000);
+});
+
 describe("the view's root stays the image's after a report and a restart", () => {
   it('the lister mounts the upper read-only without copying its image folder in: the box still cannot plant at the root', async () => {
     const box = await createBox(repo, { network: 'clone-then-cut' });

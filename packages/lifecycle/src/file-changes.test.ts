@@ -226,6 +226,47 @@ describe('file changes', () => {
     expect(changes.outsideRepo).toEqual([]);
   });
 
+  it('a name the image has and the view lost (a folder replaced whole) is removed once, beside a whiteout of it', () => {
+    const image = '/work/repo/.' as const;
+    const changes = compare(
+      [],
+      [
+        { root: image, path: 'deps/src/node_modules/dep', type: 'd' },
+        { root: image, path: 'deps/src/node_modules/dep/index.js' },
+        { root: image, path: 'deps/src/node_modules/dep/gone.js', type: 'c', mode: '0', size: 0 },
+        // The folder compare's records, after the upper's: one of them the whiteout's name again.
+        {
+          root: image,
+          path: 'deps/src/node_modules/dep/gone.js',
+          type: 'c',
+          mode: '0',
+          size: 0,
+          mtime: '0',
+          ctime: '0',
+        },
+        {
+          root: image,
+          path: 'deps/src/node_modules/dep/LICENSE',
+          type: 'c',
+          mode: '0',
+          size: 0,
+          mtime: '0',
+          ctime: '0',
+        },
+      ],
+    );
+    expect(
+      changes.inImage.map((file) => [
+        file.path.slice('/.ca-sbx-image/deps/src/node_modules/dep/'.length),
+        file.changed,
+      ]),
+    ).toEqual([
+      ['LICENSE', ['removed']],
+      ['gone.js', ['removed']],
+      ['index.js', undefined],
+    ]);
+  });
+
   it('counts the deps link (on either side of the race with the clone listing) but lists other writes there', () => {
     const link = { type: 'l', target: '/deps/src/node_modules/vitest' };
     const changes = compare(

@@ -311,6 +311,7 @@ export function noChanges(): FileChanges {
 
 export class ChangeCollector {
   private readonly changes = noChanges();
+  private readonly removedInImage = new Set<string>();
   private reader = new ListingReader((entry) => this.see(entry));
   private malformed = 0;
   /** The new folder whose entries are coming (added in /work/repo, or anything in /tmp, /dev/shm). */
@@ -402,6 +403,9 @@ export class ChangeCollector {
       // Folders are there for what they hold (overlayfs copies each parent up): files are the news.
       if (entry.type === 'directory') return;
       if (entry.header.startsWith(WHITEOUT_HEADER)) {
+        // A whiteout, or a name the image has and the view lost (the folder compare): once each.
+        if (this.removedInImage.has(entry.key)) return;
+        this.removedInImage.add(entry.key);
         changes.inImage.push(describe(entry, REMOVED));
         return;
       }

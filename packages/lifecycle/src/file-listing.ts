@@ -18,7 +18,9 @@ import { sandboxStateDir } from './command-log.js';
 import { HELPER_COMMAND, keepHelperAlive } from './helper.js';
 import {
   FROZEN_TMPFS_ROOTS,
+  IMAGE_FOLDER_COMPARE,
   IMAGE_UPPER_START,
+  imageListingScript,
   LISTED_ROOTS,
   type Listing,
   ListingEntries,
@@ -59,10 +61,12 @@ async function runListing(
     after?: Promise<boolean>;
     signal?: AbortSignal;
     clone?: { commit: boolean; attributes: boolean };
+    /** Another script of listing-format.ts than listingScript (its arguments: `roots`). */
+    script?: string;
   } = {},
 ): Promise<ListingRun> {
   const gated = options.after !== undefined;
-  const script = listingScript(gated, options.clone);
+  const script = options.script ?? listingScript(gated, options.clone);
   const spec = internalExecSpec([SH_BIN, '-c', script, 'sh', ...roots], {
     user: BOX_USER,
     ...(gated ? { stdin: true } : {}),
@@ -292,7 +296,7 @@ async function listFrozen(
     stopHeartbeat();
     started = false;
     await engine.container.remove(names.helper, { force: true });
-    const image = await listImageWrites(id, listing, signal);
+    const image = await listImageWrites(id, listing, tmpfs, signal);
     return image
       ? {
           bytes: box.bytes + image.bytes,
@@ -312,11 +316,14 @@ async function listFrozen(
 /**
  * What the box wrote in its writable view of its image: the view's upper volume (when the box has
  * one), listed by a lister of its own with that volume read-only where a helper's volume goes,
- * while the box is still frozen. Undefined: the box has no view.
+ * while the box is still frozen. With `joined` (a running runc box) the lister joins its PID
+ * namespace too, to compare each folder written in the view with the image's (a folder replaced
+ * whole hides what it removed: imageListingScript). Undefined: the box has no view.
  */
 async function listImageWrites(
   id: string,
   listing: { push(chunk: Buffer): void; nextListing(): void },
+  joined: boolean,
   signal?: AbortSignal,
 ): Promise<ListingRun | undefined> {
   const names = sandboxNames(id);
@@ -333,15 +340,16 @@ async function listImageWrites(
       volume: names.imageView.upper,
       volumeReadOnly: true,
       network: 'none',
+      ...(joined ? { pidOf: names.box } : {}),
       labels: sandboxLabels(id, { [LABEL_INSTANCE]: randomBytes(8).toString('hex') }),
       command: HELPER_COMMAND,
     });
     stopHeartbeat = keepHelperAlive(names.helper);
     return await runListing(
       names.helper,
-      [IMAGE_UPPER_START],
+      joined ? [IMAGE_UPPER_START, IMAGE_FOLDER_COMPARE] : [IMAGE_UPPER_START],
       (chunk) => listing.push(chunk),
-      signal ? { signal } : {},
+      { script: imageListingScript(joined), ...(signal ? { signal } : {}) },
     );
   } finally {
     stopHeartbeat();

@@ -52,6 +52,44 @@ export function listingScript(
   ].join('\n');
 }
 
+/** Past this many folders written in the view, removals by replacement are compared in these only. */
+export const MAX_COMPARED_FOLDERS = 2000;
+
+/**
+ * The listing of a box's view upper (mounted at /work/repo, read-only): its records (a whiteout is
+ * a file removed), then, with `view` (the lister joined the frozen box's PID namespace), one
+ * whiteout-like record per name its image has and its view no longer shows in a folder written
+ * in the view. `rm -rf dep && mkdir dep` leaves an opaque folder and no whiteout under it, and
+ * the lister, not root, cannot read the overlay's opaque mark: the image's folder
+ * (/proc/1/root/<path>, the box's read-only root) and the view's (/proc/1/root/.ca-sbx-image/<path>)
+ * are compared by name instead. Names are NUL-separated throughout; sort and comm in the C locale
+ * (the internal exec's empty environment).
+ */
+export function imageListingScript(view: boolean): string {
+  const listing = `find "$1" -xdev -printf '${LISTING_FORMAT}'`;
+  if (!view) return `exec ${listing}`;
+  return [
+    listing,
+    'cd "$1" || exit 0',
+    'n=$(find . -xdev -mindepth 1 -type d -printf x | wc -c)',
+    `[ "$n" -le ${MAX_COMPARED_FOLDERS} ] || echo "more than ${MAX_COMPARED_FOLDERS} folders written in the deps: files removed by replacing a folder were looked for in the first ${MAX_COMPARED_FOLDERS} only" >&2`,
+    // $2 is IMAGE_FOLDER_COMPARE, run once per folder (its path below the upper in $1).
+    `find . -xdev -mindepth 1 -type d -print0 | head -z -n ${MAX_COMPARED_FOLDERS} | xargs -0 -r -n 1 sh -c "$2" sh`,
+  ].join('\n');
+}
+
+/** One folder of the upper (imageListingScript's $2): the names its image has and its view lost. */
+export const IMAGE_FOLDER_COMPARE = [
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+  'rel=${1#./}',
+  'img=/proc/1/root/$rel',
+  `shown=/proc/1/root${IMAGE_VIEW_DIR}/$rel`,
+  '[ -d "$img" ] && [ ! -L "$img" ] && [ -d "$shown" ] || exit 0',
+  'find "$img" -mindepth 1 -maxdepth 1 -printf \'%f\\0\' | sort -z > /tmp/.ca-sbx-image-names',
+  'find "$shown" -mindepth 1 -maxdepth 1 -printf \'%f\\0\' | sort -z > /tmp/.ca-sbx-view-names',
+  `comm -z -23 /tmp/.ca-sbx-image-names /tmp/.ca-sbx-view-names | xargs -0 -r -n 1 printf '${IMAGE_UPPER_START} c 0 0 0 0\\0%s/%s\\0\\0' "$rel"`,
+].join('\n');
+
 /**
  * The clone's commit and the kind of signature its header carries, as a first record
  * `commit <sha|-> <KIND|->` (nothing verified: no key is at hand). git without any config but the
