@@ -135,6 +135,17 @@ describe('a dependency folder replaced whole', () => {
   }, 400_000);
 });
 
+describe('destroy --keep-volume', () => {
+  it('keeps the source volume only: the view and what the box wrote in it go', async () => {
+    const box = await createBox(repo, { network: 'clone-then-cut' });
+    const kept = await cli(['destroy', box.id, '--keep-volume', '--json']);
+    expect(kept.exitCode, kept.stderr).toBe(0);
+    expect(await labeledLeft(box.id)).toEqual([`volume:ca-sbx-${box.id}`]);
+    expect((await cli(['destroy', box.id])).exitCode).toBe(0);
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 400_000);
+});
+
 describe("the view's root stays the image's after a report and a restart", () => {
   it('the lister mounts the upper read-only without copying its image folder in: the box still cannot plant at the root', async () => {
     const box = await createBox(repo, { network: 'clone-then-cut' });

@@ -9,6 +9,7 @@ import {
   listLabeled,
   removeObject,
   sandboxLabelPairs,
+  sandboxNames,
   sanitizeName,
 } from '@ca-sandbox/docker/process';
 import { removeCommandLog } from './command-log.js';
@@ -129,7 +130,8 @@ function destroyOptions(options: unknown): { keepVolume?: boolean } {
 }
 
 /**
- * Removes sandbox `id`: its containers (box and any helper), its volume (unless `keepVolume`),
+ * Removes sandbox `id`: its containers (box and any helper), its volumes (the source's kept with
+ * `keepVolume`),
  * its network and firewall rules. Best-effort but never silent: a failed removal does not stop
  * the sweep, each failure is kept with docker's exit code, and a label-scoped re-list names what
  * is left. A docker failure while discovering or verifying throws.
@@ -146,7 +148,9 @@ export async function destroySandbox(
   const namesOf = async (kind: 'container' | 'volume' | 'network') =>
     (await listLabeled(kind, ours)).map((object) => object.name);
   const listContainers = () => namesOf('container');
-  const listVolumes = () => (keepVolume ? Promise.resolve([]) : namesOf('volume'));
+  // --keep-volume keeps the source volume only: the view of the image (its three volumes) goes.
+  const source = sandboxNames(id).volume;
+  const listVolumes = async () => (await namesOf('volume')).filter((name) => !keepVolume || name !== source);
   const listNetworks = () => namesOf('network');
   const sweep = new Sweep();
   // The stages overlap where the engine allows, so that discovery and the re-list cost little
