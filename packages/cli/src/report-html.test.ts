@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { whatHappened } from './report-html.js';
+import { typeLetter, whatHappened } from './report-html.js';
 
 type Changes = Parameters<typeof whatHappened>[0];
 
@@ -24,5 +24,16 @@ describe('whatHappened', () => {
     } as Changes['inImage'][number];
     expect(whatHappened(changes([file]), file)).toBe('written in the deps');
     expect(whatHappened(changes([]), { ...file, path: '/work/repo/suid-sh' })).toBe('at the clone already');
+  });
+});
+
+describe('typeLetter', () => {
+  it("is ls -l's letter, and ? for what is neither a file, a folder nor a link (a fifo, a whiteout)", () => {
+    expect(['file', 'directory', 'symlink', 'other'].map((type) => typeLetter({ type }))).toEqual([
+      '-',
+      'd',
+      'l',
+      '?',
+    ]);
   });
 });

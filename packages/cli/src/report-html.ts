@@ -83,7 +83,7 @@ function fileRows(changes: SandboxReport['changes']): Cell[][] {
       const happened = cls ? whatHappened(changes, file) : '';
       rows.push([
         cls ? mark(kind, cls) : kind,
-        `${file.type === 'directory' ? 'd' : file.type === 'symlink' ? 'l' : '-'}${file.mode}`,
+        `${typeLetter(file)}${file.mode}`,
         String(file.size),
         file.path,
         [
@@ -101,6 +101,13 @@ function fileRows(changes: SandboxReport['changes']): Cell[][] {
 }
 
 type Contents = NonNullable<ChangedFile['contents']>;
+
+/** `ls -l`'s first letter for a row: `d`, `l`, `-`, or `?` for anything else (a fifo, a device, a whiteout). */
+export function typeLetter(file: { type: string }): string {
+  if (file.type === 'directory') return 'd';
+  if (file.type === 'symlink') return 'l';
+  return file.type === 'file' ? '-' : '?';
+}
 
 /** What a folder row stands for (a new or deleted folder of many entries, not listed one by one). */
 export function folderContents(contents: Contents): string {

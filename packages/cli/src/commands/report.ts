@@ -13,6 +13,7 @@ import {
   folderContents,
   installScriptsLine,
   renderReportHtml,
+  typeLetter,
   whatHappened,
 } from '../report-html.js';
 
@@ -204,7 +205,7 @@ function printChanges(out: Output, changes: Changes): void {
       .slice(0, MAX_FILE_ROWS)
       .map(({ kind, file, inside, bytes }) => [
         kind,
-        `${file.type === 'directory' ? 'd' : file.type === 'symlink' ? 'l' : '-'}${file.mode}`,
+        `${typeLetter(file)}${file.mode}`,
         String(file.size),
         file.path,
         [
