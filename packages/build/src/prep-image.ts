@@ -46,17 +46,22 @@ export interface PrepImageInput {
 }
 
 /**
- * The id of the base's prep image, built now unless it exists: the root step of every deps build
+ * The base's prep image, by its tag, built now unless it exists: the root step of every deps build
  * (the deps and repo folders, the setuid strip, the setpriv check) as an image of its own, so a
  * cold deps build starts from it instead of running that step (~1.5 s: a RUN walking the whole
- * root) and committing it again. The deps build names it by id: a concurrent re-tag cannot change
- * what it builds on. Nothing of the repo is in it: no network, no context but the Dockerfile.
- * A failed or stopped build leaves nothing (its images carry its build id).
+ * root) and committing it again. Nothing of the repo is in it: no network, no context but the
+ * Dockerfile. A failed or stopped build leaves nothing (its images carry its build id).
+ *
+ * Named by its tag, not its id: two creates that build it at once each tag their own, the later
+ * tag wins, and the earlier image, untagged, goes with the last image built on it (a removal
+ * cascades to untagged parents); a deps build that had its id in hand then failed with "unable
+ * to find image" (seen twice in the suite). The tag always names a prep image of the same base,
+ * CA and recipe, which is all the deps build needs of it.
  */
 export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
   const tag = prepImageTag(input.baseImageId, input.ca?.hash);
   const cached = await engine.image.inspect(tag).catch(() => undefined);
-  if (cached) return cached.Id;
+  if (cached) return tag;
   const context = await mkdtemp(buildDirPrefix());
   const buildId = randomBytes(12).toString('hex');
   try {
@@ -97,11 +102,9 @@ export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
     // untagged with no child, would be left dangling. Use the tagged one and drop ours (not
     // forced: an image that got a child meanwhile stays, as that child's parent).
     const tagged = await engine.image.inspect(tag).catch(() => undefined);
-    if (tagged && tagged.Id !== built) {
-      await engine.image.remove(built).catch(() => false);
-      return tagged.Id;
-    }
-    return built;
+    if (tagged && tagged.Id !== built) await engine.image.remove(built).catch(() => false);
+    // The tag gone meanwhile (a prune): this build's own image, by id.
+    return tagged ? tag : built;
   } finally {
     await rm(context, { recursive: true, force: true });
   }
