@@ -85,19 +85,21 @@ export async function prepareImageView(
   const names = sandboxNames(sandboxId).imageView;
   const inspected = await engine.image.inspect(image);
   if (!inspected) return { reason: `image ${image} not found` };
-  const [upper, work] = await Promise.all([
+  const [upper, work, existing] = await Promise.all([
     ownVolume(sandboxId, names.upper, { ...labels, [LABEL_ROLE]: 'image-view-upper' }),
     ownVolume(sandboxId, names.work, { ...labels, [LABEL_ROLE]: 'image-view-work' }),
+    engine.volume.find(names.view),
   ]);
   const plan = imageViewOptions(inspected, upper.Mountpoint ?? '', work.Mountpoint ?? '');
+  if (existing && existing.Labels[LABEL_ID] !== sandboxId)
+    throw new ImageViewError(`volume ${names.view} exists and is not sandbox ${sandboxId}'s`);
   if ('reason' in plan) {
-    await Promise.all([engine.volume.remove(names.upper), engine.volume.remove(names.work)]);
+    // No view of this image: none of another image either (a box started early from one).
+    const stale = existing ? [names.view] : [];
+    await Promise.all([...stale, names.upper, names.work].map((name) => engine.volume.remove(name)));
     return plan;
   }
-  const existing = await engine.volume.find(names.view);
   if (existing) {
-    if (existing.Labels[LABEL_ID] !== sandboxId)
-      throw new ImageViewError(`volume ${names.view} exists and is not sandbox ${sandboxId}'s`);
     if (existing.Driver === 'local' && sameOptions(existing.Options, plan.driverOpts))
       return { volume: names.view, env: viewEnv(inspected.Config.Env) };
     await engine.volume.remove(names.view);

@@ -254,28 +254,26 @@ async function extractFromTmpfs(
   child.stderr?.on('data', (chunk: Buffer) => {
     if (stderr.length < 16) stderr.push(chunk);
   });
+  // tar found nothing at the path: it says so on stderr and exits non-zero.
+  const missing = (exitCode: number | undefined) =>
+    exitCode !== 0 && /Cannot stat|No such file/i.test(Buffer.concat(stderr).toString('utf8'));
   const tar = child.stdout as Readable;
   let summary: ExtractSummary;
   try {
     summary = await extract(tar, staging, top, options);
   } catch (error) {
-    // A cap reached, or no tar at all (tar found nothing: an empty stream).
+    // A cap reached, or no tar at all.
     child.kill();
-    const end = await child;
-    if (end.exitCode !== 0 && /Cannot stat|No such file/i.test(Buffer.concat(stderr).toString('utf8')))
-      throw notInBoxFiles(id, source);
+    if (missing((await child).exitCode)) throw notInBoxFiles(id, source);
     throw error;
   } finally {
     tar.destroy();
   }
   const end = await child;
   if (end.error) throw end.error;
-  // tar found nothing: it wrote an empty archive and said why on stderr.
-  const said = Buffer.concat(stderr).toString('utf8');
-  if (end.exitCode !== 0 && /Cannot stat|No such file/i.test(said)) {
-    const copied = await lstat(join(staging, top)).catch(() => undefined);
-    if (!copied) throw notInBoxFiles(id, source);
-  }
+  // An empty archive: nothing was copied, and tar said why.
+  const copied = await lstat(join(staging, top)).catch(() => undefined);
+  if (!copied && missing(end.exitCode)) throw notInBoxFiles(id, source);
   return copiedOrThrow(summary, staging, source);
 }
 
