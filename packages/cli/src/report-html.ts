@@ -91,7 +91,7 @@ function fileRows(changes: SandboxReport['changes']): Cell[][] {
           file.changed ? `changed: ${file.changed.join(', ')}` : '',
           file.target !== undefined ? `-> ${file.target}` : '',
           file.runs ?? '',
-          file.contents ? folderContents(file.contents) : '',
+          file.contents ? folderContents(file) : '',
         ]
           .filter(Boolean)
           .join('; '),
@@ -109,14 +109,20 @@ export function typeLetter(file: { type: string }): string {
   return file.type === 'file' ? '-' : '?';
 }
 
-/** What a folder row stands for (a new or deleted folder of many entries, not listed one by one). */
-export function folderContents(contents: Contents): string {
+/**
+ * What a folder row stands for: a new or deleted folder of many entries, or (a row of `modified`,
+ * with `changed`) a folder of the clone with many entries modified, not listed one by one.
+ */
+export function folderContents(folder: { contents?: Contents; changed?: string[] }): string {
+  const contents = folder.contents ?? { files: 0, directories: 0, symlinks: 0, other: 0, bytes: 0 };
   const parts = [
     `${contents.files} file(s)`,
     ...(contents.directories ? [`${contents.directories} folder(s)`] : []),
     ...(contents.symlinks ? [`${contents.symlinks} symlink(s)`] : []),
     ...(contents.other ? [`${contents.other} other`] : []),
   ];
+  if (folder.changed)
+    return `${parts.join(', ')} in it modified, not listed, ${formatSize(contents.bytes)} now (--all-files lists them)`;
   return `holds ${parts.join(', ')} not listed, ${formatSize(contents.bytes)} (--all-files lists them)`;
 }
 

@@ -103,6 +103,49 @@ describe('file changes', () => {
     expect(all.deleted).toHaveLength(FOLDER_ROWS + 5);
   });
 
+  it('a folder of the clone with many entries modified is one row with their count; a few stay rows', () => {
+    const files = (dir: string, n: number, time: string): Row[] =>
+      Array.from({ length: n }, (_, i) => ({ path: `${dir}/t${i}.snap`, size: 10, ctime: time }));
+    const before: Row[] = [
+      { path: 'top.js' },
+      { path: 'fixtures', type: 'd' },
+      ...files('fixtures', FOLDER_ROWS + 20, '100.5'),
+      { path: 'fixtures/run.sh' },
+      { path: 'fixtures/.envrc' },
+      { path: 'fixtures/deep', type: 'd' },
+      ...files('fixtures/deep', 3, '100.5'),
+    ];
+    const now: Row[] = [
+      { path: 'top.js', ctime: '200.5' },
+      { path: 'fixtures', type: 'd' },
+      // Every snapshot rewritten but ten, which stay as they were (not counted).
+      ...files('fixtures', FOLDER_ROWS + 20, '200.5').map((row, i) =>
+        i < 10 ? { ...row, ctime: '100.5' } : row,
+      ),
+      // Made executable and an .envrc rewritten: in their own lists / as rows all the same.
+      { path: 'fixtures/run.sh', mode: '755', ctime: '200.5' },
+      { path: 'fixtures/.envrc', size: 99, ctime: '200.5' },
+      { path: 'fixtures/deep', type: 'd' },
+      ...files('fixtures/deep', 3, '200.5'),
+    ];
+    const changes = compare(before, now);
+    expect(changes.modified.map((file) => [file.path, file.changed, file.contents?.files])).toEqual([
+      ['/work/repo/fixtures', ['content', 'mode'], FOLDER_ROWS + 11],
+      ['/work/repo/fixtures/.envrc', ['content'], undefined],
+      ['/work/repo/fixtures/deep/t0.snap', ['content'], undefined],
+      ['/work/repo/fixtures/deep/t1.snap', ['content'], undefined],
+      ['/work/repo/fixtures/deep/t2.snap', ['content'], undefined],
+      ['/work/repo/top.js', ['content'], undefined],
+    ]);
+    expect(changes.modified[0]?.type).toBe('directory');
+    expect(changes.modified[0]?.contents?.bytes).toBe((FOLDER_ROWS + 10) * 10 + 1);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual(['/work/repo/fixtures/run.sh']);
+    // allFiles: every modified entry is a row.
+    const all = compareListings(parseListing(listing(before)), listing(now), { allFiles: true });
+    expect(all.modified).toHaveLength(FOLDER_ROWS + 10 + 1 + 1 + 3 + 1);
+    expect(all.modified.every((file) => file.contents === undefined)).toBe(true);
+  });
+
   it('lists with the system find, gated on the word go when asked', () => {
     expect(listingScript(false).split('\n')).toEqual([
       'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',

@@ -72,6 +72,8 @@ function pointsOut(target: string): boolean {
 /**
  * The rows of one folder added or deleted as a whole, as its entries come (find lists a folder
  * before what it holds, so they come together): held until they pass FOLDER_ROWS, then counted.
+ * With `inside` (a folder of the clone whose entries were modified), the folder itself is no row
+ * of its own until it stands for the entries it counts.
  */
 class FolderGroup {
   /** The entries under the folder, while they are few; null once the folder is summarised. */
@@ -86,16 +88,21 @@ class FolderGroup {
     key: string,
     private readonly folder: ChangedFile,
     private readonly limit: number,
+    private readonly inside = false,
   ) {
     this.prefix = `${key}/`;
   }
+
+  /** Every `changed` of the entries it counts (a modified folder's row says them all). */
+  private readonly changedKinds = new Set<string>();
 
   holds(root: ListedRoot, key: string): boolean {
     return root === this.root && key.startsWith(this.prefix);
   }
 
-  add(entry: ListedEntry, row: () => ChangedFile): void {
+  add(entry: ListedEntry, row: () => ChangedFile, changed?: readonly string[]): void {
     const { contents } = this;
+    if (changed) for (const kind of changed) this.changedKinds.add(kind);
     if (entry.type === 'file') {
       contents.files += 1;
       contents.bytes += entry.size;
@@ -121,7 +128,8 @@ class FolderGroup {
    */
   close(into: ChangedFile[]): void {
     if (this.rows) {
-      into.push(this.folder, ...this.rows);
+      if (this.inside) into.push(...this.rows);
+      else into.push(this.folder, ...this.rows);
       return;
     }
     const { contents } = this;
@@ -133,7 +141,8 @@ class FolderGroup {
       else if (row.type === 'symlink') contents.symlinks -= 1;
       else contents.other -= 1;
     }
-    into.push({ ...this.folder, contents }, ...this.notable);
+    const changed = this.inside ? { changed: [...this.changedKinds].sort() } : {};
+    into.push({ ...this.folder, ...changed, contents }, ...this.notable);
   }
 }
 
@@ -317,6 +326,17 @@ export class ChangeCollector {
   /** The new folder whose entries are coming (added in /work/repo, or anything in /tmp, /dev/shm). */
   private group: { folder: FolderGroup; into: ChangedFile[] } | undefined;
   private readonly limit: number;
+  /**
+   * The folders of /work/repo on the way to the entry being compared (find lists a folder before
+   * what it holds): the one a modified entry is in gives its folder row.
+   */
+  private readonly folders: ListedEntry[] = [];
+  /**
+   * The modified entries of each folder, by the folder's key: a folder with more than
+   * FOLDER_ROWS of them (tests that rewrite every file of a fixture tree) is one row with their
+   * count, as a new folder is. Only a few rows per folder are ever held.
+   */
+  private readonly modifiedIn = new Map<string, FolderGroup>();
 
   /**
    * `baseline` is consumed: each of its entries seen again is taken out of it, so what is left at
@@ -343,6 +363,8 @@ export class ChangeCollector {
     const malformed = this.malformed + this.reader.end().malformed;
     this.closeGroup();
     const { changes } = this;
+    for (const folder of this.modifiedIn.values()) folder.close(changes.modified);
+    this.modifiedIn.clear();
     // The clone's entries in its listing's order: a deleted folder comes before what it held.
     let deleted: FolderGroup | undefined;
     for (const entry of this.baseline.entries.values()) {
@@ -421,6 +443,7 @@ export class ChangeCollector {
       return;
     }
     const before = this.baseline.entries.take(entry);
+    this.enter(entry);
     if (before === 'same') return;
     if (isDepsLink(entry) && (!before || isDepsLink(before))) {
       if (!before) changes.depsLinks += 1;
@@ -435,9 +458,34 @@ export class ChangeCollector {
     if (changed.length === 0) return;
     // A setuid entry already described: the change is said on the same object.
     if (described) described.changed = changed;
-    changes.modified.push(once(changed));
+    this.modifiedFolder(entry).add(entry, () => once(changed), changed);
     if (executable && (before.type !== 'file' || (before.mode & EXEC_BITS) === 0))
       changes.newExecutables.push(once());
+  }
+
+  /** Keeps `folders` the path down to `entry` (a folder of /work/repo is pushed when it comes). */
+  private enter(entry: ListedEntry): void {
+    const { folders } = this;
+    while (folders.length > 0 && !entry.key.startsWith(`${folders.at(-1)?.key}/`)) folders.pop();
+    if (entry.type === 'directory') folders.push(entry);
+  }
+
+  /** The group of the folder `entry` is in (the checkout's root holds its own rows only). */
+  private modifiedFolder(entry: ListedEntry): FolderGroup {
+    const slash = entry.key.lastIndexOf('/');
+    const key = slash < 0 ? '' : entry.key.slice(0, slash);
+    let group = this.modifiedIn.get(key);
+    if (!group) {
+      const folder = this.folders.findLast((held) => held.key === key);
+      // The root, or a folder the listing did not give first: its entries stay rows.
+      const limit = folder ? this.limit : Number.POSITIVE_INFINITY;
+      const row: ChangedFile = folder
+        ? describe(folder)
+        : { path: REPO_DIR, type: 'directory', mode: '', size: 0 };
+      group = new FolderGroup('repo', key, row, limit, true);
+      this.modifiedIn.set(key, group);
+    }
+    return group;
   }
 }
 

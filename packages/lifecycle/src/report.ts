@@ -63,7 +63,9 @@ const ChangedFileSchema = z.strictObject({
    * A folder added or deleted whole with more than FOLDER_ROWS entries under it: the counts of
    * those this list does not have as rows (`report --all-files` lists them). Entries under it
    * that git or a host tool runs are rows of the list all the same (not counted here), setuid
-   * files and new executables are in their own lists.
+   * files and new executables are in their own lists. In `modified`: a folder of the clone with
+   * more than FOLDER_ROWS entries directly in it modified (the row's `changed` says what changed
+   * in them): the counts of those modified entries, not of the folder's others.
    */
   contents: z
     .strictObject({

@@ -251,7 +251,7 @@ function fileDetail(file: ChangedFile): string {
     file.changed ? `changed: ${file.changed.join(', ')}` : '',
     file.target !== undefined ? `-> ${file.target}` : '',
     file.runs ?? '',
-    file.contents ? folderContents(file.contents) : '',
+    file.contents ? folderContents(file) : '',
   ]
     .filter(Boolean)
     .join('; ');
