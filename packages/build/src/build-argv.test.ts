@@ -37,7 +37,7 @@ describe('buildArgv', () => {
     expect(values(args, '--memory-swap')).toEqual(['2g']);
     expect(values(args, '--cpu-period')).toEqual(['100000']);
     expect(values(args, '--cpu-quota')).toEqual(['200000']);
-    expect(values(args, '--ulimit')).toEqual(['nproc=4096:4096', 'fsize=4294967296:4294967296', 'core=0:0']);
+    expect(values(args, '--ulimit')).toEqual(['core=0', 'fsize=4294967296', 'nproc=4096']);
     const none = argv({ network: 'none', limits: { ...limits, memory: '128m', cpus: 0.5 } });
     expect(values(none, '--memory')).toEqual(['128m']);
     expect(values(none, '--memory-swap')).toEqual(['128m']);

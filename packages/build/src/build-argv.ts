@@ -1,9 +1,15 @@
-import { DOCKER_CLI_PROXY_VARIABLES } from '@ca-sandbox/docker';
+import {
+  CPU_PERIOD,
+  cpuQuota,
+  DOCKER_CLI_PROXY_VARIABLES,
+  processUlimits,
+  ulimitFlags,
+} from '@ca-sandbox/docker';
 /** Set empty on every build: the CLI would fill them from config.json (see @ca-sandbox/docker). */
 export const PROXY_BUILD_ARGS = DOCKER_CLI_PROXY_VARIABLES;
 
-/** The CFS period docker uses by default; the quota is `cpus` times it. */
-export const CPU_PERIOD = 100_000;
+/** The CFS period of a build's CPU quota (one home with the box's: @ca-sandbox/docker hardening). */
+export { CPU_PERIOD };
 
 /** Resource limits of the build containers (the install step runs the repo's scripts). */
 export interface BuildLimits {
@@ -59,14 +65,10 @@ export function buildArgv(input: BuildArgvInput): string[] {
     '--cpu-period',
     String(CPU_PERIOD),
     '--cpu-quota',
-    String(Math.max(1000, Math.round(limits.cpus * CPU_PERIOD))),
-    '--ulimit',
-    `nproc=${limits.processes}:${limits.processes}`,
-    '--ulimit',
-    `fsize=${limits.fileSize}:${limits.fileSize}`,
-    // No core dumps of the install's processes on the host (see @ca-sandbox/run's run-args).
-    '--ulimit',
-    'core=0:0',
+    String(cpuQuota(limits.cpus)),
+    // No core dumps, a file size cap and (per uid) a process cap: what the install step checks
+    // it got from the inside (installConfinementRows).
+    ...ulimitFlags(processUlimits({ fileSize: limits.fileSize, processes: limits.processes })),
     ...PROXY_BUILD_ARGS.flatMap((name) => ['--build-arg', `${name}=${proxyValue(name, input.proxyUrl)}`]),
     ...(input.image ? ['--tag', input.image] : []),
     ...(input.iidFile ? ['--iidfile', input.iidFile] : []),

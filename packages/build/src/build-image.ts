@@ -10,7 +10,9 @@ import {
   CACHE_LABEL_DEPHASH,
   CACHE_LABEL_REPO,
   CACHE_LABEL_SOURCE,
+  CONFINEMENT_MARKER,
   formatSize,
+  installConfinementRows,
   UNOWNED_IMAGE_LABELS,
 } from '@ca-sandbox/docker';
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
@@ -23,7 +25,7 @@ import { type ExtraCa, LABEL_CA } from './ca-trust.js';
 import { ensureClaudeImage } from './claude-code.js';
 import { depsImageBytes } from './deps-size.js';
 import { renderDockerfile } from './dockerfile.js';
-import { DepsImageTooLargeError } from './errors.js';
+import { DepsImageTooLargeError, InstallConfinementError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
 import { imageToolchain, labelImage } from './image-toolchain.js';
 import {
@@ -144,8 +146,13 @@ export async function buildImage(
     installLog = await InstallLog.open(`${opts.repoPart}-${input.dephash}-${Date.now()}`);
     // pip's build lines and the walks' markers, from the whole output (InstallScriptsLines).
     const scriptLines = new InstallScriptsLines();
+    // The step's first marked line is its own (printed before the repo's code runs): later ones are not.
+    let confinement: string | undefined;
     const lines = await runBuild({
-      onLine: (line) => scriptLines.push(line),
+      onLine: (line) => {
+        if (confinement === undefined && line.startsWith(CONFINEMENT_MARKER)) confinement = line;
+        scriptLines.push(line);
+      },
       argv,
       image,
       log,
@@ -165,6 +172,10 @@ export async function buildImage(
     // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
     const skipped = (recipe.skippedScripts ?? []).join('; ').replace(/[^\x20-\x7e]/g, '?');
     try {
+      const rows = installConfinementRows(confinement, opts.limits);
+      const failures = rows.filter((row) => !row.pass);
+      if (failures.length) throw new InstallConfinementError(image, failures);
+      log(`install step confined: ${rows.map((row) => row.id).join(', ')} (checked from inside it)`);
       const built = (await readFile(iidFile, 'utf8')).trim();
       // A write between two looks of the watch: the image itself is held to the cap too.
       const added = await depsImageBytes(built, input.baseImage);

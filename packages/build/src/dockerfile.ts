@@ -1,4 +1,11 @@
-import { BOX_USER, DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, REPO_DIR } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  CONFINEMENT_PROBE,
+  DEPS_DIR,
+  DEPS_SRC,
+  ENV_NAME_PATTERN,
+  REPO_DIR,
+} from '@ca-sandbox/docker';
 import { hasControlCharacter, InvariantError } from '@ca-sandbox/docker/contracts';
 import { ImageRefSchema } from './base-image.js';
 import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CA_TRUST_ENV } from './ca-trust.js';
@@ -230,6 +237,8 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
   return [
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
+    // First, before anything of the repo's runs: what the step sees of its own confinement.
+    CONFINEMENT_PROBE,
     ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
     ...(options.claudeImage ? CLAUDE_VERSION : []),
     `cd ${DEPS_SRC}`,
@@ -289,7 +298,7 @@ export function renderDockerfile(
   if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
   else {
     const check = options.claudeImage ? CLAUDE_VERSION : [];
-    lines.push(runLine([...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS));
+    lines.push(runLine([CONFINEMENT_PROBE, ...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS));
   }
   lines.push('');
   return lines.join('\n');

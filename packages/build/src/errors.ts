@@ -1,5 +1,5 @@
 import { SEEDED_BASE_IMAGES } from '@ca-sandbox/config';
-import { CaSandboxError, formatSize } from '@ca-sandbox/docker';
+import { CaSandboxError, type ConfinementRow, formatSize } from '@ca-sandbox/docker';
 import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
@@ -173,4 +173,24 @@ const KILLED = /\bSIGKILL\b|non-zero code: 137\b|\bKilled\b|out of memory/i;
 function lastLine(text: string): string {
   const lines = text.trim().split('\n');
   return (lines[lines.length - 1] ?? '').slice(0, 500);
+}
+
+/**
+ * The install step saw itself less confined than it is started (its first line, before any of the
+ * repo's code ran: @ca-sandbox/docker installConfinementRows): the image is not kept.
+ */
+export class InstallConfinementError extends CaSandboxError {
+  readonly kind = 'failure';
+  readonly code = 'INSTALL_CONFINEMENT';
+  constructor(
+    readonly image: string,
+    readonly failures: ConfinementRow[],
+  ) {
+    super(
+      `the install step for ${image} was not confined as it must be: ${failures.map((row) => `${row.id} (expected ${row.expected}, saw ${row.seen})`).join('; ')}`,
+      {
+        hint: 'the engine or its builder ignored a limit or the no-new-privileges setting: nothing of this build is kept',
+      },
+    );
+  }
 }

@@ -62,6 +62,7 @@ export {
   DepsImageTooLargeError,
   ImageBuildError,
   ImageBuildTimeoutError,
+  InstallConfinementError,
   InvalidBuildOptionsError,
   ManifestLimitError,
   ManifestReadError,

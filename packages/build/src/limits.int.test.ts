@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUILD_LABEL_REPO } from '@ca-sandbox/docker';
+import { BUILD_LABEL_REPO, CONFINEMENT_MARKER, installConfinementRows } from '@ca-sandbox/docker';
 import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FixtureRepo, removeImages } from '../test/fixture-volume.js';
@@ -70,6 +70,27 @@ afterEach(async () => {
 afterAll(async () => removeImages(images));
 
 describe('prepareImage: build limits (real engine)', () => {
+  it('the install step checks its own confinement before the repo code runs; a forged line changes nothing', async () => {
+    // The repo's code prints a line claiming root, no limits: the step's own line came first.
+    const forged = `${CONFINEMENT_MARKER};Uid: 0 0 0 0;Gid: 0 0 0 0;CapEff: 000001ffffffffff;NoNewPrivs: 0`;
+    const { result, error, lines } = await attempt(postinstall(`echo '${forged}'`), {
+      buildProcesses: 2048,
+      buildFileSize: 1024 ** 3,
+    });
+    expect(error).toBeUndefined();
+    expect(result?.image).toBeTruthy();
+    const marked = lines.filter((line) => line.startsWith(CONFINEMENT_MARKER));
+    expect(marked.at(-1)).toBe(forged);
+    const own = marked[0] ?? '';
+    expect(lines.indexOf(own)).toBeLessThan(lines.indexOf(INSTALL_CODE_MARKER));
+    const rows = installConfinementRows(own, { fileSize: 1024 ** 3, processes: 2048 });
+    expect(rows.filter((row) => !row.pass)).toEqual([]);
+    expect(own).toContain(';Max processes 2048 2048 processes');
+    expect(lines).toContain(
+      'install step confined: non-root-user, no-new-privileges, cap-drop-all, no-core-dumps, file-size-limit, process-limit (checked from inside it)',
+    );
+  });
+
   it('a memory bomb in the install code hits the memory limit and fails the build with a clear error', async () => {
     const bomb = 'const a=[];for(;;)a.push(Buffer.alloc(1<<20,1))';
     const { error, lines, ms } = await attempt(postinstall('true', { js: bomb }), { buildMemory: '128m' });

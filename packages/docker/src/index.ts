@@ -29,6 +29,18 @@ export {
   resizeExec,
 } from './engine-api.js';
 export {
+  CONFINEMENT_MARKER,
+  CONFINEMENT_PROBE,
+  type ConfinementRow,
+  CPU_PERIOD,
+  cpuQuota,
+  installConfinementRows,
+  type ProcessLimits,
+  processUlimits,
+  ulimitFlags,
+  ulimitRows,
+} from './hardening.js';
+export {
   depsSourceIn,
   type ImageViewFacts,
   type ImageViewPlan,

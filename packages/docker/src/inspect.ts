@@ -54,6 +54,7 @@ export const ContainerInspectSchema = z.object({
     CapDrop: nullableArray(z.string()),
     ReadonlyRootfs: z.boolean().optional().default(false),
     SecurityOpt: nullableArray(z.string()),
+    Ulimits: nullableArray(z.object({ Name: z.string(), Soft: z.number(), Hard: z.number() }).loose()),
     PidsLimit: z.number().nullish(),
     Memory: z.number().optional().default(0),
     MemorySwap: z.number().optional().default(0),

@@ -31,6 +31,7 @@ const ARGUMENTS: Record<string, unknown[]> = {
   DepsImageTooLargeError: ['ca-sbx:x', 1024, 2048, 'install'],
   RuntimeUnavailableError: ['runsc', ['runc']],
   IsolationViolationError: ['ca-sbx-x', [{ id: 'user', expected: '1000:1000', seen: '0:0' }]],
+  InstallConfinementError: ['ca-sbx:x', [{ id: 'non-root-user', expected: 'uid 1000', seen: 'uid 0' }]],
   LimitError: ['memory', 'too small'],
   CheckoutTooLargeError: ['entries', { maxEntries: 1, maxBytes: 1 }, { entries: 2, bytes: 2 }],
   CreateCleanupError: ['x', new Error('cause'), ['ca-sbx-x']],

@@ -24,6 +24,10 @@ function goodInspect(): Record<string, any> {
       CapDrop: ['ALL'],
       ReadonlyRootfs: true,
       SecurityOpt: ['no-new-privileges'],
+      Ulimits: [
+        { Name: 'core', Soft: 0, Hard: 0 },
+        { Name: 'fsize', Soft: 1073741824, Hard: 1073741824 },
+      ],
       PidsLimit: 512,
       Memory: 2147483648,
       MemorySwap: 2147483648,
@@ -214,6 +218,19 @@ describe('verifyIsolation', () => {
       d.Config.User = 'root';
     });
     expect(ids).toEqual(['not-privileged', 'read-only-rootfs', 'non-root-user']);
+  });
+
+  it('refuses a box that may dump core or has no file size cap (the rows the install checks too)', () => {
+    expect(
+      failedIds((d) => {
+        d.HostConfig.Ulimits = [{ Name: 'core', Soft: -1, Hard: -1 }];
+      }),
+    ).toEqual(['no-core-dumps', 'file-size-limit']);
+    expect(
+      failedIds((d) => {
+        d.HostConfig.Ulimits = null;
+      }),
+    ).toEqual(['no-core-dumps', 'file-size-limit']);
   });
 
   it('names a leaked proxy variable without its value (it may hold credentials)', () => {

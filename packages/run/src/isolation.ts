@@ -8,6 +8,7 @@ import {
   REPO_DIR,
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
+  ulimitRows,
 } from '@ca-sandbox/docker';
 import type { IsolationCheck } from './isolation-check.js';
 import { BLACKHOLE_DNS, PROXY_ENV_NAMES } from './run-args.js';
@@ -247,6 +248,9 @@ const RULES: Rule[] = [
     seen: String(i.HostConfig.NanoCpus),
     pass: i.HostConfig.NanoCpus > 0,
   }),
+  // The same rows the install step checks of itself (@ca-sandbox/docker hardening).
+  (i) => ({ cis: '5.18', ...ulimitRows(i.HostConfig.Ulimits)[0] }),
+  (i) => ({ cis: '5.18', ...ulimitRows(i.HostConfig.Ulimits)[1] }),
   (i) => {
     const bindings = [
       ...Object.values(i.HostConfig.PortBindings),

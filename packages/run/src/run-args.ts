@@ -11,11 +11,13 @@ import {
   LABEL_RUNTIME,
   labelArgs,
   parseSize,
+  processUlimits,
   REPO_DIR,
   type SandboxContainerConfig,
   type SandboxHostConfig,
   SLEEP_BIN,
   sandboxLabels,
+  ulimitFlags,
 } from '@ca-sandbox/docker';
 import { buildMountConfig, mountConfigArgs } from '@ca-sandbox/mounts';
 import { InvalidRunOptionsError } from './errors.js';
@@ -103,14 +105,8 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
       NanoCpus: Math.round(options.cpus * 1e9),
       IpcMode: 'private',
       ...(options.pidOf === undefined ? {} : { PidMode: `container:${options.pidOf}` as const }),
-      // No core dumps: where the kernel sends one is the host's core_pattern (systemd-coredump,
-      // apport), which would keep on the host's disk what a box's process held, or what a
-      // gateway held (a credential), and let a crashing box fill that disk. Both honour 0.
-      // By name, as the docker CLI orders them (the create body and `docker run`'s are compared).
-      Ulimits: [
-        { Name: 'core', Soft: 0, Hard: 0 },
-        { Name: 'fsize', Soft: maxFileSize, Hard: maxFileSize },
-      ],
+      // No core dumps, a file size cap: the same as the install's (@ca-sandbox/docker hardening).
+      Ulimits: processUlimits({ fileSize: maxFileSize }),
       Init: true,
       Runtime: options.runtime,
       NetworkMode: options.network,
@@ -149,11 +145,7 @@ const HOST_FLAGS: { [K in keyof SandboxHostConfig]-?: (value: SandboxHostConfig[
   NanoCpus: (nano) => ['--cpus', String(nano / 1e9)],
   IpcMode: (mode) => ['--ipc', mode],
   PidMode: (mode) => (mode ? ['--pid', mode] : []),
-  Ulimits: (limits) =>
-    limits.flatMap((limit) => [
-      '--ulimit',
-      limit.Soft === limit.Hard ? `${limit.Name}=${limit.Soft}` : `${limit.Name}=${limit.Soft}:${limit.Hard}`,
-    ]),
+  Ulimits: (limits) => ulimitFlags(limits),
   Init: (on) => (on ? ['--init'] : []),
   Runtime: (runtime) => ['--runtime', runtime],
   NetworkMode: (network) => ['--network', network],
