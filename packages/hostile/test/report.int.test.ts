@@ -61,6 +61,8 @@ fs.writeFileSync('<link rel=stylesheet href=x>', '');
 for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c');
 `;
 
+/** Files of the clone's snaps/ folder (more than the report's FOLDER_ROWS). */
+const SNAPS = 120;
 let work: string;
 let id: string;
 let commit: string;
@@ -88,6 +90,9 @@ beforeAll(async () => {
   await writeFile(join(repo, '.envrc'), 'echo hi\n');
   // A filter driver: git would run it from the user's own config once the repo is copied out.
   await writeFile(join(repo, '.gitattributes'), '*.bin filter=exfil diff=exfil\n');
+  // A fixture tree the tests rewrite whole (snapshots): 120 files in one folder.
+  await mkdir(join(repo, 'snaps'));
+  for (let i = 0; i < SNAPS; i += 1) await writeFile(join(repo, 'snaps', `s${i}.snap`), `v${i}\n`);
   await git('init', '-q');
   await git('add', '.');
   // An ssh-signed commit: the report says a signature is there (it verifies nothing).
@@ -243,7 +248,7 @@ describe('ca-sandbox report', () => {
 
   it('the source as cloned: its commit, that it is signed (not verified), its size, what a host tool would run', async () => {
     const report = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
-    expect(report.source.cloned).toMatchObject({ commit, signature: 'ssh', files: 7, symlinks: 0 });
+    expect(report.source.cloned).toMatchObject({ commit, signature: 'ssh', files: 7 + SNAPS, symlinks: 0 });
     expect(report.source.cloned?.gitBytes).toBeGreaterThan(0);
     expect(report.source.cloned?.runs.map((file) => file.path)).toEqual([
       '/work/repo/.envrc',
@@ -251,7 +256,7 @@ describe('ca-sandbox report', () => {
       '/work/repo/.pnpmfile.cjs',
     ]);
     const page = await cli(['report', id]);
-    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); 7 files`);
+    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); ${7 + SNAPS} files`);
     expect(page.stdout).toMatch(/at the clone already: \/work\/repo\/\.envrc: direnv/);
   });
 
@@ -361,6 +366,37 @@ describe('ca-sandbox report', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('a folder of the clone whose files the tests all rewrote is one row of modified with their count; --all-files lists each', async () => {
+    const ran = await cli([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      'for f in snaps/*; do echo x >> "$f"; done; chmod 755 snaps/s1.snap',
+    ]);
+    expect(ran.exitCode, ran.stderr).toBe(0);
+    const { changes } = SandboxReportSchema.parse(JSON.parse((await cli(['report', id, '--json'])).stdout));
+    const folder = changes.modified.find((file) => file.path === '/work/repo/snaps');
+    expect(folder).toMatchObject({ type: 'directory', changed: ['content', 'mode'] });
+    expect(folder?.contents).toMatchObject({ files: SNAPS, directories: 0, symlinks: 0, other: 0 });
+    expect(changes.modified.filter((file) => file.path.startsWith('/work/repo/snaps/'))).toEqual([]);
+    // Counted in the folder, listed all the same as what became executable.
+    expect(changes.newExecutables.map((file) => file.path)).toContain('/work/repo/snaps/s1.snap');
+    const page = await cli(['report', id]);
+    expect(page.stdout).toMatch(
+      new RegExp(
+        `modified\\s+d755\\s+\\d+\\s+/work/repo/snaps\\s+changed: content, mode; ${SNAPS} file\\(s\\) in it modified, not listed`,
+      ),
+    );
+    const every = SandboxReportSchema.parse(
+      JSON.parse((await cli(['report', id, '--json', '--all-files'])).stdout),
+    );
+    expect(every.changes.modified.filter((file) => file.path.startsWith('/work/repo/snaps/'))).toHaveLength(
+      SNAPS,
+    );
   });
 
   it('a process in the box cannot move a file out of the listing’s way: the box is frozen while /work/repo is listed', async () => {
