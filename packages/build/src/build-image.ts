@@ -123,6 +123,7 @@ export async function buildImage(
       sourceKey: sourceKey(opts.source),
       buildLabels,
       image,
+      limits: opts.limits,
     });
     const dockerfilePath = await writeDockerfile(context, dockerfile);
     const installs = recipe.install.length > 0;
@@ -148,7 +149,7 @@ export async function buildImage(
     const scriptLines = new InstallScriptsLines();
     // The step's first marked line is its own (printed before the repo's code runs): later ones are not.
     let confinement: string | undefined;
-    const lines = await runBuild({
+    const build = runBuild({
       onLine: (line) => {
         if (confinement === undefined && line.startsWith(CONFINEMENT_MARKER)) confinement = line;
         scriptLines.push(line);
@@ -165,6 +166,13 @@ export async function buildImage(
       maxDepsSize: opts.maxDepsSize,
       buildLabels,
       ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    // A step its guard stopped (confinementGuard) fails the build: the error names the rows.
+    const lines = await build.catch((error: unknown) => {
+      const failures = installConfinementRows(confinement, opts.limits).filter((row) => !row.pass);
+      throw confinement !== undefined && failures.length
+        ? new InstallConfinementError(image, failures)
+        : error;
     });
     const toolchain = toolchainFromOutput(lines);
     const installFallbacks = installFallbacksFromOutput(lines);

@@ -1,9 +1,11 @@
 import {
   BOX_USER,
   CONFINEMENT_PROBE,
+  confinementGuard,
   DEPS_DIR,
   DEPS_SRC,
   ENV_NAME_PATTERN,
+  type ProcessLimits,
   REPO_DIR,
 } from '@ca-sandbox/docker';
 import { hasControlCharacter, InvariantError } from '@ca-sandbox/docker/contracts';
@@ -64,6 +66,11 @@ export const EXTRA_CA_SETUP = shellEnv(
 export interface RenderOptions {
   /** The prep image holds the user's CA bundle (see renderPrepDockerfile): the install trusts it. */
   extraCa?: boolean;
+  /**
+   * The build's limits: the step stops before the install unless it sees itself under them
+   * (confinementGuard). Always given by a build; a rendering without them has no guard.
+   */
+  limits?: ProcessLimits;
   /**
    * The source key (hex, see tag.ts): written into the install step, so docker's layer cache,
    * keyed by the instruction text, never hands one source's install layer to another source
@@ -212,6 +219,11 @@ const CLAUDE_VERSION = [
 const CLAUDE_PAIR = 'printf "%s=%s," claude "$ca_sbx_claude"';
 
 /** The build's toolchain probe: with Claude Code, its version (checked earlier) joins the line. */
+/** The step's first lines: its confinement printed, then checked (when the build's limits are known). */
+function confinement(options: RenderOptions): string[] {
+  return [CONFINEMENT_PROBE, ...(options.limits ? [confinementGuard(options.limits)] : [])];
+}
+
 function probe(options: RenderOptions): string {
   return toolchainProbe(options.claudeImage ? [CLAUDE_PAIR] : []);
 }
@@ -238,7 +250,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
     // First, before anything of the repo's runs: what the step sees of its own confinement.
-    CONFINEMENT_PROBE,
+    ...confinement(options),
     ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
     ...(options.claudeImage ? CLAUDE_VERSION : []),
     `cd ${DEPS_SRC}`,
@@ -298,7 +310,9 @@ export function renderDockerfile(
   if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
   else {
     const check = options.claudeImage ? CLAUDE_VERSION : [];
-    lines.push(runLine([CONFINEMENT_PROBE, ...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS));
+    lines.push(
+      runLine([...confinement(options), ...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS),
+    );
   }
   lines.push('');
   return lines.join('\n');

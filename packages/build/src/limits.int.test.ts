@@ -87,7 +87,7 @@ describe('prepareImage: build limits (real engine)', () => {
     expect(rows.filter((row) => !row.pass)).toEqual([]);
     expect(own).toContain(';Max processes 2048 2048 processes');
     expect(lines).toContain(
-      'install step confined: non-root-user, no-new-privileges, cap-drop-all, no-core-dumps, file-size-limit, process-limit (checked from inside it)',
+      'install step confined: non-root-user, no-new-privileges, cap-drop-all, seccomp-confined, no-core-dumps, file-size-limit, process-limit (checked from inside it)',
     );
   });
 

@@ -1,8 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import {
   CONFINEMENT_MARKER,
   CONFINEMENT_PROBE,
+  confinementGuard,
   installConfinementRows,
   processUlimits,
   ulimitFlags,
@@ -37,6 +38,7 @@ describe('one hardening home', () => {
       'non-root-user',
       'no-new-privileges',
       'cap-drop-all',
+      'seccomp-confined',
       'no-core-dumps',
       'file-size-limit',
       'process-limit',
@@ -48,6 +50,7 @@ describe('one hardening home', () => {
     const loose = confined
       .replace('Uid: 1000 1000 1000 1000', 'Uid: 1000 0 1000 1000')
       .replace('NoNewPrivs: 1', 'NoNewPrivs: 0')
+      .replace('Seccomp: 2', 'Seccomp: 0')
       .replace('CapEff: 0000000000000000', 'CapEff: 00000000a80425fb')
       .replace('Max core file size 0 0', 'Max core file size unlimited unlimited')
       .replace('Max file size 1073741824 1073741824', 'Max file size 1073741824 2147483648')
@@ -55,6 +58,41 @@ describe('one hardening home', () => {
     expect(installConfinementRows(loose, limits).filter((row) => row.pass)).toEqual([]);
     expect(installConfinementRows(undefined, limits).filter((row) => row.pass)).toEqual([]);
     expect(installConfinementRows('something else', limits).filter((row) => row.pass)).toEqual([]);
+    // A field twice, or fewer ids than /proc prints: not the probe's line (red team).
+    const twice = confined.replace(';Uid: 1000 1000 1000 1000', ';Uid: 0 0 0 0;Uid: 1000 1000 1000 1000');
+    expect(installConfinementRows(twice, limits).find((row) => row.id === 'non-root-user')?.pass).toBe(false);
+    const short = confined.replace(';Uid: 1000 1000 1000 1000', ';Uid: 1000');
+    expect(installConfinementRows(short, limits).find((row) => row.id === 'non-root-user')?.pass).toBe(false);
+    expect(ulimitRows([...processUlimits(limits), { Name: 'core', Soft: -1, Hard: -1 }])[0].pass).toBe(false);
+  });
+
+  it('the guard lets a confined step go on and stops any other before the install (exit 97)', () => {
+    const guard = (line: string) =>
+      spawnSync(
+        'sh',
+        [
+          '-euc',
+          `ca_sbx_c='${line.slice(CONFINEMENT_MARKER.length)}'\n${confinementGuard(limits)}\necho installed`,
+        ],
+        {
+          encoding: 'utf8',
+        },
+      );
+    expect(guard(confined)).toMatchObject({ status: 0, stdout: 'installed\n' });
+    for (const [from, to] of [
+      ['Uid: 1000 1000 1000 1000', 'Uid: 1000 0 1000 1000'],
+      ['NoNewPrivs: 1', 'NoNewPrivs: 0'],
+      ['CapEff: 0000000000000000', 'CapEff: 0000000000000400'],
+      ['Seccomp: 2', 'Seccomp: 0'],
+      ['Max core file size 0 0', 'Max core file size 0 unlimited'],
+      ['Max file size 1073741824 1073741824', 'Max file size 1073741824 10737418240'],
+      ['Max processes 4096 4096', 'Max processes 40960 40960'],
+    ] as const) {
+      const stopped = guard(confined.replace(from, to));
+      expect(stopped.status, to).toBe(97);
+      expect(stopped.stdout).toBe('');
+      expect(stopped.stderr).toMatch(/the install step is not confined/);
+    }
   });
 
   it('the probe is plain sh that reads its own process (run here with dash)', () => {

@@ -71,7 +71,11 @@ export function ulimitRows(
   ulimits: readonly { Name: string; Soft: number; Hard: number }[],
   fileSize?: number,
 ): [noCoreDumps: ConfinementRow, fileSizeLimit: ConfinementRow] {
-  const find = (name: string) => ulimits.find((limit) => limit.Name === name);
+  // A name given twice is no limit one can read: runc applies them in order, the last one wins.
+  const find = (name: string) => {
+    const named = ulimits.filter((limit) => limit.Name === name);
+    return named.length === 1 ? named[0] : undefined;
+  };
   const seen = (limit: { Soft: number; Hard: number } | undefined) =>
     limit ? `${limit.Soft}:${limit.Hard}` : 'not set';
   const core = find('core');
@@ -111,19 +115,60 @@ export const CONFINEMENT_PROBE = [
   "ca_sbx_c=''",
   'while IFS= read -r ca_sbx_l; do case "$ca_sbx_l" in Uid:*|Gid:*|NoNewPrivs:*|CapEff:*|Seccomp:*) ca_sbx_c="$ca_sbx_c;$(echo $ca_sbx_l)";; esac; done < /proc/self/status',
   'while IFS= read -r ca_sbx_l; do case "$ca_sbx_l" in "Max core file size"*|"Max file size"*|"Max processes"*) ca_sbx_c="$ca_sbx_c;$(echo $ca_sbx_l)";; esac; done < /proc/self/limits',
-  `printf '%s%s\\n' '${CONFINEMENT_MARKER}' "$ca_sbx_c"`,
+  // The marker in two pieces: the step's header (`Step N/M : RUN [...]`, which holds this script)
+  // never holds it whole, should a long header be passed on in pieces (run-build's line cap).
+  `printf '%s%s%s\\n' '${CONFINEMENT_MARKER.slice(0, 11)}' '${CONFINEMENT_MARKER.slice(11)}' "$ca_sbx_c"`,
 ].join('\n');
 
-/** The fields of a confinement line, by their name in /proc (`Uid:`, `Max file size`...). */
+/**
+ * The fields of a confinement line, by their name in /proc (`Uid`, `Max file size`...). A field
+ * printed twice is kept as neither: /proc prints each once, so a second one is not the probe's.
+ */
 function confinementFields(line: string): Map<string, string[]> {
   const fields = new Map<string, string[]>();
+  const twice = new Set<string>();
+  const keep = (name: string, values: string[]) => {
+    if (fields.has(name)) twice.add(name);
+    fields.set(name, values);
+  };
   for (const part of line.slice(CONFINEMENT_MARKER.length).split(';')) {
     const status = /^(Uid|Gid|NoNewPrivs|CapEff|Seccomp): (.*)$/.exec(part);
-    if (status?.[1] && status[2] !== undefined) fields.set(status[1], status[2].split(' '));
-    const limit = /^(Max core file size|Max file size|Max processes) (\S+) (\S+)/.exec(part);
-    if (limit?.[1] && limit[2] && limit[3]) fields.set(limit[1], [limit[2], limit[3]]);
+    if (status?.[1] && status[2] !== undefined) keep(status[1], status[2].split(' '));
+    const limit = /^(Max core file size|Max file size|Max processes) (\S+) (\S+) \S+$/.exec(part);
+    if (limit?.[1] && limit[2] && limit[3]) keep(limit[1], [limit[2], limit[3]]);
   }
+  for (const name of twice) fields.delete(name);
   return fields;
+}
+
+/** What a confined step prints of each field, in /proc's own words (the guard's and the rows' one rule). */
+function confinedValues(limits: ProcessLimits): Record<string, string> {
+  const ids = (id: number) => `${id} ${id} ${id} ${id}`;
+  return {
+    Uid: ids(BOX_UID),
+    Gid: ids(BOX_GID),
+    NoNewPrivs: '1',
+    CapEff: '0000000000000000',
+    Seccomp: '2',
+    'Max core file size': '0 0',
+    'Max file size': `${limits.fileSize} ${limits.fileSize}`,
+    ...(limits.processes === undefined ? {} : { 'Max processes': `${limits.processes} ${limits.processes}` }),
+  };
+}
+
+/**
+ * Shell lines that end the install step before any of the repo's code runs unless its own line
+ * (CONFINEMENT_PROBE, run just before) shows every value a confined step has: the host's check
+ * of the same line (installConfinementRows) then names what was missing. Detection after the
+ * fact would let the repo's install run unconfined first.
+ */
+export function confinementGuard(limits: ProcessLimits): string {
+  return Object.entries(confinedValues(limits))
+    .map(([name, value]) => {
+      const piece = /^Max /.test(name) ? `;${name} ${value} ` : `;${name}: ${value};`;
+      return `case "$ca_sbx_c;" in *'${piece}'*) ;; *) echo 'ca-sandbox: the install step is not confined (${name}): stopped before the install' >&2; exit 97;; esac`;
+    })
+    .join('\n');
 }
 
 /**
@@ -132,11 +177,9 @@ function confinementFields(line: string): Map<string, string[]> {
  */
 export function installConfinementRows(line: string | undefined, limits: ProcessLimits): ConfinementRow[] {
   const fields = line?.startsWith(CONFINEMENT_MARKER) ? confinementFields(line) : new Map<string, string[]>();
+  const want = confinedValues(limits);
   const text = (name: string) => fields.get(name)?.join(' ') ?? 'not printed';
-  const all = (name: string, value: string) => {
-    const values = fields.get(name);
-    return values !== undefined && values.length > 0 && values.every((seen) => seen === value);
-  };
+  const is = (name: string) => fields.has(name) && text(name) === want[name];
   const limit = (name: string, Name: string) => {
     const [soft, hard] = fields.get(name) ?? [];
     const number = (value: string | undefined) =>
@@ -149,23 +192,30 @@ export function installConfinementRows(line: string | undefined, limits: Process
     {
       id: 'non-root-user',
       title: 'the install runs as the unprivileged sandbox user',
-      expected: `uid ${BOX_UID} gid ${BOX_GID} (${BOX_USER}), real, effective, saved and filesystem`,
+      expected: `uid ${want.Uid}; gid ${want.Gid} (${BOX_USER}: real, effective, saved, filesystem)`,
       seen: `uid ${text('Uid')}; gid ${text('Gid')}`,
-      pass: all('Uid', String(BOX_UID)) && all('Gid', String(BOX_GID)),
+      pass: is('Uid') && is('Gid'),
     },
     {
       id: 'no-new-privileges',
       title: 'the install cannot gain privileges (setuid, file caps)',
       expected: 'NoNewPrivs 1',
       seen: `NoNewPrivs ${text('NoNewPrivs')}`,
-      pass: all('NoNewPrivs', '1'),
+      pass: is('NoNewPrivs'),
     },
     {
       id: 'cap-drop-all',
       title: 'the install holds no effective capability',
-      expected: 'CapEff 0000000000000000',
+      expected: `CapEff ${want.CapEff}`,
       seen: `CapEff ${text('CapEff')}`,
-      pass: all('CapEff', '0000000000000000'),
+      pass: is('CapEff'),
+    },
+    {
+      id: 'seccomp-confined',
+      title: "the install's system calls are filtered (seccomp)",
+      expected: 'Seccomp 2 (filter)',
+      seen: `Seccomp ${text('Seccomp')}`,
+      pass: is('Seccomp'),
     },
     ...ulimitRows(ulimits, limits.fileSize),
     {

@@ -33,6 +33,7 @@ export {
   CONFINEMENT_PROBE,
   type ConfinementRow,
   CPU_PERIOD,
+  confinementGuard,
   cpuQuota,
   installConfinementRows,
   type ProcessLimits,

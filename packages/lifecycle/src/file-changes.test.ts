@@ -146,6 +146,48 @@ describe('file changes', () => {
     expect(all.modified.every((file) => file.contents === undefined)).toBe(true);
   });
 
+  it('a folded folder still lists what changed kind or target, and a mode a host tool may trust (red team)', () => {
+    const files = (n: number, ctime: string): Row[] =>
+      Array.from({ length: n }, (_, i) => ({ path: `fx/f${i}`, ctime }));
+    const before: Row[] = [
+      { path: 'a', type: 'd' },
+      { path: 'a/x' },
+      { path: 'ab', type: 'd' },
+      { path: 'ab/y' },
+      { path: 'fx', type: 'd' },
+      { path: 'fx/cfg.json' },
+      { path: 'fx/link', type: 'l', target: 'f1' },
+      { path: 'fx/p' },
+      { path: 'fx/w' },
+      { path: 'fx/sub', type: 'd' },
+      ...files(FOLDER_ROWS + 1, '100.5'),
+    ];
+    const now: Row[] = [
+      { path: 'a', type: 'd' },
+      { path: 'a/x', ctime: '200.5' },
+      { path: 'ab', type: 'd' },
+      { path: 'ab/y', ctime: '200.5' },
+      { path: 'fx', type: 'd' },
+      { path: 'fx/cfg.json', type: 'l', target: 'sub/evil', ctime: '200.5' },
+      { path: 'fx/link', type: 'l', target: 'sub/other', ctime: '200.5' },
+      { path: 'fx/p', type: 'p', size: 0, ctime: '200.5' },
+      { path: 'fx/w', mode: '666', ctime: '200.5' },
+      { path: 'fx/sub', type: 'd', mode: '777' },
+      ...files(FOLDER_ROWS + 1, '200.5'),
+    ];
+    const changes = compare(before, now);
+    expect(changes.modified.map((file) => [file.path, file.changed, file.contents?.files])).toEqual([
+      ['/work/repo/a/x', ['content'], undefined],
+      ['/work/repo/ab/y', ['content'], undefined],
+      ['/work/repo/fx', ['content'], FOLDER_ROWS + 1],
+      ['/work/repo/fx/cfg.json', ['type'], undefined],
+      ['/work/repo/fx/link', ['target'], undefined],
+      ['/work/repo/fx/p', ['type'], undefined],
+      ['/work/repo/fx/sub', ['mode'], undefined],
+      ['/work/repo/fx/w', ['mode'], undefined],
+    ]);
+  });
+
   it('lists with the system find, gated on the word go when asked', () => {
     expect(listingScript(false).split('\n')).toEqual([
       'for r do shift; [ -d "$r" ] && set -- "$@" "$r"; done',

@@ -70,6 +70,31 @@ function pointsOut(target: string): boolean {
 }
 
 /**
+ * A modified entry that stays a row even in a folded folder (red team): what it is or points at
+ * changed (a file become a link or a fifo, a link retargeted), or its mode changed in a way a
+ * host tool may trust (anything made writable by others, or a non-file's mode).
+ */
+function structuralChange(row: ChangedFile): boolean {
+  const { changed } = row;
+  if (!changed) return false;
+  if (changed.includes('type') || changed.includes('target')) return true;
+  return (
+    changed.includes('mode') && ((Number.parseInt(row.mode, 8) & WORLD_WRITABLE) !== 0 || row.type !== 'file')
+  );
+}
+const WORLD_WRITABLE = 0o002;
+
+/**
+ * A row a folded folder lists all the same: what git or a host tool runs, a link out of the folder
+ * (absolute, or climbing with ..: it says where it points), a structural change.
+ */
+function notable(row: ChangedFile): boolean {
+  return (
+    Boolean(row.runs) || (row.type === 'symlink' && pointsOut(row.target ?? '')) || structuralChange(row)
+  );
+}
+
+/**
  * The rows of one folder added or deleted as a whole, as its entries come (find lists a folder
  * before what it holds, so they come together): held until they pass FOLDER_ROWS, then counted.
  * With `inside` (a folder of the clone whose entries were modified), the folder itself is no row
@@ -101,8 +126,15 @@ class FolderGroup {
   }
 
   add(entry: ListedEntry, row: () => ChangedFile, changed?: readonly string[]): void {
+    // The row is made only when it may be notable: a folder of 100,000 plain files makes none.
+    const maybe =
+      runsReason(entry) !== undefined ||
+      entry.type === 'symlink' ||
+      (changed !== undefined && changed.some((kind) => kind !== 'content'));
+    const kept = maybe && notable(row());
+    // The folder's row says what changed in the entries it counts, not in the ones it lists.
+    if (changed && !kept) for (const kind of changed) this.changedKinds.add(kind);
     const { contents } = this;
-    if (changed) for (const kind of changed) this.changedKinds.add(kind);
     if (entry.type === 'file') {
       contents.files += 1;
       contents.bytes += entry.size;
@@ -114,12 +146,10 @@ class FolderGroup {
       return;
     }
     if (this.rows) {
-      for (const held of this.rows)
-        if (held.runs || (held.type === 'symlink' && pointsOut(held.target ?? ''))) this.notable.push(held);
+      for (const held of this.rows) if (notable(held)) this.notable.push(held);
       this.rows = null;
     }
-    // A link out of the folder (absolute, or climbing with ..) says where it points: listed too.
-    if (runsReason(entry) || (entry.type === 'symlink' && pointsOut(entry.target))) this.notable.push(row());
+    if (kept) this.notable.push(row());
   }
 
   /**
