@@ -130,7 +130,7 @@ class FolderGroup {
     const maybe =
       runsReason(entry) !== undefined ||
       entry.type === 'symlink' ||
-      (changed !== undefined && changed.some((kind) => kind !== 'content'));
+      changed?.some((kind) => kind !== 'content') === true;
     const kept = maybe && notable(row());
     // The folder's row says what changed in the entries it counts, not in the ones it lists.
     if (changed && !kept) for (const kind of changed) this.changedKinds.add(kind);
