@@ -74,6 +74,27 @@ describe('the image cache within cache.maxSize (real engine)', () => {
     expect(images[1]?.source).toBe(`/test/${run}/middle`);
   });
 
+  it("keeps each image's layers on the host: the next listing asks the engine for no history again", async () => {
+    const first = await listCacheImages(ofRun);
+    const file = JSON.parse(readFileSync(join(state, 'ca-sandbox', 'image-layers.json'), 'utf8')) as {
+      layers: Record<string, [string, number][]>;
+    };
+    for (const image of first) expect(file.layers[image.id]?.length).toBeGreaterThan(0);
+    // Asked again with the engine's history answering nothing: the same sizes, from the file.
+    const history = engine.image.layers;
+    engine.image.layers = async () => {
+      throw new Error('history asked for a known image');
+    };
+    try {
+      const again = await listCacheImages(ofRun);
+      expect(again.map((image) => [image.id, image.bytes])).toEqual(
+        first.map((image) => [image.id, image.bytes]),
+      );
+    } finally {
+      engine.image.layers = history;
+    }
+  });
+
   it('under the bound nothing goes', async () => {
     const eviction = await enforceCacheLimit({
       only: ofRun,
