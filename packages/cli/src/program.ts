@@ -346,7 +346,7 @@ is not found in the box, 126 when it cannot run there (not executable, no such w
     )
     .option(
       '--all-files',
-      'list every file changed, also under a new or deleted folder of more than 100 entries (by default one row with its counts)',
+      'list every file changed, each on a row of its own (by default a new or deleted folder of more than 100 entries, or a folder with more than 100 entries modified, is one row with their counts, and the terminal shows 40 rows)',
     )
     .addHelpText(
       'after',

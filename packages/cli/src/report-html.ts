@@ -126,11 +126,15 @@ export function folderContents(folder: { contents?: Contents; changed?: string[]
   return `holds ${parts.join(', ')} not listed, ${formatSize(contents.bytes)} (--all-files lists them)`;
 }
 
-/** Entries a list stands for: its rows and what its folder rows hold. */
+/**
+ * Entries a list stands for: its rows and what its folder rows hold. A folded row of `modified`
+ * (with `changed`) stands for the entries it counts, not for itself.
+ */
 export function entryCount(files: readonly ChangedFile[]): number {
   let count = files.length;
-  for (const { contents } of files)
-    if (contents) count += contents.files + contents.directories + contents.symlinks + contents.other;
+  for (const { contents, changed } of files)
+    if (contents)
+      count += contents.files + contents.directories + contents.symlinks + contents.other - (changed ? 1 : 0);
   return count;
 }
 
@@ -190,7 +194,7 @@ export function renderReportHtml(report: SandboxReport): string {
       'Files',
       changes.state === 'box-not-running'
         ? mark('not listed: the box was not running', 'warn')
-        : `${changes.state === 'computed' ? `${entryCount(changes.added)} added, ${changes.modified.length} modified, ${entryCount(changes.deleted)} deleted` : '/work/repo not compared (no listing of the clone)'}; ${entryCount(changes.outsideRepo)} under /tmp and /dev/shm; ${changes.inImage.length ? `${changes.inImage.length} in the deps (its view of the image); ` : ''}${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
+        : `${changes.state === 'computed' ? `${entryCount(changes.added)} added, ${entryCount(changes.modified)} modified, ${entryCount(changes.deleted)} deleted` : '/work/repo not compared (no listing of the clone)'}; ${entryCount(changes.outsideRepo)} under /tmp and /dev/shm; ${changes.inImage.length ? `${changes.inImage.length} in the deps (its view of the image); ` : ''}${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
     ],
     ...(changes.complete || changes.state === 'box-not-running'
       ? []

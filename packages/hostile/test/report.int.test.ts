@@ -391,6 +391,12 @@ describe('ca-sandbox report', () => {
         `modified\\s+d755\\s+\\d+\\s+/work/repo/snaps\\s+changed: content, mode; ${SNAPS} file\\(s\\) in it modified, not listed`,
       ),
     );
+    // The count is of files, not rows; --all-files prints every row in the terminal too.
+    expect(Number(/ (\d+) modified, \d+ deleted in \/work\/repo/.exec(page.stdout)?.[1])).toBeGreaterThanOrEqual(SNAPS);
+    const allRows = await cli(['report', id, '--all-files']);
+    for (const name of ['s0.snap', `s${SNAPS - 1}.snap`])
+      expect(allRows.stdout).toContain(`/work/repo/snaps/${name}`);
+    expect(allRows.stdout).not.toMatch(/more rows/);
     const every = SandboxReportSchema.parse(
       JSON.parse((await cli(['report', id, '--json', '--all-files'])).stdout),
     );

@@ -47,7 +47,8 @@ export async function reportCommand(
   const id = assertSandboxId(String(args[0]));
   const html = options.html === undefined ? undefined : String(options.html);
   if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name', 'INVALID_OPTIONS');
-  const { report, keptPath } = await reportOrKept(id, { allFiles: options.allFiles === true });
+  const allFiles = options.allFiles === true;
+  const { report, keptPath } = await reportOrKept(id, { allFiles });
   if (keptPath) out.info(`${id} was destroyed: this is the report kept then (${keptPath})`);
   if (html !== undefined) {
     await writeHtml(html, report);
@@ -147,7 +148,7 @@ export async function reportCommand(
         entry.command.join(' '),
       ]),
     );
-  printChanges(out, report.changes);
+  printChanges(out, report.changes, allFiles);
   out.info(`not recorded yet: ${report.notRecorded.join('; ')}`);
   return 0;
 }
@@ -162,14 +163,14 @@ type ChangedFile = Changes['added'][number];
  * The files part: counts, then the rows that matter most first (setuid, what git or a host tool
  * runs, new executables), then the rest, bounded.
  */
-function printChanges(out: Output, changes: Changes): void {
+function printChanges(out: Output, changes: Changes, allFiles: boolean): void {
   if (changes.state === 'box-not-running') {
     out.result('files      not listed: the box is not running (start it, then report again)');
     return;
   }
   const repo =
     changes.state === 'computed'
-      ? `${entryCount(changes.added)} added, ${changes.modified.length} modified, ${entryCount(changes.deleted)} deleted in /work/repo since the clone`
+      ? `${entryCount(changes.added)} added, ${entryCount(changes.modified)} modified, ${entryCount(changes.deleted)} deleted in /work/repo since the clone`
       : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
   const more = [
     `${entryCount(changes.outsideRepo)} under /tmp and /dev/shm`,
@@ -189,20 +190,22 @@ function printChanges(out: Output, changes: Changes): void {
       [...changes.added, ...changes.modified].filter((file) => file.runs),
     ),
     ...each('EXECUTABLE', changes.newExecutables),
-    ...byFolder('added', changes.added),
+    // --all-files: each entry its own row, none grouped under its folder.
+    ...(allFiles ? each('added', changes.added) : byFolder('added', changes.added)),
     ...each('modified', changes.modified),
     ...each('deleted', changes.deleted),
-    ...byFolder('tmp', changes.outsideRepo),
+    ...(allFiles ? each('tmp', changes.outsideRepo) : byFolder('tmp', changes.outsideRepo)),
     ...each('deps', changes.inImage),
   ];
   // Each file once, under the first kind it has above.
   const shown = new Set<string>();
   const unique = rows.filter((row) => !shown.has(row.file.path) && shown.add(row.file.path));
   if (unique.length === 0) return;
+  const shownRows = allFiles ? unique.length : MAX_FILE_ROWS;
   out.table(
     ['KIND', 'MODE', 'SIZE', 'PATH', 'DETAIL'],
     unique
-      .slice(0, MAX_FILE_ROWS)
+      .slice(0, shownRows)
       .map(({ kind, file, inside, bytes }) => [
         kind,
         `${typeLetter(file)}${file.mode}`,
@@ -217,8 +220,10 @@ function printChanges(out: Output, changes: Changes): void {
           .join('; '),
       ]),
   );
-  if (unique.length > MAX_FILE_ROWS)
-    out.result(`           … ${unique.length - MAX_FILE_ROWS} more rows (--json lists every file)`);
+  if (unique.length > shownRows)
+    out.result(
+      `           … ${unique.length - shownRows} more rows (--all-files prints them all, --json lists every file)`,
+    );
 }
 
 /**

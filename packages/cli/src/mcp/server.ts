@@ -401,7 +401,7 @@ export function createMcpServer(version: string): McpServer {
           .boolean()
           .optional()
           .describe(
-            'list every changed file, also under a new or deleted folder of more than 100 entries (by default that folder is one row with `contents` counts)',
+            'list every changed file (by default a new or deleted folder of more than 100 entries, or a folder with more than 100 entries modified, is one row with `contents` counts)',
           ),
       },
       outputSchema: OUTPUT.report,
