@@ -103,14 +103,7 @@ try {
   };
   await mcpExec();
   const mcp = await compare(rawExec, mcpExec);
-  report(
-    'MCP sandbox_exec round trip',
-    'docker exec <c> true',
-    mcp.a,
-    mcp.b,
-    '≤ 0.8x',
-    mcp.b / mcp.a <= 0.8,
-  );
+  report('MCP sandbox_exec round trip', 'docker exec <c> true', mcp.a, mcp.b, '≤ 0.8x', mcp.b / mcp.a <= 0.8);
 } finally {
   await client?.close().catch(() => {});
   await node([BIN, 'destroy', id]).catch((error) =>

@@ -392,7 +392,9 @@ describe('ca-sandbox report', () => {
       ),
     );
     // The count is of files, not rows; --all-files prints every row in the terminal too.
-    expect(Number(/ (\d+) modified, \d+ deleted in \/work\/repo/.exec(page.stdout)?.[1])).toBeGreaterThanOrEqual(SNAPS);
+    expect(
+      Number(/ (\d+) modified, \d+ deleted in \/work\/repo/.exec(page.stdout)?.[1]),
+    ).toBeGreaterThanOrEqual(SNAPS);
     const allRows = await cli(['report', id, '--all-files']);
     for (const name of ['s0.snap', `s${SNAPS - 1}.snap`])
       expect(allRows.stdout).toContain(`/work/repo/snaps/${name}`);
