@@ -55,9 +55,10 @@ function addCreateOptions(command: Command): Command {
     .option('--name <id>', 'sandbox id (default: derived from the repo name)')
     .addOption(
       // No commander default: --with-claude must tell a --network the user gave from none.
-      new Option('--network <policy>', 'network policy of the box (default: offline)').choices([
-        ...NETWORK_POLICIES,
-      ]),
+      new Option(
+        '--network <policy>',
+        'network policy (default: offline). offline: nothing reaches the network, not even the install (deps only from a cached image); clone-then-cut: the clone and the dependency install go through the egress gateway to the source and the registries, then the box is cut off; allowlist: the box too may reach the --allow destinations',
+      ).choices([...NETWORK_POLICIES]),
     )
     .option(
       '--allow <dest>',
