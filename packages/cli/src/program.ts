@@ -57,7 +57,7 @@ function addCreateOptions(command: Command): Command {
       // No commander default: --with-claude must tell a --network the user gave from none.
       new Option(
         '--network <policy>',
-        'network policy (default: offline). offline: nothing reaches the network, not even the install (deps only from a cached image); clone-then-cut: the clone and the dependency install go through the egress gateway to the source and the registries, then the box is cut off; allowlist: the box too may reach the --allow destinations',
+        "network policy (default: offline); the clone reaches the repo's host only, through the egress gateway. offline: no dependency install (a cached deps image of the same lockfiles, else the bare toolchain image); clone-then-cut: the install reaches the provider's registries; allowlist: that, and the box itself reaches the --allow destinations. offline and clone-then-cut boxes have no network",
       ).choices([...NETWORK_POLICIES]),
     )
     .option(
