@@ -256,7 +256,7 @@ describe('ca-sandbox report', () => {
       '/work/repo/.pnpmfile.cjs',
     ]);
     const page = await cli(['report', id]);
-    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); ${7 + SNAPS} files`);
+    expect(page.stdout).toContain(`commit ${commit} (ssh signature, not verified); ${7 + SNAPS} file(s)`);
     expect(page.stdout).toMatch(/at the clone already: \/work\/repo\/\.envrc: direnv/);
   });
 

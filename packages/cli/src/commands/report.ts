@@ -74,7 +74,7 @@ export async function reportCommand(
       ? `commit ${clean(cloned.commit)} (${cloned.signature === 'none' ? 'unsigned' : `${cloned.signature} signature, not verified`})`
       : 'a plain copy (no commit)';
     out.result(
-      `           ${commit}; ${cloned.files} files, ${cloned.directories} folders, ${cloned.symlinks} symlinks; ${formatSize(cloned.bytes)} (+ ${formatSize(cloned.gitBytes)} in .git)`,
+      `           ${commit}; ${cloned.files} file(s), ${cloned.directories} folder(s), ${cloned.symlinks} symlink(s); ${formatSize(cloned.bytes)} (+ ${formatSize(cloned.gitBytes)} in .git)`,
     );
     for (const file of cloned.runs)
       out.result(`           at the clone already: ${clean(file.path)}: ${clean(file.runs ?? '')}`);
@@ -213,7 +213,7 @@ function printChanges(out: Output, changes: Changes, allFiles: boolean): void {
         file.path,
         [
           kind === kind.toUpperCase() ? whatHappened(changes, file) : '',
-          inside ? `${inside} entries inside (${bytes} bytes)` : '',
+          inside ? `${inside} entries inside (${formatSize(bytes)})` : '',
           fileDetail(file),
         ]
           .filter(Boolean)
