@@ -1,5 +1,6 @@
 import { SEEDED_BASE_IMAGES } from '@ca-sandbox/config';
 import { CaSandboxError, type ConfinementRow, formatSize } from '@ca-sandbox/docker';
+import { failedChecksText } from '@ca-sandbox/docker/contracts';
 import { causeLine } from './install-log.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
@@ -186,11 +187,8 @@ export class InstallConfinementError extends CaSandboxError {
     readonly image: string,
     readonly failures: ConfinementRow[],
   ) {
-    super(
-      `the install step for ${image} was not confined as it must be: ${failures.map((row) => `${row.id} (expected ${row.expected}, saw ${row.seen})`).join('; ')}`,
-      {
-        hint: 'the engine or its builder ignored a limit or the no-new-privileges setting: nothing of this build is kept',
-      },
-    );
+    super(`the install step for ${image} was not confined as it must be: ${failedChecksText(failures)}`, {
+      hint: 'the engine or its builder ignored a limit or the no-new-privileges setting: nothing of this build is kept',
+    });
   }
 }

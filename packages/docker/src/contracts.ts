@@ -154,3 +154,11 @@ export const BOX_LIMITS = {
 
 /** The default caps on a source: a local folder packed, and any checkout (`--max-source-*`). */
 export const SOURCE_LIMITS = { maxBytes: 512 * 1024 ** 2, maxEntries: 200_000 } as const;
+
+/**
+ * Failed checks as every error says them (a box's gate, the install's confinement):
+ * `id (expected …, saw …)`, `; `-joined.
+ */
+export function failedChecksText(rows: readonly { id: string; expected: string; seen: string }[]): string {
+  return rows.map((row) => `${row.id} (expected ${row.expected}, saw ${row.seen})`).join('; ');
+}

@@ -1,4 +1,4 @@
-import { CaSandboxError } from '@ca-sandbox/docker/contracts';
+import { CaSandboxError, failedChecksText } from '@ca-sandbox/docker/contracts';
 import type { IsolationCheck } from './isolation-check.js';
 
 /** runContainer was given options it does not accept (unknown keys, bad values). */
@@ -51,9 +51,7 @@ export class IsolationViolationError extends CaSandboxError {
     readonly container: string,
     readonly failures: IsolationCheck[],
   ) {
-    super(
-      `isolation check failed for ${container}: ${failures.map((check) => `${check.id} (expected ${check.expected}, saw ${check.seen})`).join('; ')}`,
-    );
+    super(`isolation check failed for ${container}: ${failedChecksText(failures)}`);
   }
 }
 
