@@ -1,7 +1,7 @@
 // The image cache kept within a size (issue 30.3), on the real engine: images of this test only
 // (`only`), a small bound, last uses written to a state directory of the test's own.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engine } from '@ca-sandbox/docker';
@@ -12,6 +12,7 @@ import {
   cacheLimit,
   describeEviction,
   enforceCacheLimit,
+  LISTING_TRUSTED_MS,
   listCacheImages,
   noteCacheUse,
 } from './cache-limit.js';
@@ -144,6 +145,99 @@ describe('the image cache within cache.maxSize (real engine)', () => {
     expect(eviction.evicted).toEqual([]);
     expect(describeEviction(eviction)).toMatch(/every older image is in use or used in the last minutes/);
     expect(await engine.image.exists(tag('old'))).toBe(true);
+  });
+
+  describe("a create's bound after it built an image", () => {
+    const memoFile = () => join(state, 'ca-sandbox', 'image-layers.json');
+    type Memo = { layers: Record<string, [string, number][]>; listed?: { at: number; total: number } };
+    const readMemo = () => JSON.parse(readFileSync(memoFile(), 'utf8')) as Memo;
+    /** The last full listing as the layers file keeps it, this image's layers forgotten. */
+    function lastListing(listed: Memo['listed'], forget: string): void {
+      const memo = readMemo();
+      delete memo.layers[forget];
+      writeFileSync(memoFile(), JSON.stringify({ ...memo, listed }));
+    }
+    /** Runs `body` counting the engine's image listings. */
+    async function countingListings(body: () => Promise<void>): Promise<number> {
+      const list = engine.image.list;
+      let listings = 0;
+      engine.image.list = async (...args) => {
+        listings += 1;
+        return list.apply(engine.image, args);
+      };
+      try {
+        await body();
+      } finally {
+        engine.image.list = list;
+      }
+      return listings;
+    }
+
+    it("adds the image's own bytes to a recent listing's total without listing every image again", async () => {
+      const id = (await engine.image.inspect(tag('new')))?.Id ?? '';
+      const at = Date.now() - 60_000;
+      lastListing({ at, total: 10 * MIB }, id);
+      let total = 0;
+      const listings = await countingListings(async () => {
+        const eviction = await enforceCacheLimit({
+          built: tag('new'),
+          only: ofRun,
+          graceMs: 0,
+          limit: { bytes: 100 * MIB, described: '100m' },
+        });
+        expect(eviction.evicted).toEqual([]);
+        total = eviction.total;
+      });
+      expect(listings).toBe(0);
+      // Its own 3 MiB layer, not the base it shares.
+      expect(total).toBeGreaterThanOrEqual(13 * MIB);
+      expect(total).toBeLessThan(14 * MIB);
+      // Kept for the next create and the next listing; the listing's own time is kept.
+      const memo = readMemo();
+      expect(memo.listed).toEqual({ at, total });
+      expect(memo.layers[id]?.length).toBeGreaterThan(0);
+      // The same image again (a build that made the same image) adds nothing.
+      const again = await enforceCacheLimit({
+        built: tag('new'),
+        only: ofRun,
+        limit: { bytes: 100 * MIB, described: '100m' },
+      });
+      expect(again.total).toBe(total);
+    });
+
+    it("a full listing keeps the whole cache's total for the next create", async () => {
+      // Far above anything this machine holds: nothing of anyone's is removed.
+      const eviction = await enforceCacheLimit({ limit: { bytes: 2 ** 52, described: 'huge' } });
+      expect(eviction.evicted).toEqual([]);
+      const all = await listCacheImages();
+      expect(eviction.total).toBe(all.reduce((sum, image) => sum + image.bytes, 0));
+      expect(readMemo().listed?.total).toBe(eviction.total);
+      expect(Date.now() - (readMemo().listed?.at ?? 0)).toBeLessThan(60_000);
+    });
+
+    it('lists every image when the last listing is old, unknown, or the sum nears the bound', async () => {
+      const id = (await engine.image.inspect(tag('new')))?.Id ?? '';
+      const cases: Memo['listed'][] = [
+        { at: Date.now() - LISTING_TRUSTED_MS - 60_000, total: 0 },
+        undefined,
+        // 3 MiB more is past 90% of the bound: the listing decides, not the sum.
+        { at: Date.now(), total: 9 * MIB },
+      ];
+      for (const listed of cases) {
+        lastListing(listed, id);
+        const listings = await countingListings(async () => {
+          await enforceCacheLimit({
+            built: tag('new'),
+            only: ofRun,
+            keep: [tag('new')],
+            limit: { bytes: 13 * MIB, described: '13m' },
+          });
+        });
+        expect(listings).toBe(1);
+        // A listing narrowed to a test's images is not the cache's total.
+        expect(readMemo().listed).toEqual(listed);
+      }
+    });
   });
 
   it('cache.maxSize as a share of the disk that holds Docker, off, or a size', async () => {

@@ -116,6 +116,7 @@ const HistorySchema = z.array(
       Id: z.string().optional().default(''),
       CreatedBy: z.string().optional().default(''),
       Size: z.number().optional().default(0),
+      Tags: z.array(z.string()).nullish(),
     })
     .loose(),
 );
@@ -260,8 +261,11 @@ export interface ImageVerbs {
   tag(ref: string, repository: string, tag: string): Promise<void>;
   /** The `CreatedBy` of each layer, newest first. */
   history(ref: string): Promise<string[]>;
-  /** Each layer of the history, newest first: the image id it has locally ('<missing>' if none) and its bytes. */
-  layers(ref: string): Promise<{ id: string; size: number; createdBy: string }[]>;
+  /**
+   * Each layer of the history, newest first: the image id it has locally ('<missing>' if none),
+   * its bytes, and the tags that image has (an ancestor with tags is another image of its own).
+   */
+  layers(ref: string): Promise<{ id: string; size: number; createdBy: string; tags: string[] }[]>;
   /**
    * Pulls from a registry through the CLI: registry credentials (credential helpers, config.json
    * auths) are the CLI's to read, not ours. DockerEngineError with the message on failure.
@@ -555,7 +559,12 @@ const image: ImageVerbs = {
       'image history',
       await engineJson('GET', `/images/${segment(ref)}/history`, { verb: 'image history' }),
     );
-    return answer.map((layer) => ({ id: layer.Id, size: layer.Size, createdBy: layer.CreatedBy }));
+    return answer.map((layer) => ({
+      id: layer.Id,
+      size: layer.Size,
+      createdBy: layer.CreatedBy,
+      tags: layer.Tags ?? [],
+    }));
   },
   async pull(ref, options = {}) {
     const pulled = await docker(['pull', '--quiet', '--', ref], {

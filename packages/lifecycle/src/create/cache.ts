@@ -15,7 +15,7 @@ export async function noteImageUse(prepared: PreparedImage): Promise<void> {
 export async function keepImageCacheBounded(ctx: CreateContext, prepared: PreparedImage): Promise<void> {
   if (!prepared.depsInstalled || !prepared.image.startsWith('ca-sbx:') || prepared.cacheHit) return;
   try {
-    const line = describeEviction(await enforceCacheLimit({ keep: [prepared.image] }));
+    const line = describeEviction(await enforceCacheLimit({ keep: [prepared.image], built: prepared.image }));
     if (line) ctx.progress.notice(line);
   } catch (error) {
     ctx.progress.notice(`image cache: not kept within cache.maxSize: ${(error as Error).message}`);
