@@ -3,6 +3,8 @@
 // as on a developer's machine, land in the sandbox's own volumes, and never reach the image (a
 // second sandbox of the same image sees the dependency as installed) or the host. A view that is
 // not the box's own image over its own volumes is refused by the gate at start.
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,7 +38,11 @@ const DEP = 'node_modules/is-number';
 describe('writes into a dependency folder', () => {
   const runtime = 'runc';
   it("run the repo's own test in the box; the image and a second box keep the dependency as installed", async () => {
-    const first = await createBox(repo, { network: 'clone-then-cut', runtime });
+    // A source of its own, new on every run: no earlier image of it, so no box started beside the
+    // clone, and the deps link surely comes after the clone's listing (its folders are then new).
+    const source = join(mkdtempSync(join(tmpdir(), 'ca-deps-writes-')), 'deps-writes');
+    cpSync(repo, source, { recursive: true });
+    const first = await createBox(source, { network: 'clone-then-cut', runtime });
     const test = await execBox(first.id, ['npm', 'test']);
     expect(test.exitCode, test.stdout + test.stderr).toBe(0);
     expect(test.stdout).toContain('deps-writes ok');
@@ -62,11 +68,15 @@ describe('writes into a dependency folder', () => {
         expect.objectContaining({ path: `${inDep}/README.md`, changed: ['removed'] }),
       ]),
     );
-    // The node_modules links are the deps link, not the repo's news.
+    // The node_modules links are the deps link, not the repo's news: the links, and the .bin and
+    // @scope folders the link makes real (a new user saw them as "added" on every npm repo).
+    const linked = await execBox(first.id, ['ls', 'node_modules/.bin', 'node_modules/@isaacs']);
+    expect(linked.stdout).toMatch(/^semver$/m);
+    expect(linked.stdout).toMatch(/^string-locale-compare$/m);
     expect(changes.added.filter((file) => file.path.includes('node_modules'))).toEqual([]);
 
     // Same source, same image (a cache hit): the dependency is as installed, and the test runs again.
-    const second = await createBox(repo, { network: 'clone-then-cut', runtime });
+    const second = await createBox(source, { network: 'clone-then-cut', runtime });
     expect(second.image).toBe(first.image);
     const fresh = await execBox(second.id, [
       'sh',
@@ -81,6 +91,7 @@ describe('writes into a dependency folder', () => {
     // What the writes made goes with the sandbox.
     await destroyBox(first.id);
     await destroyBox(second.id);
+    rmSync(join(source, '..'), { recursive: true, force: true });
     expect(await labeledLeft(first.id)).toEqual([]);
     expect(await labeledLeft(second.id)).toEqual([]);
   }, 400_000);

@@ -1,6 +1,6 @@
 import { GITATTRIBUTES } from './autorun.js';
 import type { ChangedFile } from './file-changes.js';
-import { describe, runsReason } from './file-changes.js';
+import { describe, isDepsLink, runsReason } from './file-changes.js';
 import type { Listing } from './listing-format.js';
 
 /** What the clone's listing says of the source as cloned. */
@@ -44,15 +44,17 @@ export function cloneFacts(listing: Listing): CloneFacts {
       if (entry.type === 'file') facts.gitBytes += entry.size;
       continue;
     }
+    // A .gitattributes counts when its content selects a driver (the helper read it).
+    const attributes = entry.key.split('/').at(-1) === GITATTRIBUTES;
+    if (attributes ? drivers.has(entry.key) : runsReason(entry)) facts.runs.push(describe(entry));
+    // The early box links node_modules beside the clone's listing: not counted as the source's.
+    if (isDepsLink(entry)) continue;
     if (entry.type === 'directory') facts.directories += 1;
     else if (entry.type === 'symlink') facts.symlinks += 1;
     else if (entry.type === 'file') {
       facts.files += 1;
       facts.bytes += entry.size;
     }
-    // A .gitattributes counts when its content selects a driver (the helper read it).
-    const attributes = entry.key.split('/').at(-1) === GITATTRIBUTES;
-    if (attributes ? drivers.has(entry.key) : runsReason(entry)) facts.runs.push(describe(entry));
   }
   facts.runs.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return facts;

@@ -376,6 +376,39 @@ describe('file changes', () => {
     ]);
   });
 
+  it("the link's own .bin and @scope folders are the deps link too; what else is in them is listed", () => {
+    const changes = compare(
+      [],
+      [
+        { path: 'node_modules', type: 'd' },
+        { path: 'node_modules/.bin', type: 'd' },
+        { path: 'node_modules/.bin/semver', type: 'l', target: '/deps/src/node_modules/.bin/semver' },
+        { path: 'node_modules/@isaacs', type: 'd' },
+        {
+          path: 'node_modules/@isaacs/string-locale-compare',
+          type: 'l',
+          target: '/.ca-sbx-image/deps/src/node_modules/@isaacs/string-locale-compare',
+        },
+        // Written in the box into the link's folders: listed.
+        { path: 'node_modules/.bin/dropped', mode: '755' },
+        { path: 'node_modules/@isaacs/evil', type: 'l', target: '/home' },
+        // Only folders directly in a node_modules: these are the repo's (or the box's) own.
+        { path: 'src', type: 'd' },
+        { path: 'src/.bin', type: 'd' },
+        { path: 'src/@scope', type: 'd' },
+      ],
+    );
+    expect(changes.depsLinks).toBe(5);
+    expect(changes.added.map((file) => file.path)).toEqual([
+      '/work/repo/node_modules/.bin/dropped',
+      '/work/repo/node_modules/@isaacs/evil',
+      '/work/repo/src',
+      '/work/repo/src/.bin',
+      '/work/repo/src/@scope',
+    ]);
+    expect(changes.newExecutables.map((file) => file.path)).toEqual(['/work/repo/node_modules/.bin/dropped']);
+  });
+
   it('keeps names byte-exact for the comparison and never trusts them for display', () => {
     // Two names that differ only in bytes that are not UTF-8: one must not stand for the other.
     const before = [{ path: Buffer.from([0x61, 0xff]) }];
@@ -507,6 +540,28 @@ describe('clone facts', () => {
     expect(plain).toMatchObject({ commit: null, signature: 'none' });
     // Without the record (the box's listing) there is no commit.
     expect(parseListing(listing([{ path: 'a' }])).commit).toBeUndefined();
+  });
+
+  it("does not count the node_modules an early box linked beside the clone's listing", () => {
+    const facts = cloneFacts(
+      parseListing(
+        listing([
+          { path: 'index.js', size: 3 },
+          { path: 'node_modules', type: 'd' },
+          { path: 'node_modules/.bin', type: 'd' },
+          {
+            path: 'node_modules/.bin/tsc',
+            type: 'l',
+            target: '/.ca-sbx-image/deps/src/node_modules/.bin/tsc',
+          },
+          { path: 'node_modules/@types', type: 'd' },
+          { path: 'node_modules/@types/node', type: 'l', target: '/deps/src/node_modules/@types/node' },
+          // A link the source has itself is the source's.
+          { path: 'latest', type: 'l', target: 'index.js' },
+        ]),
+      ),
+    );
+    expect(facts).toMatchObject({ files: 1, directories: 0, symlinks: 1, bytes: 3 });
   });
 
   it('counts outside .git, sizes .git apart, flags what a host tool runs but not the clone-made .git', () => {

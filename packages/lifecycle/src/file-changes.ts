@@ -287,7 +287,7 @@ const GITATTRIBUTES_REASON =
  * /deps. The early box links beside the clone's listing, so either listing may hold them: they are
  * counted, never listed. Anything else under node_modules (a real file, a link elsewhere) is.
  */
-function isDepsLink(entry: ListedEntry): boolean {
+export function isDepsLink(entry: ListedEntry): boolean {
   if (entry.root !== 'repo' || !entry.key.includes('node_modules')) return false;
   const parts = entry.key.split('/');
   if (!parts.includes('node_modules')) return false;
@@ -298,7 +298,13 @@ function isDepsLink(entry: ListedEntry): boolean {
       (entry.target.startsWith('/deps/') || entry.target.startsWith(VIEW_DEPS)) &&
       !entry.target.split('/').some((part) => part === '..' || part === '.')
     );
-  return entry.type === 'directory' && parts.at(-1) === 'node_modules';
+  if (entry.type !== 'directory') return false;
+  // The node_modules folder itself, and the `.bin` and `@scope` folders the link makes real in it
+  // (so tools can add to them): what is inside them is listed unless it is a link of the kind above.
+  const name = parts.at(-1) ?? '';
+  return (
+    name === 'node_modules' || (parts.at(-2) === 'node_modules' && (name === '.bin' || name.startsWith('@')))
+  );
 }
 
 /** The few `changed` lists there are, one array each (shared by the rows: never mutated). */
