@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isBuilderFraming } from './build-log.js';
+import { isBuilderFraming, isInstallRecord } from './build-log.js';
 
 describe('isBuilderFraming', () => {
   // Lines as the legacy builder printed them for examples/hello-node.
@@ -32,5 +32,20 @@ describe('isBuilderFraming', () => {
     'Step into the light',
   ])('keeps the install output %j', (line) => {
     expect(isBuilderFraming(line)).toBe(false);
+  });
+});
+
+describe('install records', () => {
+  it("knows the install step's records for the host, and nothing of the install's own output", () => {
+    for (const line of [
+      'ca-sbx-toolchain:node=22.23.5,npm=10.9.9,',
+      '  ca-sandbox-confinement:;Uid: 1000 1000 1000 1000',
+      'ca-sandbox-install-script: node_modules/esbuild postinstall',
+      'ca-sandbox-install-fallback: legacy-peer-deps',
+      'ca-sbx-root-sources node',
+    ])
+      expect(isInstallRecord(line), line).toBe(true);
+    for (const line of ['added 12 packages in 3s', 'npm WARN deprecated x: ca-sbx-toolchain:', ''])
+      expect(isInstallRecord(line), line).toBe(false);
   });
 });

@@ -23,6 +23,7 @@ export {
   removeBuildLeftovers,
   staleBuildDirectories,
 } from './build-leftovers.js';
+export { isInstallRecord } from './build-log.js';
 export { BUILD_TIMEOUT_ENV, DEFAULT_MAX_DEPS_SIZE, MAX_DEPS_SIZE_ENV } from './build-settings.js';
 export type { BuilderChoice } from './builders.js';
 export {

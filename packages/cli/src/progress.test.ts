@@ -33,6 +33,9 @@ describe('Progress', () => {
     const progress = new Progress(out, () => now, 20);
     progress.onPhase({ phase: 'deps', status: 'start' });
     progress.onLog('added 12 packages \u001b[2J');
+    // The install step's records for the host are not its progress.
+    progress.onLog('ca-sbx-toolchain:node=22.23.5,npm=10.9.9,gcc=12.2.0,');
+    progress.onLog('ca-sandbox-confinement:;Uid: 1000 1000 1000 1000');
     now = 95_000;
     await new Promise((resolve) => setTimeout(resolve, 60));
     progress.onPhase({ phase: 'deps', status: 'done' });

@@ -1,3 +1,4 @@
+import { isInstallRecord } from '@ca-sandbox/build';
 import { sanitizeLine, sanitizeName } from '@ca-sandbox/docker/contracts';
 import type { Output } from './output.js';
 
@@ -95,7 +96,8 @@ export class Progress {
       this.redraw();
     } else if (this.out.options.verbose) {
       this.out.streams.stderr.write(`  | ${clean}\n`);
-    } else if (clean.trim()) {
+    } else if (clean.trim() && !isInstallRecord(clean)) {
+      // The install's own last line: our records for the host (the toolchain's) say nothing of it.
       this.lastLog = clean.trim();
     }
   };
