@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isBuilderFraming, isInstallRecord } from './build-log.js';
+import { isBuilderFraming } from './build-log.js';
+import { isInstallRecord } from './install-records.js';
 
 describe('isBuilderFraming', () => {
   // Lines as the legacy builder printed them for examples/hello-node.

@@ -1,9 +1,3 @@
-import { CONFINEMENT_MARKER } from '@ca-sandbox/docker';
-import { INSTALL_FALLBACK_MARKER } from './install-fallbacks.js';
-import { INSTALL_SCRIPT_MARKER } from './install-scripts.js';
-import { ROOT_SOURCES_MARKER } from './root-sources.js';
-import { TOOLCHAIN_MARKER } from './toolchain.js';
-
 /**
  * Lines of the legacy builder's own framing around our Dockerfile (`Step 3/18 : RUN ...`,
  * ` ---> Running in 1a2b`, `Removing intermediate container`, `Successfully built`, unused
@@ -28,23 +22,4 @@ const FRAMING = [
 /** Whether a (cleaned) line of `docker build` output is the builder's framing, not the install's. */
 export function isBuilderFraming(line: string): boolean {
   return line.trim() === '' || FRAMING.some((pattern) => pattern.test(line));
-}
-
-/** What the install step prints for the host to read back (toolchain, confinement, scripts, fallbacks). */
-const RECORD_MARKERS = [
-  CONFINEMENT_MARKER,
-  TOOLCHAIN_MARKER,
-  INSTALL_SCRIPT_MARKER,
-  INSTALL_FALLBACK_MARKER,
-  ROOT_SOURCES_MARKER,
-];
-
-/**
- * Whether a (cleaned) line is one of the install step's records for the host, not progress: a
- * quiet create's "still running" line quotes the install's own last line instead. The records stay
- * in --verbose and the install log (a repo printing one only hides its line from that quote).
- */
-export function isInstallRecord(line: string): boolean {
-  const trimmed = line.trimStart();
-  return RECORD_MARKERS.some((marker) => trimmed.startsWith(marker));
 }

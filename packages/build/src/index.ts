@@ -23,7 +23,6 @@ export {
   removeBuildLeftovers,
   staleBuildDirectories,
 } from './build-leftovers.js';
-export { isInstallRecord } from './build-log.js';
 export { BUILD_TIMEOUT_ENV, DEFAULT_MAX_DEPS_SIZE, MAX_DEPS_SIZE_ENV } from './build-settings.js';
 export type { BuilderChoice } from './builders.js';
 export {
@@ -76,6 +75,7 @@ export {
   type InstallFallback,
   parseInstallFallbacks,
 } from './install-fallbacks.js';
+export { isInstallRecord } from './install-records.js';
 export {
   type InstallScript,
   LABEL_INSTALL_SCRIPTS,
