@@ -58,12 +58,35 @@ export const LIST_FILTERS: Record<
   repo: { describe: 'part of the repo name', match: (r, value) => r.repo.includes(value) },
 };
 
+/** One image of `ls --images` (the lifecycle's cache listing row), as the image filters see it. */
+export interface ListedImage {
+  repo: string;
+  source: string;
+  inUse: boolean;
+}
+
+/** `ls --images --filter key=value`: the image cache's keys (same rules as LIST_FILTERS). */
+export const IMAGE_FILTERS: Record<
+  string,
+  { describe: string; match: (image: ListedImage, value: string) => boolean }
+> = {
+  repo: { describe: 'part of the repo name', match: (image, value) => image.repo.includes(value) },
+  source: { describe: 'part of the source', match: (image, value) => image.source.includes(value) },
+  'in-use': {
+    describe: 'true or false',
+    match: (image, value) => String(image.inUse) === value.trim().toLowerCase(),
+  },
+};
+
 export type ListFilter = Map<string, string[]>;
 
 /** Parses repeated `--filter key=value`; an unknown key or a missing `=` is a usage error. */
-export function parseListFilters(entries: readonly string[]): ListFilter {
+export function parseListFilters(
+  entries: readonly string[],
+  table: Record<string, unknown> = LIST_FILTERS,
+): ListFilter {
   const filters: ListFilter = new Map();
-  const keys = Object.keys(LIST_FILTERS).join(', ');
+  const keys = Object.keys(table).join(', ');
   for (const entry of entries) {
     const equals = entry.indexOf('=');
     if (equals <= 0) {
@@ -74,7 +97,7 @@ export function parseListFilters(entries: readonly string[]): ListFilter {
       );
     }
     const key = entry.slice(0, equals).trim().toLowerCase();
-    if (!LIST_FILTERS[key]) {
+    if (!Object.hasOwn(table, key)) {
       throw new UsageError(
         `invalid value for --filter: unknown key "${key}"`,
         'INVALID_FILTER',
@@ -89,6 +112,12 @@ export function parseListFilters(entries: readonly string[]): ListFilter {
 export function applyListFilters(records: SandboxRecord[], filters: ListFilter): SandboxRecord[] {
   return records.filter((record) =>
     [...filters].every(([key, values]) => values.some((value) => LIST_FILTERS[key]?.match(record, value))),
+  );
+}
+
+export function applyImageFilters<T extends ListedImage>(images: T[], filters: ListFilter): T[] {
+  return images.filter((image) =>
+    [...filters].every(([key, values]) => values.some((value) => IMAGE_FILTERS[key]?.match(image, value))),
   );
 }
 

@@ -201,7 +201,7 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
     )
     .option(
       '--filter <key=value>',
-      'only sandboxes that match (repeatable; keys: id, status, network, runtime, provider, repo)',
+      'only sandboxes that match (repeatable; keys: id, status, network, runtime, provider, repo); with --images: repo, source, in-use',
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addHelpText(
@@ -212,6 +212,7 @@ export function createProgram(state: RunState, streams?: Output['streams']): Com
         "ca-sandbox ls --filter status=exited --format '{{.ID}}\\t{{.Repo}}'",
         'ca-sandbox ls --json',
         'ca-sandbox ls --images',
+        'ca-sandbox ls --images --filter repo=express --filter in-use=false',
       ])}
 Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Created}} {{.CreatedAt}}
   {{.Repo}} {{.Source}} {{.Provider}} {{.Builder}} {{.Container}} {{.Volume}} {{.Dephash}}

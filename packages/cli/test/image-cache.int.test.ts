@@ -61,6 +61,29 @@ describe.skipIf(!READY)('the image cache through the bin', () => {
     );
     expect(table.stderr).toMatch(/images, .*; cache\.maxSize 25% of Docker's disk/);
 
+    // --filter narrows the rows (source, in-use: AND-ed); the totals stay the whole cache's.
+    const narrowed = await runBin(
+      ['ls', '--images', '--filter', `source=${work}`, '--filter', 'in-use=true'],
+      env,
+    );
+    expect(narrowed.code, narrowed.stderr).toBe(0);
+    expect(narrowed.stdout.trim().split('\n')).toHaveLength(2);
+    expect(narrowed.stdout).toContain(image);
+    expect(narrowed.stderr).toMatch(/^1 of \d+ images shown \(.+\); the cache holds .+; cache\.maxSize /m);
+    const none = JSON.parse(
+      (
+        await runBin(
+          ['ls', '--images', '--json', '--filter', `source=${work}`, '--filter', 'in-use=false'],
+          env,
+        )
+      ).stdout,
+    ) as Listing;
+    expect(none.images).toEqual([]);
+    expect(none.totalBytes).toBe(listing.totalBytes);
+    const badKey = await runBin(['ls', '--images', '--filter', 'status=running']);
+    expect(badKey.code).toBe(2);
+    expect(badKey.stderr).toMatch(/unknown key "status".*\n.*keys: repo, source, in-use/s);
+
     const destroyed = await runBin(['destroy', id]);
     expect(destroyed.code, destroyed.stderr).toBe(0);
     expect(remainingObjects(id)).toEqual([]);

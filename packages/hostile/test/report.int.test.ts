@@ -64,12 +64,13 @@ for (let i = 0; i < 50; i += 1) fs.writeFileSync('cache-${marker}/deep/' + i, 'c
 /** Files of the clone's snaps/ folder (more than the report's FOLDER_ROWS). */
 const SNAPS = 120;
 let work: string;
+let repo: string;
 let id: string;
 let commit: string;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'ca-hostile-report-'));
-  const repo = join(work, 'repo');
+  repo = join(work, 'repo');
   const { mkdir } = await import('node:fs/promises');
   await mkdir(repo);
   await writeFile(
@@ -178,8 +179,26 @@ describe('ca-sandbox report', () => {
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`install\\s+REFUSED\\s+exfil-${marker}\\.example:443`));
     expect(result.stdout).toMatch(/isolation {2}\d+ checks passed \(re-run now\)/);
+    expect(result.stdout).toMatch(/ {11}(\d+) of \1 passed at create; never restarted$/m);
+    // This box's install ran (its refusals above): no cache-hit note.
+    expect(result.stdout).not.toMatch(/no install ran for this box/);
     for (const line of `${result.stdout}\n${result.stderr}`.split('\n'))
       expect(hasControlCharacter(line), JSON.stringify(line)).toBe(false);
+  });
+
+  it("a cache hit's page says no install ran for its box (the requests were the building create's)", async () => {
+    const hit = uniqueName('report-hit');
+    const created = await cli(['create', repo, '--json', '--name', hit, '--network', 'clone-then-cut']);
+    expect(created.exitCode, created.stderr).toBe(0);
+    try {
+      expect(JSON.parse(created.stdout)).toMatchObject({ imageCacheHit: true });
+      const page = await cli(['report', hit]);
+      expect(page.exitCode, page.stderr).toBe(0);
+      expect(page.stdout).toMatch(/0 request\(s\) allowed, 0 refused through the gateway/);
+      expect(page.stdout).toMatch(/no install ran for this box \(a cache hit\)/);
+    } finally {
+      await destroyBox(hit);
+    }
   });
 
   it('MCP sandbox_report gives the same structure', async () => {

@@ -57,7 +57,10 @@ async function oursCreate() {
     ({ image, imageCacheHit: hit } = JSON.parse(stdout));
   });
   await run(process.execPath, [bin, 'destroy', name]);
-  if (image?.startsWith('ca-sbx:')) await raw('image', 'rm', '--force', image);
+  // The source's `-last` tag too: it would keep the image, and start the next round's box early
+  // from it (a guess the dephash then refuses), which a cold create never does.
+  if (image?.startsWith('ca-sbx:'))
+    await raw('image', 'rm', '--force', image, image.replace(/-[0-9a-f]+$/, '-last')).catch(() => undefined);
   return { ms, hit };
 }
 

@@ -2,10 +2,13 @@ import { formatSize as formatBytes } from '@ca-sandbox/docker';
 import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { UsageError } from '../errors.js';
 import { type Lifecycle, loadLifecycle } from '../lifecycle-api.js';
+import type { ListFilter } from '../list-format.js';
 import {
   age,
+  applyImageFilters,
   applyListFilters,
   DEFAULT_TABLE,
+  IMAGE_FILTERS,
   parseListFilters,
   parseListFormat,
   renderListTemplate,
@@ -24,13 +27,19 @@ export async function listCommand(
   options: Record<string, unknown>,
 ): Promise<number> {
   // Flags first, so that a bad --filter or --format is exit 2 before docker is asked anything.
-  const filters = parseListFilters((options.filter as string[] | undefined) ?? []);
+  const given = (options.filter as string[] | undefined) ?? [];
+  if (options.images === true) {
+    if (typeof options.format === 'string')
+      throw new UsageError('--images takes no --format (use --json)', 'INVALID_OPTIONS');
+    const imageFilters = parseListFilters(given, IMAGE_FILTERS);
+    return listImages(out, await loadLifecycle(), imageFilters);
+  }
+  const filters = parseListFilters(given);
   const format = parseListFormat(typeof options.format === 'string' ? options.format : DEFAULT_TABLE);
   // A template asked for beside --json would be dropped without a word: say which one wins.
   if (out.options.json && typeof options.format === 'string' && format.kind !== 'json')
     throw new UsageError('--json prints the records; give --format or --json, not both', 'INVALID_OPTIONS');
   const lifecycle = await loadLifecycle();
-  if (options.images === true) return listImages(out, lifecycle, options);
   const records = applyListFilters(await lifecycle.listSandboxes(), filters);
   if (out.options.json || format.kind === 'json') {
     out.json(records);
@@ -50,14 +59,10 @@ export async function listCommand(
  * a create finds it over cache.maxSize): size (its own layers), last use, repo and source, and the
  * total against the bound. `--json` gives the listing as is.
  */
-async function listImages(
-  out: Output,
-  lifecycle: Lifecycle,
-  options: Record<string, unknown>,
-): Promise<number> {
-  if (options.filter !== undefined || typeof options.format === 'string')
-    throw new UsageError('--images takes neither --filter nor --format (use --json)', 'INVALID_OPTIONS');
-  const listing = await lifecycle.listImageCache();
+async function listImages(out: Output, lifecycle: Lifecycle, filters: ListFilter): Promise<number> {
+  const whole = await lifecycle.listImageCache();
+  // The totals stay the whole cache's (what cache.maxSize bounds); the rows are those that match.
+  const listing = { ...whole, images: applyImageFilters(whole.images, filters) };
   if (out.options.json) {
     out.json(listing);
     return 0;
@@ -77,6 +82,10 @@ async function listImages(
   out.table(['IMAGE', 'SIZE', 'LAST USED', 'IN USE', 'SOURCE'], rows);
   const limit =
     listing.limitBytes === null ? 'no bound (cache.maxSize off)' : `cache.maxSize ${listing.limitDescribed}`;
-  out.info(`${listing.images.length} images, ${formatBytes(listing.totalBytes)}; ${limit}`);
+  const shown =
+    filters.size > 0
+      ? `${listing.images.length} of ${whole.images.length} images shown (${formatBytes(listing.images.reduce((sum, image) => sum + image.bytes, 0))}); the cache holds ${formatBytes(listing.totalBytes)}`
+      : `${listing.images.length} images, ${formatBytes(listing.totalBytes)}`;
+  out.info(`${shown}; ${limit}`);
   return 0;
 }

@@ -100,6 +100,11 @@ export async function reportCommand(
   out.result(
     `network    ${clean(network.policy)} (${clean(network.runtime)}): ${reach}; ${network.allowed} request(s) allowed, ${network.refused} refused through the gateway`,
   );
+  // A cache hit ran no install: the requests of the one that built the image were another create's.
+  if (install.depsInstalled && install.imageCacheHit)
+    out.result(
+      "           no install ran for this box (a cache hit): the requests of the install that built its image were that create's, not listed here",
+    );
   for (const credential of network.credentials)
     out.result(
       `           the gateway added ${clean(credential.header)} for ${clean(credential.domain)} (from ${clean(credential.source)}): the box never held it`,
@@ -124,9 +129,14 @@ export async function reportCommand(
     out.result(`  FAILED ${clean(check.id)}: expected ${clean(check.expected)}, seen ${clean(check.seen)}`);
   const starts = isolation.history.filter((gate) => gate.phase === 'start').length;
   const created = isolation.history.find((gate) => gate.phase === 'create');
-  out.result(
-    `           when handed out: ${created ? `at create ${created.checks.filter((check) => check.pass).length} of ${created.checks.length} passed` : 'no gate recorded at create (a box made before this version)'}; ${starts} start(s)${starts ? `, ${isolation.history.filter((gate) => gate.phase === 'start' && !gate.ok).length} refused` : ''}`,
-  );
+  const refusedStarts = isolation.history.filter((gate) => gate.phase === 'start' && !gate.ok).length;
+  const handedOut = created
+    ? `${created.checks.filter((check) => check.pass).length} of ${created.checks.length} passed at create`
+    : 'no gate recorded at create (a box made before this version)';
+  const restarts = starts
+    ? `checked again at ${starts} restart(s), ${refusedStarts} refused`
+    : 'never restarted';
+  out.result(`           ${handedOut}; ${restarts}`);
   for (const gate of isolation.history.filter((entry) => !entry.ok))
     for (const check of gate.checks.filter((row) => !row.pass))
       out.result(
