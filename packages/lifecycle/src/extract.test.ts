@@ -98,6 +98,44 @@ describe('extractTar', () => {
     await expect(lstat(join(dir, 'repo/passwd'))).rejects.toThrow();
   });
 
+  it("one note per node_modules folder for its links into the box's deps; any other link its own note", async () => {
+    const deps = (name: string) => ({ name, type: 'symlink' as const });
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/node_modules', type: 'directory' },
+        { ...deps('repo/node_modules/a'), linkname: '/deps/src/node_modules/a' },
+        { ...deps('repo/node_modules/b'), linkname: '/.ca-sbx-image/deps/src/node_modules/b' },
+        { name: 'repo/node_modules/.bin', type: 'directory' },
+        {
+          ...deps('repo/node_modules/.bin/tool'),
+          linkname: '/.ca-sbx-image/deps/src/node_modules/.bin/tool',
+        },
+        { name: 'repo/packages/p/node_modules', type: 'directory' },
+        { ...deps('repo/packages/p/node_modules/c'), linkname: '/deps/src/packages/p/node_modules/c' },
+        // Not the deps link's: listed one by one as before.
+        { ...deps('repo/node_modules/climb'), linkname: '/deps/../etc/passwd' },
+        { ...deps('repo/node_modules/host'), linkname: '/home/user/.ssh' },
+        { ...deps('repo/deps-link-outside-node-modules'), linkname: '/deps/src/x' },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.symlinks).toBe(0);
+    expect(summary.skipped.map((note) => note.path)).toEqual([
+      'repo/node_modules/climb',
+      'repo/node_modules/host',
+      'repo/deps-link-outside-node-modules',
+      'repo/node_modules',
+      'repo/packages/p/node_modules',
+    ]);
+    expect(summary.skipped[3]?.reason).toMatch(
+      /^3 link\(s\) into the box's installed dependencies, not copied/,
+    );
+    expect(summary.skipped[4]?.reason).toMatch(/^1 link\(s\)/);
+  });
+
   it('refuses a link chain whose .. goes through another link', async () => {
     // d1/d2/s -> ../.. is the tree root (lexically inside), but t -> s/../../.. then walks two
     // levels above the tree on a real filesystem: it must be skipped.

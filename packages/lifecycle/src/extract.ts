@@ -6,6 +6,7 @@ import { hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import type { GitMode } from '@ca-sandbox/docker/process';
 import tar from 'tar-stream';
 import { autorunReason, GITATTRIBUTES, gitattributesReason } from './autorun.js';
+import { depsLinkFolder } from './deps-target.js';
 import { CpOutLimitError, CpOutStreamError } from './errors.js';
 import { foldName, isDotGit, looksLikeGitDir, sanitizeGitDir } from './git-guard.js';
 import { STAGING_PREFIX } from './staging.js';
@@ -115,6 +116,8 @@ class ExtractState {
   private readonly directories = new Map<string, number>();
   private readonly files = new Set<string>();
   private readonly links: PendingLink[] = [];
+  /** Links into the box's installed deps skipped, by node_modules folder (keptSymlinks). */
+  private readonly depsLinks = new Map<string, number>();
   /** Folded child names of each directory key, links included (for looksLikeGitDir). */
   private readonly children = new Map<string, Set<string>>();
   /** `.git` and other VCS metadata entries withheld in-stream, each reported once. */
@@ -410,9 +413,18 @@ class ExtractState {
           : this.resolveSymlink(pending.path, pending.linkname);
       if ('reason' in resolved) {
         rejected.add(key);
-        this.skipLink(key, resolved.reason);
+        // node_modules links into the box's installed deps (hundreds in any Node repo): one note
+        // per node_modules folder, not one per link.
+        const folder = depsLinkFolder(key, pending.linkname);
+        if (folder) this.depsLinks.set(folder, (this.depsLinks.get(folder) ?? 0) + 1);
+        else this.skipLink(key, resolved.reason);
       } else kept.set(key, { pending, target: resolved.target });
     }
+    for (const [folder, count] of this.depsLinks)
+      this.skipLink(
+        folder,
+        `${count} link(s) into the box's installed dependencies, not copied: the deps stay in the box (install them on the host)`,
+      );
     for (let changed = true; changed; ) {
       changed = false;
       for (const [key, link] of kept) {

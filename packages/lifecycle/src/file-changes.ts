@@ -1,5 +1,6 @@
 import { REPO_DIR } from '@ca-sandbox/docker/contracts';
 import { autorunReason, GITATTRIBUTES } from './autorun.js';
+import { isDepsTarget } from './deps-target.js';
 import {
   type EntryType,
   IMAGE_UPPER_START,
@@ -213,8 +214,6 @@ const ROOT_PREFIX: Record<ListedRoot, string> = {
   image: IMAGE_VIEW_PREFIX,
 };
 
-const VIEW_DEPS = `${IMAGE_VIEW_PREFIX}deps/`;
-
 /** overlayfs marks a file the box removed from its image with a whiteout: a 0/0 character device. */
 const WHITEOUT_HEADER = `${IMAGE_UPPER_START} c 0 0 `;
 const REMOVED = ['removed'] as const;
@@ -291,13 +290,8 @@ export function isDepsLink(entry: ListedEntry): boolean {
   if (entry.root !== 'repo' || !entry.key.includes('node_modules')) return false;
   const parts = entry.key.split('/');
   if (!parts.includes('node_modules')) return false;
-  // Only a plain absolute target under /deps, or /deps in the box's view of its image:
-  // `/deps/../work/repo/.git/hooks` is not a deps link.
-  if (entry.type === 'symlink')
-    return (
-      (entry.target.startsWith('/deps/') || entry.target.startsWith(VIEW_DEPS)) &&
-      !entry.target.split('/').some((part) => part === '..' || part === '.')
-    );
+  // Only a plain absolute target under /deps, or /deps in the box's view of its image.
+  if (entry.type === 'symlink') return isDepsTarget(entry.target);
   if (entry.type !== 'directory') return false;
   // The node_modules folder itself, and the `.bin` and `@scope` folders the link makes real in it
   // (so tools can add to them): what is inside them is listed unless it is a link of the kind above.
