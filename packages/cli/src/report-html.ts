@@ -276,7 +276,7 @@ ${table(
   ]),
 )}
 <p class="note">When it was handed out: ${isolation.history.map((gate) => escapeHtml(`${gate.phase} ${gate.at}: ${gate.ok ? 'passed' : 'REFUSED'}`)).join('; ') || 'no gate recorded'}.</p>
-<h2>Not recorded by this version</h2>
+<h2>What this report cannot show</h2>
 <ul>${report.notRecorded.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>
 </body></html>
 `;

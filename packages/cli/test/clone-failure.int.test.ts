@@ -109,7 +109,7 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
     const result = await runBin(['create', partial, '--name', id]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain(
-      'warning: the repository is a partial clone (made with --filter) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
+      'warning: the repository is a partial clone (it has a .promisor pack: cloned with --filter, or copied from such a clone) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
     );
     // (The bare image of a root without manifests has no git: the shallow file tells.)
     const inBox = await runBin([
@@ -134,7 +134,7 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
       hint?: string;
     };
     expect(error.code).toBe('CLONE_FAILED');
-    expect(error.message).toMatch(/the repository is a partial clone, made with --filter/);
+    expect(error.message).toMatch(/the repository is a partial clone, with a .promisor pack/);
     expect(error.hint).toMatch(/create from its URL instead/);
     expect(remainingObjects(id)).toEqual([]);
   }, 180_000);

@@ -248,7 +248,7 @@ export const SandboxReportSchema = z.strictObject({
 export type SandboxReport = z.infer<typeof SandboxReportSchema>;
 
 const NOT_RECORDED = [
-  'proof that a declared install script ran: the install could rewrite what its packages declare',
+  'whether a declared install script really ran (the install could rewrite what its packages declare)',
 ];
 
 /** Providers whose install fetches without running any package code: what the report says of them. */

@@ -159,7 +159,7 @@ export async function reportCommand(
       ]),
     );
   printChanges(out, report.changes, allFiles);
-  out.info(`not recorded yet: ${report.notRecorded.join('; ')}`);
+  out.info(`what this report cannot show: ${report.notRecorded.join('; ')}`);
   return 0;
 }
 

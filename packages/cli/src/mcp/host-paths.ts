@@ -52,14 +52,14 @@ export async function checkReadPath(
   if (allowed.length === 0)
     throw new HostPathRefusedError(
       `local source ${show(path)} refused: no allowed roots (${whereRootsCome})`,
-      'give a git URL, or allow a directory: the client’s MCP roots, or mcp.roots in the configuration file',
+      'give a git URL, or allow a directory: the client’s MCP roots, mcp.roots in the configuration file, or CA_SANDBOX_MCP_ROOTS',
     );
   const real = await realpath(path).catch(() => undefined);
   if (real === undefined) throw new HostPathRefusedError(`local source ${show(path)} does not exist`);
   if (!allowed.some((root) => isWithin(root, real)))
     throw new HostPathRefusedError(
       `local source ${show(path)}${real === path ? '' : ` (really ${show(real)})`} is outside the allowed roots: ${allowed.map(show).join(', ')}`,
-      'sources are read only under the client’s MCP roots or mcp.roots in the configuration file',
+      'sources are read only under the client’s MCP roots, mcp.roots in the configuration file, or CA_SANDBOX_MCP_ROOTS',
     );
   return real;
 }

@@ -115,7 +115,7 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
     }
     if (shallow)
       ctx.progress.notice(
-        'the repository is a partial clone (made with --filter) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
+        'the repository is a partial clone (it has a .promisor pack: cloned with --filter, or copied from such a clone) whose history the helper cannot fetch offline: the box got a shallow clone, its last commit only',
       );
   } else await runCloneSteps(helper, unpack.steps, limit, ctx.hooks.signal, {}, unpack.input);
   ctx.log(`copied ${scan.entries.length} entries (${scan.bytes} bytes) from ${source.display}`);
@@ -135,7 +135,7 @@ function isPartialClone(scan: DirectoryScan): boolean {
  */
 function partialCloneError(error: CloneFailedError): CloneFailedError {
   return new CloneFailedError(
-    `${error.message} (the repository is a partial clone, made with --filter: the objects it left out cannot be fetched in the offline helper)`,
+    `${error.message} (the repository is a partial clone, with a .promisor pack: the objects it left out cannot be fetched in the offline helper)`,
     {
       hint: 'create from its URL instead, or from a clone with all its objects (a copy of a partial clone stays partial: clone its remote again without --filter)',
     },
