@@ -1,7 +1,7 @@
 // The image cache kept within a size (issue 30.3), on the real engine: images of this test only
 // (`only`), a small bound, last uses written to a state directory of the test's own.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engine } from '@ca-sandbox/docker';
@@ -149,7 +149,10 @@ describe('the image cache within cache.maxSize (real engine)', () => {
 
   describe("a create's bound after it built an image", () => {
     const memoFile = () => join(state, 'ca-sandbox', 'image-layers.json');
-    type Memo = { layers: Record<string, [string, number][]>; listed?: { at: number; total: number } };
+    type Memo = {
+      layers: Record<string, [string, number][]>;
+      listed?: { at: number; total: number; ids: string[] };
+    };
     const readMemo = () => JSON.parse(readFileSync(memoFile(), 'utf8')) as Memo;
     /** The last full listing as the layers file keeps it, this image's layers forgotten. */
     function lastListing(listed: Memo['listed'], forget: string): void {
@@ -176,7 +179,7 @@ describe('the image cache within cache.maxSize (real engine)', () => {
     it("adds the image's own bytes to a recent listing's total without listing every image again", async () => {
       const id = (await engine.image.inspect(tag('new')))?.Id ?? '';
       const at = Date.now() - 60_000;
-      lastListing({ at, total: 10 * MIB }, id);
+      lastListing({ at, total: 10 * MIB, ids: [] }, id);
       let total = 0;
       const listings = await countingListings(async () => {
         const eviction = await enforceCacheLimit({
@@ -194,7 +197,7 @@ describe('the image cache within cache.maxSize (real engine)', () => {
       expect(total).toBeLessThan(14 * MIB);
       // Kept for the next create and the next listing; the listing's own time is kept.
       const memo = readMemo();
-      expect(memo.listed).toEqual({ at, total });
+      expect(memo.listed).toEqual({ at, total, ids: [id] });
       expect(memo.layers[id]?.length).toBeGreaterThan(0);
       // The same image again (a build that made the same image) adds nothing.
       const again = await enforceCacheLimit({
@@ -205,6 +208,37 @@ describe('the image cache within cache.maxSize (real engine)', () => {
       expect(again.total).toBe(total);
     });
 
+    it('creates at once each add their own image (the file is read again and written under a lock)', async () => {
+      const ids = await Promise.all(
+        ['new', 'old'].map(async (name) => (await engine.image.inspect(tag(name)))?.Id ?? ''),
+      );
+      const at = Date.now() - 60_000;
+      lastListing({ at, total: 10 * MIB, ids: [] }, ids[0] ?? '');
+      const bound = (name: string) =>
+        enforceCacheLimit({ built: tag(name), only: ofRun, limit: { bytes: 100 * MIB, described: '100m' } });
+      await Promise.all([bound('new'), bound('old'), bound('new')]);
+      const listed = readMemo().listed;
+      // Two images of 3 MiB each on 10 MiB, the one built twice counted once.
+      expect(listed?.total).toBeGreaterThanOrEqual(16 * MIB);
+      expect(listed?.total).toBeLessThan(18 * MIB);
+      expect(new Set(listed?.ids)).toEqual(new Set(ids));
+      expect(existsSync(`${memoFile()}.lock`)).toBe(false);
+    });
+
+    it('a hand-edited total below zero is not trusted, and the layers stay', async () => {
+      const layers = Object.keys(readMemo().layers).length;
+      lastListing({ at: Date.now(), total: -(2 ** 40), ids: [] }, '');
+      const listings = await countingListings(async () => {
+        await enforceCacheLimit({
+          built: tag('new'),
+          only: ofRun,
+          limit: { bytes: 100 * MIB, described: '100m' },
+        });
+      });
+      expect(listings).toBe(1);
+      expect(Object.keys(readMemo().layers).length).toBeGreaterThanOrEqual(layers);
+    });
+
     it("a full listing keeps the whole cache's total for the next create", async () => {
       // Far above anything this machine holds: nothing of anyone's is removed.
       const eviction = await enforceCacheLimit({ limit: { bytes: 2 ** 52, described: 'huge' } });
@@ -212,16 +246,17 @@ describe('the image cache within cache.maxSize (real engine)', () => {
       const all = await listCacheImages();
       expect(eviction.total).toBe(all.reduce((sum, image) => sum + image.bytes, 0));
       expect(readMemo().listed?.total).toBe(eviction.total);
+      expect(new Set(readMemo().listed?.ids)).toEqual(new Set(all.map((image) => image.id)));
       expect(Date.now() - (readMemo().listed?.at ?? 0)).toBeLessThan(60_000);
     });
 
     it('lists every image when the last listing is old, unknown, or the sum nears the bound', async () => {
       const id = (await engine.image.inspect(tag('new')))?.Id ?? '';
       const cases: Memo['listed'][] = [
-        { at: Date.now() - LISTING_TRUSTED_MS - 60_000, total: 0 },
+        { at: Date.now() - LISTING_TRUSTED_MS - 60_000, total: 0, ids: [] },
         undefined,
         // 3 MiB more is past 90% of the bound: the listing decides, not the sum.
-        { at: Date.now(), total: 9 * MIB },
+        { at: Date.now(), total: 9 * MIB, ids: [] },
       ];
       for (const listed of cases) {
         lastListing(listed, id);

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, statfs, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CACHE_MAX_SIZE_DEFAULT, currentSettings, stateDir } from '@ca-sandbox/config';
 import {
@@ -78,15 +78,18 @@ async function writeUses(used: Record<string, number>): Promise<void> {
  * An image id is the hash of its configuration, so its history never changes: kept on the host,
  * the cache's sizes need one `history` call per new image, not one per image after every build
  * (1,000 images took 4.5 s of each cold create here). A lost or unreadable file costs the calls.
- * `listed` is the cache's total at the last full listing (enforceCacheLimit's), and when: what a
- * create's bound adds its new image to (see enforceCacheLimit's `built`).
+ * `listed` is the cache's total at the last full listing (enforceCacheLimit's), when, and the ids
+ * it counts: what a create's bound adds its new image to (see enforceCacheLimit's `built`).
  */
 const LayerFileSchema = z.object({
   version: z.literal(1),
   layers: z.record(z.string(), z.array(z.tuple([z.string(), z.number()]))),
-  listed: z.object({ at: z.number(), total: z.number() }).optional(),
+  // A `listed` that does not parse (hand-edited, an older shape) is only not trusted: the layers stay.
+  listed: z
+    .object({ at: z.number(), total: z.number().nonnegative(), ids: z.array(z.string()) })
+    .optional()
+    .catch(undefined),
 });
-type KnownLayers = Record<string, [id: string, size: number][]>;
 type CacheMemo = z.infer<typeof LayerFileSchema>;
 
 function layerFile(): string {
@@ -102,8 +105,42 @@ async function readMemo(): Promise<CacheMemo> {
   }
 }
 
-async function writeMemo(memo: CacheMemo): Promise<void> {
-  await writeState(layerFile(), memo).catch(() => undefined);
+/** How long a writer waits for the layers file's lock, and when a lock is a dead writer's. */
+const LOCK_WAIT_MS = 3000;
+const LOCK_STALE_MS = 30_000;
+
+/**
+ * Reads the layers file again under its lock, applies `change` and writes what it returns
+ * (nothing when it returns undefined): creates running at once each add their own image to the
+ * total instead of the last write winning. Best effort: without the lock within LOCK_WAIT_MS,
+ * nothing is written and undefined is returned.
+ */
+async function updateMemo<T>(
+  change: (memo: CacheMemo) => { memo?: CacheMemo; value: T },
+): Promise<T | undefined> {
+  const lock = `${layerFile()}.lock`;
+  await mkdir(join(lock, '..'), { recursive: true, mode: 0o700 }).catch(() => undefined);
+  const until = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await (await open(lock, 'wx', 0o600)).close();
+      break;
+    } catch {
+      const held = await stat(lock).catch(() => undefined);
+      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) await rm(lock, { force: true });
+      else if (Date.now() > until) return undefined;
+      else await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+  try {
+    const { memo, value } = change(await readMemo());
+    if (memo) await writeState(layerFile(), memo);
+    return value;
+  } catch {
+    return undefined;
+  } finally {
+    await rm(lock, { force: true });
+  }
 }
 
 /** Remembers that a create used the cache image `tag` now (best effort: a failure is ignored). */
@@ -125,13 +162,11 @@ export async function noteCacheUse(tag: string, now = Date.now()): Promise<void>
 export async function listCacheImages(
   only: (image: CacheImage) => boolean = () => true,
 ): Promise<CacheImage[]> {
-  return (await listWithMemo(only)).images;
+  return listWithMemo(only);
 }
 
-/** listCacheImages, and the layers file as it is after the listing (enforceCacheLimit adds to it). */
-async function listWithMemo(
-  only: (image: CacheImage) => boolean,
-): Promise<{ images: CacheImage[]; memo: CacheMemo }> {
+/** listCacheImages, the layers file brought up to date with what the listing learned. */
+async function listWithMemo(only: (image: CacheImage) => boolean): Promise<CacheImage[]> {
   const [all, containers, used, memo] = await Promise.all([
     engine.image.list(),
     engine.container.list({ all: true }),
@@ -183,11 +218,17 @@ async function listWithMemo(
   // What is kept is what the engine still has: images removed meanwhile leave the file.
   const present = new Set(ours.map((image) => image.id));
   const stale = Object.keys(known).some((id) => !present.has(id));
-  if (learned || stale) {
-    memo.layers = Object.fromEntries(Object.entries(known).filter(([id]) => present.has(id)));
-    await writeMemo(memo);
-  }
-  return { images: rows.sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.createdAt - b.createdAt), memo };
+  if (learned || stale)
+    await updateMemo((fresh) => ({
+      memo: {
+        ...fresh,
+        layers: Object.fromEntries(
+          Object.entries({ ...fresh.layers, ...known }).filter(([id]) => present.has(id)),
+        ),
+      },
+      value: undefined,
+    }));
+  return rows.sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.createdAt - b.createdAt);
 }
 
 /** Bytes of the image's layers above its nearest tagged ancestor (all of them when it has none). */
@@ -235,7 +276,7 @@ export const EVICTION_GRACE_MS = 10 * 60_000;
 export interface CacheEviction {
   /** The images removed, least recently used first. */
   evicted: CacheImage[];
-  /** What the cache holds now, bytes (the prep images aside). */
+  /** What the cache holds now, bytes (the prep images aside); 0 when the bound is off (not measured). */
   total: number;
   /** The bound (undefined: off). */
   limit: number | undefined;
@@ -289,7 +330,7 @@ export async function enforceCacheLimit(
     const total = await totalWithBuilt(options.built, limit.bytes);
     if (total !== undefined) return { ...result, total };
   }
-  const { images, memo } = await listWithMemo(options.only ?? (() => true));
+  const images = await listWithMemo(options.only ?? (() => true));
   let total = images.reduce((sum, image) => sum + image.bytes, 0);
   result.total = total;
   if (total > limit.bytes) {
@@ -314,8 +355,20 @@ export async function enforceCacheLimit(
     result.total = total;
     await forgetGone(new Set(images.flatMap((image) => image.tags)), result.evicted);
   }
-  // The whole cache's total (a listing narrowed by `only` is a test's, not the cache's).
-  if (!options.only) await writeMemo({ ...memo, listed: { at: Date.now(), total: result.total } });
+  // The whole cache's total and the ids behind it (a listing narrowed by `only` is a test's, not the
+  // cache's); the evicted images' layers go with them.
+  if (!options.only) {
+    const gone = new Set(result.evicted.map((image) => image.id));
+    const ids = images.map((image) => image.id).filter((id) => !gone.has(id));
+    await updateMemo((fresh) => ({
+      memo: {
+        ...fresh,
+        layers: Object.fromEntries(Object.entries(fresh.layers).filter(([id]) => !gone.has(id))),
+        listed: { at: Date.now(), total: result.total, ids },
+      },
+      value: undefined,
+    }));
+  }
   return result;
 }
 
@@ -325,24 +378,35 @@ export async function enforceCacheLimit(
  * come from its history, which the layers file then keeps for the next listing.
  */
 async function totalWithBuilt(built: string, limit: number): Promise<number | undefined> {
-  const memo = await readMemo();
-  const listed = memo.listed;
-  if (!listed || Date.now() - listed.at > LISTING_TRUSTED_MS || listed.at > Date.now()) return undefined;
+  const trusted = (listed: CacheMemo['listed']): listed is NonNullable<CacheMemo['listed']> =>
+    listed !== undefined && Date.now() - listed.at <= LISTING_TRUSTED_MS && listed.at <= Date.now();
+  if (!trusted((await readMemo()).listed)) return undefined;
   const history = await engine.image.layers(built).catch(() => undefined);
   const id = history?.[0]?.id;
-  if (!history || !id || !id.startsWith('sha256:')) return undefined;
-  // An image the listing counted already (the same build again) adds nothing.
-  const counted = memo.layers[id] !== undefined;
+  if (!history || !id?.startsWith('sha256:')) return undefined;
   let own = 0;
   for (const [index, layer] of history.entries()) {
     if (index > 0 && layer.tags.length > 0) break;
     own += layer.size;
   }
-  const total = listed.total + (counted ? 0 : own);
-  if (total > limit * TRUSTED_SHARE) return undefined;
-  memo.layers[id] = history.map((layer): [string, number] => [layer.id, layer.size]);
-  await writeMemo({ ...memo, listed: { at: listed.at, total } });
-  return total;
+  // Read again, added to and written under the lock: creates at once each add their own image.
+  return updateMemo((memo) => {
+    const listed = memo.listed;
+    if (!trusted(listed)) return { value: undefined };
+    // An image the total counts already (the same build again) adds nothing.
+    const counted = listed.ids.includes(id);
+    const total = listed.total + (counted ? 0 : own);
+    if (total > limit * TRUSTED_SHARE) return { value: undefined };
+    const layers = history.map((layer): [string, number] => [layer.id, layer.size]);
+    return {
+      memo: {
+        ...memo,
+        layers: { ...memo.layers, [id]: layers },
+        listed: { at: listed.at, total, ids: counted ? listed.ids : [...listed.ids, id] },
+      },
+      value: total,
+    };
+  });
 }
 
 /** Drops the time stamps of tags that no longer exist (evicted now, or removed by the user). */

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from './errors.js';
 import type { SandboxRecord } from './lifecycle-api.js';
-import { applyListFilters, parseListFilters, parseListFormat, renderListTemplate } from './list-format.js';
+import {
+  applyImageFilters,
+  applyListFilters,
+  IMAGE_FILTERS,
+  parseListFilters,
+  parseListFormat,
+  renderListTemplate,
+} from './list-format.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -53,9 +60,33 @@ describe('parseListFilters / applyListFilters', () => {
     expect(ids(['repo=evil'])).toEqual(['third']);
   });
 
-  it.each(['label=x', 'status', '=running', 'image=node'])('refuses %j as a usage error', (entry) => {
-    expect(() => parseListFilters([entry])).toThrow(UsageError);
-    expect(() => parseListFilters([entry])).toThrow(/--filter/);
+  it.each(['label=x', 'status', '=running', 'image=node', 'constructor=x'])(
+    'refuses %j as a usage error',
+    (entry) => {
+      expect(() => parseListFilters([entry])).toThrow(UsageError);
+      expect(() => parseListFilters([entry])).toThrow(/--filter/);
+    },
+  );
+});
+
+describe('ls --images filters', () => {
+  const IMAGES = [
+    { id: 'a', repo: 'express', source: '/tmp/express', inUse: true },
+    { id: 'b', repo: 'express', source: 'https://github.com/expressjs/express', inUse: false },
+    { id: 'c', repo: 'ufo', source: '/tmp/ufo', inUse: false },
+  ];
+  const ids = (entries: string[]) =>
+    applyImageFilters(IMAGES, parseListFilters(entries, IMAGE_FILTERS)).map((image) => image.id);
+
+  it('repo and source are parts, in-use true or false; keys AND-ed, a repeated key OR-ed', () => {
+    expect(ids(['repo=expr'])).toEqual(['a', 'b']);
+    expect(ids(['source=github.com', 'in-use=false'])).toEqual(['b']);
+    expect(ids(['in-use=TRUE'])).toEqual(['a']);
+    expect(ids(['repo=ufo', 'repo=express', 'in-use=false'])).toEqual(['b', 'c']);
+  });
+
+  it.each(['in-use=yes', 'status=running', 'id=a'])('refuses %j as a usage error', (entry) => {
+    expect(() => parseListFilters([entry], IMAGE_FILTERS)).toThrow(UsageError);
   });
 });
 

@@ -68,13 +68,14 @@ export interface ListedImage {
 /** `ls --images --filter key=value`: the image cache's keys (same rules as LIST_FILTERS). */
 export const IMAGE_FILTERS: Record<
   string,
-  { describe: string; match: (image: ListedImage, value: string) => boolean }
+  { describe: string; match: (image: ListedImage, value: string) => boolean; values?: string[] }
 > = {
   repo: { describe: 'part of the repo name', match: (image, value) => image.repo.includes(value) },
   source: { describe: 'part of the source', match: (image, value) => image.source.includes(value) },
   'in-use': {
     describe: 'true or false',
     match: (image, value) => String(image.inUse) === value.trim().toLowerCase(),
+    values: ['true', 'false'],
   },
 };
 
@@ -83,7 +84,7 @@ export type ListFilter = Map<string, string[]>;
 /** Parses repeated `--filter key=value`; an unknown key or a missing `=` is a usage error. */
 export function parseListFilters(
   entries: readonly string[],
-  table: Record<string, unknown> = LIST_FILTERS,
+  table: Record<string, { describe: string; values?: string[] }> = LIST_FILTERS,
 ): ListFilter {
   const filters: ListFilter = new Map();
   const keys = Object.keys(table).join(', ');
@@ -104,7 +105,16 @@ export function parseListFilters(
         `keys: ${keys}`,
       );
     }
-    filters.set(key, [...(filters.get(key) ?? []), entry.slice(equals + 1)]);
+    const value = entry.slice(equals + 1);
+    const allowed = table[key]?.values;
+    // A value a key cannot match would silently list nothing.
+    if (allowed && !allowed.includes(value.trim().toLowerCase()))
+      throw new UsageError(
+        `invalid value for --filter ${key}: "${value}"`,
+        'INVALID_FILTER',
+        `${key} takes ${allowed.join(' or ')}`,
+      );
+    filters.set(key, [...(filters.get(key) ?? []), value]);
   }
   return filters;
 }

@@ -114,6 +114,7 @@ describe('extractTar', () => {
         { name: 'repo/packages/p/node_modules', type: 'directory' },
         { ...deps('repo/packages/p/node_modules/c'), linkname: '/deps/src/packages/p/node_modules/c' },
         // Not the deps link's: listed one by one as before.
+        { ...deps('repo/node_modules/esc'), linkname: '/deps/src/x\u001b[2J' },
         { ...deps('repo/node_modules/climb'), linkname: '/deps/../etc/passwd' },
         { ...deps('repo/node_modules/host'), linkname: '/home/user/.ssh' },
         { ...deps('repo/deps-link-outside-node-modules'), linkname: '/deps/src/x' },
@@ -124,16 +125,18 @@ describe('extractTar', () => {
     );
     expect(summary.symlinks).toBe(0);
     expect(summary.skipped.map((note) => note.path)).toEqual([
+      'repo/node_modules/esc',
       'repo/node_modules/climb',
       'repo/node_modules/host',
       'repo/deps-link-outside-node-modules',
       'repo/node_modules',
       'repo/packages/p/node_modules',
     ]);
-    expect(summary.skipped[3]?.reason).toMatch(
+    expect(summary.skipped[0]?.reason).toMatch(/control character/);
+    expect(summary.skipped[4]?.reason).toMatch(
       /^3 link\(s\) into the box's installed dependencies, not copied/,
     );
-    expect(summary.skipped[4]?.reason).toMatch(/^1 link\(s\)/);
+    expect(summary.skipped[5]?.reason).toMatch(/^1 link\(s\)/);
   });
 
   it('refuses a link chain whose .. goes through another link', async () => {

@@ -116,8 +116,6 @@ class ExtractState {
   private readonly directories = new Map<string, number>();
   private readonly files = new Set<string>();
   private readonly links: PendingLink[] = [];
-  /** Links into the box's installed deps skipped, by node_modules folder (keptSymlinks). */
-  private readonly depsLinks = new Map<string, number>();
   /** Folded child names of each directory key, links included (for looksLikeGitDir). */
   private readonly children = new Map<string, Set<string>>();
   /** `.git` and other VCS metadata entries withheld in-stream, each reported once. */
@@ -404,6 +402,8 @@ class ExtractState {
   private keptSymlinks(): PendingLink[] {
     const kept = new Map<string, { pending: PendingLink; target: string }>();
     const rejected = new Set<string>();
+    // Links into the box's installed deps skipped, by node_modules folder.
+    const depsLinks = new Map<string, number>();
     for (const pending of this.links) {
       if (pending.kind !== 'symlink') continue;
       const key = pending.path.join('/');
@@ -415,12 +415,14 @@ class ExtractState {
         rejected.add(key);
         // node_modules links into the box's installed deps (hundreds in any Node repo): one note
         // per node_modules folder, not one per link.
-        const folder = depsLinkFolder(key, pending.linkname);
-        if (folder) this.depsLinks.set(folder, (this.depsLinks.get(folder) ?? 0) + 1);
+        const folder = hasControlCharacter(pending.linkname)
+          ? undefined
+          : depsLinkFolder(key, pending.linkname);
+        if (folder) depsLinks.set(folder, (depsLinks.get(folder) ?? 0) + 1);
         else this.skipLink(key, resolved.reason);
       } else kept.set(key, { pending, target: resolved.target });
     }
-    for (const [folder, count] of this.depsLinks)
+    for (const [folder, count] of depsLinks)
       this.skipLink(
         folder,
         `${count} link(s) into the box's installed dependencies, not copied: the deps stay in the box (install them on the host)`,

@@ -409,6 +409,30 @@ describe('file changes', () => {
     expect(changes.newExecutables.map((file) => file.path)).toEqual(['/work/repo/node_modules/.bin/dropped']);
   });
 
+  it('a folder of the link already there at the clone: a structural change of it is listed, what was added to it not', () => {
+    const changes = compare(
+      [
+        { path: 'node_modules', type: 'd' },
+        { path: 'node_modules/.bin', type: 'd', mode: '755', mtime: '1.0' },
+        { path: 'node_modules/@types', type: 'd', mode: '755' },
+        { path: 'node_modules/a', type: 'l', target: '/deps/src/node_modules/a' },
+      ],
+      [
+        { path: 'node_modules', type: 'd' },
+        // Made world-writable in the box: listed.
+        { path: 'node_modules/.bin', type: 'd', mode: '777', mtime: '2.0' },
+        // An entry added (its mtime moves, nothing else): not listed.
+        { path: 'node_modules/@types', type: 'd', mode: '755', mtime: '3.0' },
+        // Pointed elsewhere in the deps: still the link's.
+        { path: 'node_modules/a', type: 'l', target: '/.ca-sbx-image/deps/src/node_modules/a' },
+      ],
+    );
+    expect(changes.modified.map((file) => [file.path, file.changed])).toEqual([
+      ['/work/repo/node_modules/.bin', ['mode']],
+    ]);
+    expect(changes.added).toEqual([]);
+  });
+
   it('keeps names byte-exact for the comparison and never trusts them for display', () => {
     // Two names that differ only in bytes that are not UTF-8: one must not stand for the other.
     const before = [{ path: Buffer.from([0x61, 0xff]) }];

@@ -476,8 +476,16 @@ export class ChangeCollector {
     this.enter(entry);
     if (before === 'same') return;
     if (isDepsLink(entry) && (!before || isDepsLink(before))) {
-      if (!before) changes.depsLinks += 1;
-      return;
+      if (!before) {
+        changes.depsLinks += 1;
+        return;
+      }
+      // One of the link's folders that was there already: what the box added to it is not news, a
+      // structural change of it is (`chmod 777 node_modules/.bin`). A link of it pointed elsewhere
+      // in the deps is still the link's (an early box links beside the clone's listing).
+      if (entry.type === 'symlink') return;
+      const changed = contentChanged(before, entry);
+      if (changed.length === 0 || !structuralChange(describe(entry, changed))) return;
     }
     if (!before) {
       if (executable) changes.newExecutables.push(once());
