@@ -125,7 +125,9 @@ async function updateMemo<T>(
     try {
       await (await open(lock, 'wx', 0o600)).close();
       break;
-    } catch {
+    } catch (error) {
+      // Only a lock held by another writer is waited for (a state dir we cannot write is not).
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
       const held = await stat(lock).catch(() => undefined);
       if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) await rm(lock, { force: true });
       else if (Date.now() > until) return undefined;
