@@ -159,16 +159,12 @@ export async function noteCacheUse(tag: string, now = Date.now()): Promise<void>
 
 /**
  * Every image of the cache (the prep images aside), least recently used first. `only` narrows it
- * (tests and benches never count or touch images they did not make).
+ * (tests and benches never count or touch images they did not make). What it learns of new
+ * images' layers goes into the layers file.
  */
 export async function listCacheImages(
   only: (image: CacheImage) => boolean = () => true,
 ): Promise<CacheImage[]> {
-  return listWithMemo(only);
-}
-
-/** listCacheImages, the layers file brought up to date with what the listing learned. */
-async function listWithMemo(only: (image: CacheImage) => boolean): Promise<CacheImage[]> {
   const [all, containers, used, memo] = await Promise.all([
     engine.image.list(),
     engine.container.list({ all: true }),
@@ -332,7 +328,7 @@ export async function enforceCacheLimit(
     const total = await totalWithBuilt(options.built, limit.bytes);
     if (total !== undefined) return { ...result, total };
   }
-  const images = await listWithMemo(options.only ?? (() => true));
+  const images = await listCacheImages(options.only);
   let total = images.reduce((sum, image) => sum + image.bytes, 0);
   result.total = total;
   if (total > limit.bytes) {
