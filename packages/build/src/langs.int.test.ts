@@ -85,10 +85,12 @@ describe('prepareImage: python and go with local path dependencies (real engine)
     expect((await prepare(fixture)).cacheHit).toBe(true);
   });
 
-  it('go: a replace directive into the repo builds and runs in the box (network none)', async () => {
+  it('go: a replace directive into the repo builds and runs in the box (network none), go.mod untouched', async () => {
+    // No `go` line, as google/uuid's go.mod: go's -mod=mod would add one on the first build.
+    const goMod =
+      'module example.com/app\n\nrequire example.com/mylib v0.0.0\n\nreplace example.com/mylib => ./libs/mylib\n';
     const fixture = await repo({
-      'go.mod':
-        'module example.com/app\n\ngo 1.19\n\nrequire example.com/mylib v0.0.0\n\nreplace example.com/mylib => ./libs/mylib\n',
+      'go.mod': goMod,
       'main.go':
         'package main\n\nimport (\n\t"fmt"\n\n\t"example.com/mylib"\n)\n\nfunc main() { fmt.Println(mylib.Hello()) }\n',
       'libs/mylib/go.mod': 'module example.com/mylib\n\ngo 1.19\n',
@@ -96,8 +98,12 @@ describe('prepareImage: python and go with local path dependencies (real engine)
     });
     const result = await prepare(fixture);
     expect(result).toMatchObject({ provider: 'go', depsInstalled: true });
-    const box = await fixture.runBox(result.image, 'go env GOPATH GOMODCACHE GOFLAGS && go run .');
-    expect(box.stdout).toBe('/deps/go\n/deps/go/pkg/mod\n-mod=mod\nhello from go mylib\n');
+    const box = await fixture.runBox(
+      result.image,
+      'go env GOPATH GOMODCACHE GOFLAGS && go run . && go vet ./... && cat go.mod',
+    );
+    expect(box.stderr).toBe('');
+    expect(box.stdout).toBe(`/deps/go\n/deps/go/pkg/mod\n\nhello from go mylib\n${goMod}`);
   });
 
   it('plain: no known provider gets the plain base with our layout', async () => {

@@ -16,10 +16,12 @@ export const goRecipe: ProviderRecipe = {
       // The modules were downloaded at install: in the box go never fetches (its network is off anyway).
       { name: 'GOPROXY', value: 'off' },
       { name: 'PATH', value: '/deps/go/bin:$PATH', expand: true },
-      // go refuses -mod=mod in workspace mode; outside it, -mod=mod lets a replace into the repo
-      // resolve. A module that vendors its dependencies builds from vendor/ (what go picks by itself
-      // for go >= 1.14; older go.mod files need the flag), never from the empty module cache.
-      ...(workspace ? [] : [{ name: 'GOFLAGS', value: vendors(files, '') ? '-mod=vendor' : '-mod=mod' }]),
+      // go's own default otherwise (-mod=readonly): running the repo's tests never rewrites its
+      // go.mod or go.sum (-mod=mod added a `go` line to a go.mod without one), and a replace into
+      // the repo resolves as on a developer's machine. A module that vendors its dependencies
+      // builds from vendor/ (what go picks by itself for go >= 1.14; older go.mod files need the
+      // flag, which go refuses in workspace mode), never from the empty module cache.
+      ...(!workspace && vendors(files, '') ? [{ name: 'GOFLAGS', value: '-mod=vendor' }] : []),
     ];
   },
   install: (files) => ({
