@@ -235,6 +235,24 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       truncated: false,
     });
 
+    // A long output (a test run's) keeps its start and its end within the MCP cap (20 KiB per
+    // stream), with a line where the rest was left out: an agent's client would cut 1 MiB itself.
+    const long = await client.callTool({
+      name: 'sandbox_exec',
+      arguments: { id, command: ['sh', '-c', 'echo first; seq 1 100000; echo 1260 passing'] },
+    });
+    const longOut = (long as ToolResult).structuredContent as { stdout: string; truncated: boolean };
+    expect(longOut.truncated).toBe(true);
+    expect(longOut.stdout.startsWith('first\n1\n2\n')).toBe(true);
+    expect(longOut.stdout.endsWith('99999\n100000\n1260 passing\n')).toBe(true);
+    expect(longOut.stdout).toMatch(/\[\.\.\. \d+ bytes left out here by ca-sandbox/);
+    expect(Buffer.byteLength(longOut.stdout)).toBeLessThanOrEqual(20 * 1024);
+    const asked = await client.callTool({
+      name: 'sandbox_exec',
+      arguments: { id, command: ['sh', '-c', 'seq 1 100000'], maxBytes: 1024 * 1024 },
+    });
+    expect((asked as ToolResult).structuredContent).toMatchObject({ truncated: false });
+
     // A command the box does not have is an error result of its own, not the engine's text as stdout.
     const missing = await client.callTool({
       name: 'sandbox_exec',

@@ -14,7 +14,10 @@ export interface ExecResult {
   exitCode: number;
   stdout: string;
   stderr: string;
-  /** stdout or stderr went past `maxBytes` (the rest was drained and dropped). */
+  /**
+   * stdout or stderr went past `maxBytes`: its start and its end were kept, with a line between
+   * that says how many bytes were left out (below a 256-byte cap, the start only).
+   */
   truncated: boolean;
   /** The command ran past `timeoutMs` and was killed inside the box (exitCode is then 124). */
   timedOut: boolean;

@@ -6,7 +6,9 @@ import { CommandNotFoundError } from './errors.js';
 import {
   buildExecSpec,
   captureCapped,
+  capturedText,
   decodeUtf8,
+  omissionNote,
   resolveExecOptions,
   startFailureError,
   trimPartialUtf8,
@@ -98,23 +100,68 @@ describe('resolveExecOptions', () => {
 });
 
 describe('captureCapped', () => {
-  it('keeps at most max bytes, drains the rest and says truncated', async () => {
-    const chunks = Array.from({ length: 100 }, () => Buffer.alloc(1000, 0x61));
+  it('keeps the start and the end within max bytes, drains the rest and says truncated', async () => {
+    const chunks = Array.from({ length: 100 }, (_, i) => Buffer.alloc(1000, 0x61 + (i % 26)));
     const result = await captureCapped(Readable.from(chunks), 2500);
-    expect(result.data.length).toBe(2500);
     expect(result.total).toBe(100_000);
     expect(result.truncated).toBe(true);
+    const text = capturedText(result);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(2500);
+    // The first quarter of the cap from the start, the rest from the end (chunk 99 is 'v').
+    expect(text.startsWith('a'.repeat(625))).toBe(true);
+    expect(text.endsWith('v'.repeat(1000))).toBe(true);
+    expect(text).toContain(`[... ${result.omitted} bytes left out here by ca-sandbox`);
+    expect(result.data.length + (result.tail?.length ?? 0) + result.omitted).toBe(100_000);
   });
 
-  it('not truncated at exactly max', async () => {
+  it('not truncated at exactly max, in any chunking', async () => {
     const result = await captureCapped(Readable.from([Buffer.from('abc')]), 3);
-    expect(result).toMatchObject({ truncated: false, total: 3 });
+    expect(result).toMatchObject({ truncated: false, total: 3, omitted: 0 });
+    const split = await captureCapped(
+      Readable.from(['x'.repeat(300), 'y'.repeat(100)].map((t) => Buffer.from(t))),
+      400,
+    );
+    expect(capturedText(split)).toBe(`${'x'.repeat(300)}${'y'.repeat(100)}`);
   });
 
-  it('never cuts a UTF-8 character in half', async () => {
+  it('below 256 bytes of cap keeps the start only', async () => {
+    const result = await captureCapped(Readable.from([Buffer.from('abcdef')]), 4);
+    expect(capturedText(result)).toBe('abcd');
+    expect(result).toMatchObject({ truncated: true, omitted: 2 });
+  });
+
+  it('never cuts a UTF-8 character in half, at the start or the end', async () => {
     const text = 'é'.repeat(10); // 2 bytes each
     const result = await captureCapped(Readable.from([Buffer.from(text)]), 5);
     expect(decodeUtf8(result.data)).toBe('éé');
+    const long = await captureCapped(Readable.from([Buffer.from('é'.repeat(1000))]), 301);
+    expect(capturedText(long)).not.toContain('\ufffd');
+    expect(Buffer.byteLength(capturedText(long))).toBeLessThanOrEqual(301);
+  });
+
+  it('keeps any stream within max bytes and its ends intact (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ maxLength: 700 }), { maxLength: 12 }),
+        fc.integer({ min: 1, max: 3000 }),
+        async (parts, max) => {
+          const bytes = Buffer.concat(parts.map((part) => Buffer.from(part)));
+          const result = await captureCapped(Readable.from(parts.map((part) => Buffer.from(part))), max);
+          expect(result.total).toBe(bytes.length);
+          const kept = result.data.length + (result.tail?.length ?? 0);
+          expect(kept + result.omitted).toBe(bytes.length);
+          if (!result.truncated) {
+            expect(result.data.equals(bytes)).toBe(true);
+            return;
+          }
+          expect(bytes.subarray(0, result.data.length).equals(result.data)).toBe(true);
+          if (result.tail) {
+            expect(bytes.subarray(bytes.length - result.tail.length).equals(result.tail)).toBe(true);
+            expect(kept + Buffer.byteLength(omissionNote(result.omitted))).toBeLessThanOrEqual(max);
+          } else expect(result.data.length).toBeLessThanOrEqual(max);
+        },
+      ),
+    );
   });
 });
 

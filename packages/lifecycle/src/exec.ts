@@ -21,7 +21,7 @@ import {
   type StreamExecOptions,
   type StreamExecResult,
 } from './exec-options.js';
-import { captureCapped, decodeUtf8 } from './exec-output.js';
+import { captureCapped, capturedText } from './exec-output.js';
 import { startFailureError } from './exec-start-failure.js';
 import { killInBox, newKillMarker } from './in-box-kill.js';
 import { boxName, resolveBox } from './names.js';
@@ -178,8 +178,8 @@ class BoxExec {
 
 /**
  * Runs `argv` in the sandbox as 1000:1000 (at /work/repo unless `workdir`) and returns the exec
- * contract: stdout and stderr apart, each capped at `maxBytes` (the rest drained and dropped,
- * never buffered), invalid UTF-8 as U+FFFD, and on `timeoutMs` or an abort the command killed
+ * contract: stdout and stderr apart, each capped at `maxBytes` (past it the start and the end
+ * are kept with a note of the gap; the rest drained and dropped, never buffered), invalid UTF-8 as U+FFFD, and on `timeoutMs` or an abort the command killed
  * inside the box, not only the connection. Three Engine API calls on the hot path, no process.
  */
 export async function execInSandbox(
@@ -202,8 +202,8 @@ export async function execInSandbox(
   const durationMs = run.durationMs;
   const done: ExecResult = {
     exitCode: run.exitCode(result),
-    stdout: decodeUtf8(out.data),
-    stderr: decodeUtf8(err.data),
+    stdout: capturedText(out),
+    stderr: capturedText(err),
     truncated: out.truncated || err.truncated,
     timedOut: run.timedOut,
     durationMs,
