@@ -230,7 +230,10 @@ Template fields: {{.ID}} {{.Status}} {{.Network}} {{.Runtime}} {{.Image}} {{.Cre
     .argument('<id>', 'sandbox id')
     .argument('<cmd...>', 'the command and its arguments, after --')
     .option('--timeout <seconds>', 'kill the command inside the box after this many seconds')
-    .option('--max-bytes <n>', 'with --json: cap on each of stdout and stderr (default 1 MiB; past it the start and the end are kept)')
+    .option(
+      '--max-bytes <n>',
+      'with --json: cap on each of stdout and stderr (default 1 MiB; past it the start and the end are kept)',
+    )
     .option(
       '-e, --env <KEY=VALUE>',
       "set a variable for the command (repeatable; not for secrets: the box's other processes can read it)",
