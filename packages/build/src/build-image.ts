@@ -13,6 +13,7 @@ import {
   CONFINEMENT_MARKER,
   formatSize,
   installConfinementRows,
+  LABEL_DEPS_VIEW,
   UNOWNED_IMAGE_LABELS,
 } from '@ca-sandbox/docker';
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
@@ -116,6 +117,10 @@ export async function buildImage(
       log,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    // A node install of the built-in recipe is the image's top layer and always leaves
+    // /deps/src/node_modules (NODE_FINISH): that layer's /deps/src can be the lower of a box's
+    // repo view (@ca-sandbox/docker repo-view.ts), and the image says so.
+    const depsView = builder.name === 'builtin' && recipe.linkNodeModules && recipe.install.length > 0;
     const dockerfile = renderDockerfile(prepImage, recipe, {
       ...(claudeImage ? { claudeImage } : {}),
       extraCa: input.ca !== undefined,
@@ -201,6 +206,7 @@ export async function buildImage(
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
+        ...(depsView ? { [LABEL_DEPS_VIEW]: '1' } : {}),
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
     } catch (error) {

@@ -232,6 +232,13 @@ export const DEFINITIONS = {
     describe:
       "most the ca-sbx:* image cache may hold: a docker size (20g), a share of Docker's disk (25%), or off; the least recently used images go after a create that built one",
   }),
+  'deps.view': define({
+    schema: z.enum(['links', 'overlay']),
+    env: ['CA_SANDBOX_DEPS_VIEW'],
+    fallback: () => 'links' as const,
+    describe:
+      'how a node box sees its installed deps: links (node_modules entries link into the image) or overlay (EXPERIMENTAL: node_modules are real folders under /work/repo, an overlay of the install over the checkout, for tools such as vite that refuse files outside the project)',
+  }),
   'mcp.roots': define({
     schema: z.array(AbsolutePath).max(64),
     env: ['CA_SANDBOX_MCP_ROOTS'],

@@ -69,7 +69,13 @@ export const HELPER_PREFIX = 'ca-sbx_helper-';
  * The volumes of a box's writable view of its image (IMAGE_VIEW_DIR): `ca-sbx_<part>-<id>`, never
  * a box or volume name (`ca-sbx-<id>`) or a helper's, as for HELPER_PREFIX.
  */
-const VIEW_PREFIX = { view: 'ca-sbx_view-', upper: 'ca-sbx_upper-', work: 'ca-sbx_work-' } as const;
+const VIEW_PREFIX = {
+  view: 'ca-sbx_view-',
+  upper: 'ca-sbx_upper-',
+  work: 'ca-sbx_work-',
+  repo: 'ca-sbx_repo-',
+  repoWork: 'ca-sbx_rwork-',
+} as const;
 
 export interface SandboxNames {
   box: string;
@@ -78,6 +84,11 @@ export interface SandboxNames {
   network: string;
   /** The overlay volume mounted at IMAGE_VIEW_DIR, and the two plain volumes it writes to. */
   imageView: { view: string; upper: string; work: string };
+  /**
+   * The overlay volume mounted at REPO_DIR in a box with a repo view (repo-view.ts), and its work
+   * directory's plain volume; its upper is the sandbox's own volume.
+   */
+  repoView: { view: string; work: string };
 }
 
 /** The names of a sandbox's objects: the one home of the naming rule. */
@@ -93,6 +104,7 @@ export function sandboxNames(id: string): SandboxNames {
       upper: `${VIEW_PREFIX.upper}${id}`,
       work: `${VIEW_PREFIX.work}${id}`,
     },
+    repoView: { view: `${VIEW_PREFIX.repo}${id}`, work: `${VIEW_PREFIX.repoWork}${id}` },
   };
 }
 
@@ -117,6 +129,13 @@ export const DEPS_SRC = `${DEPS_DIR}/src`;
  * of that file in the sandbox, while the deps stay in the image (see image-view.ts).
  */
 export const IMAGE_VIEW_DIR = '/.ca-sbx-image';
+/**
+ * Where a box with a repo view (an overlay at REPO_DIR: the install's node_modules under the
+ * checkout, see repo-view.ts) has the sandbox's own volume, read-only: what the clone wrote and the
+ * box changed, without the installed deps (the report and cp read it). Its last part is `repo`, so
+ * a copy of it is named as one of REPO_DIR.
+ */
+export const RAW_REPO_DIR = '/.ca-sbx-raw/repo';
 
 /** The box user, never root: every box, helper, gateway and install step runs as it. */
 export const BOX_UID = 1000;

@@ -19,9 +19,9 @@ import { LABEL_ID, LABEL_ROLE } from './labels.js';
  */
 
 /** The kernel takes at most one page of mount options: past this the view is not made. */
-const MAX_OPTIONS_LENGTH = 3800;
+export const MAX_OPTIONS_LENGTH = 3800;
 /** A layer or volume directory as overlay2 and the local driver name them: no `,` or `:` in it. */
-const DIRECTORY = /^\/[A-Za-z0-9._/-]{1,400}$/;
+export const DIRECTORY = /^\/[A-Za-z0-9._/-]{1,400}$/;
 
 export type ImageViewPlan = { driverOpts: Record<string, string> } | { reason: string };
 
@@ -47,7 +47,7 @@ export function imageViewOptions(image: ImageInspect, upper: string, work: strin
  * engine made as directories of its own, never a volume whose driver options put it elsewhere
  * (`type=none,o=bind,device=…` is a bind in disguise).
  */
-function plainOwn(volume: VolumeInspect | undefined, sandboxId: string): boolean {
+export function plainOwn(volume: VolumeInspect | undefined, sandboxId: string): boolean {
   return (
     volume?.Labels[LABEL_ID] === sandboxId &&
     volume.Driver === 'local' &&
@@ -55,7 +55,7 @@ function plainOwn(volume: VolumeInspect | undefined, sandboxId: string): boolean
   );
 }
 
-async function ownVolume(
+export async function ownVolume(
   sandboxId: string,
   name: string,
   labels: Record<string, string>,
@@ -67,7 +67,7 @@ async function ownVolume(
   return volume;
 }
 
-function sameOptions(a: Record<string, string>, b: Record<string, string>): boolean {
+export function sameOptions(a: Record<string, string>, b: Record<string, string>): boolean {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
 }
@@ -111,7 +111,7 @@ export async function prepareImageView(
   return { volume: names.view, env: viewEnv(inspected.Config.Env) };
 }
 
-const underDeps = (path: string) => path === DEPS_DIR || path.startsWith(`${DEPS_DIR}/`);
+export const underDeps = (path: string) => path === DEPS_DIR || path.startsWith(`${DEPS_DIR}/`);
 
 /**
  * The image's variables that name paths under /deps (PATH's bins, NODE_PATH, a venv, a module
@@ -119,6 +119,17 @@ const underDeps = (path: string) => path === DEPS_DIR || path.startsWith(`${DEPS
  * dependency is one instance whether a tool came to it from PATH or from node_modules.
  */
 export function viewEnv(imageEnv: readonly string[]): Record<string, string> {
+  return movedDepsEnv(imageEnv, (part) => (underDeps(part) ? `${IMAGE_VIEW_DIR}${part}` : part));
+}
+
+/**
+ * The image's variables whose value is a list of absolute paths, one of them under /deps, with
+ * each path passed through `moved` (the one walk of viewEnv and repo-view's viewEnvFor).
+ */
+export function movedDepsEnv(
+  imageEnv: readonly string[],
+  moved: (path: string) => string,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const entry of imageEnv) {
     const at = entry.indexOf('=');
@@ -126,7 +137,7 @@ export function viewEnv(imageEnv: readonly string[]): Record<string, string> {
     const parts = entry.slice(at + 1).split(':');
     if (at <= 0 || !ENV_NAME_PATTERN.test(name) || !parts.every((part) => part.startsWith('/'))) continue;
     if (!parts.some(underDeps)) continue;
-    env[name] = parts.map((part) => (underDeps(part) ? `${IMAGE_VIEW_DIR}${part}` : part)).join(':');
+    env[name] = parts.map(moved).join(':');
   }
   return env;
 }

@@ -68,3 +68,12 @@ export {
   VolumeInspectSchema,
 } from './inspect.js';
 export * from './process.js';
+export {
+  hasRepoView,
+  prepareRepoView,
+  type RepoViewFacts,
+  repoViewFacts,
+  repoViewMatches,
+  repoViewOptions,
+  viewEnvFor,
+} from './repo-view.js';

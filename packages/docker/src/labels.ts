@@ -37,6 +37,13 @@ export const CACHE_IMAGE_REPOSITORY = 'ca-sbx';
 export const BUILD_LABEL = 'ca.sandbox.build';
 export const BUILD_LABEL_REPO = 'ca.sandbox.build.repo';
 export const BUILD_LABEL_DEPHASH = 'ca.sandbox.build.dephash';
+/**
+ * On a deps image whose top layer is a node install of the built-in recipe (it always leaves
+ * /deps/src/node_modules): that layer's /deps/src (what the install wrote, and only that) can lie
+ * under the checkout as the lower of a box's repo view (repo-view.ts), as the install would have
+ * left the project on a developer's machine.
+ */
+export const LABEL_DEPS_VIEW = 'ca.sandbox.cache.deps-view';
 
 /** The filter for one sandbox's objects. */
 export function sandboxIdFilter(id: string): string {

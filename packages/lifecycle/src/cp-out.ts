@@ -2,8 +2,13 @@ import { lstat, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { BOX_USER, DockerNotFoundError, engine, internalExecSpec } from '@ca-sandbox/docker';
-import { hasControlCharacter, SHOWN_NAME_MAX, sanitizeName } from '@ca-sandbox/docker/contracts';
+import { BOX_USER, DockerNotFoundError, engine, hasRepoView, internalExecSpec } from '@ca-sandbox/docker';
+import {
+  hasControlCharacter,
+  RAW_REPO_DIR,
+  SHOWN_NAME_MAX,
+  sanitizeName,
+} from '@ca-sandbox/docker/contracts';
 import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
 import { assertBoxRunning, boxName, resolveBox } from './_utils.js';
@@ -180,6 +185,35 @@ function notInBoxFiles(id: string, source: string): CpOutSourceError {
   );
 }
 
+const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
+
+/**
+ * Where the engine reads `source` from. A box with a repo view (@ca-sandbox/docker repo-view) has
+ * the installed deps under /work/repo through an overlay: its checkout and what the box wrote are
+ * read from its own volume at RAW_REPO_DIR (named `repo` too), so a copy holds no installed
+ * dependency, as a box without one copies no link into them. An ancestor of /work/repo would walk
+ * the view whole: refused.
+ */
+async function repoViewSource(id: string, source: string): Promise<string> {
+  const inRepo = under(source, REPO_DIR);
+  if (!inRepo && !under(REPO_DIR, source)) return source;
+  const box = await engine.container.find(boxName(id));
+  if (!box || !hasRepoView(box)) return source;
+  if (!inRepo)
+    throw new CpOutSourceError(
+      `'${sanitizeName(source, SHOWN_NAME_MAX)}' holds ${REPO_DIR}, which this box sees with its installed dependencies (deps.view overlay): copy ${REPO_DIR} or a path under it`,
+    );
+  return `${RAW_REPO_DIR}${source.slice(REPO_DIR.length)}`;
+}
+
+/** A repo view's path the box's own volume does not have: an installed dependency, or nothing. */
+function notInOwnFiles(source: string): CpOutSourceError {
+  const shown = sanitizeName(source, SHOWN_NAME_MAX);
+  return new CpOutSourceError(
+    `'${shown}' is not among the checkout's files or the box's writes: under node_modules that is an installed dependency from the box's image, which is not copied`,
+  );
+}
+
 /** `word` as one POSIX shell word, for a hint the user may paste. */
 function shellWord(word: string): string {
   return /^[A-Za-z0-9._/+-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
@@ -194,12 +228,14 @@ async function extractFromBox(
 ): Promise<ExtractSummary> {
   const top = posix.basename(source);
   if (BOX_TMPFS.test(source)) return extractFromTmpfs(id, source, staging, options);
+  const read = await repoViewSource(id, source);
   let tar: Readable;
   try {
-    tar = await engine.container.archive(boxName(id), source);
+    tar = await engine.container.archive(boxName(id), read);
   } catch (error) {
     if (error instanceof DockerNotFoundError) {
       if (/no such container/i.test(error.engineMessage)) await assertBoxRunning(id);
+      if (read !== source) throw notInOwnFiles(source);
       throw notInBoxFiles(id, source);
     }
     throw error;

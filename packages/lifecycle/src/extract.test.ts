@@ -230,6 +230,34 @@ describe('extractTar', () => {
     expect((await stat(join(dir, 'repo'))).mode & 0o7000).toBe(0);
   });
 
+  it("notes a repo view's whiteouts under node_modules once per folder; any other device stays a skipped device", async () => {
+    const summary = await extractTar(
+      tarOf([
+        { name: 'repo', type: 'directory' },
+        { name: 'repo/node_modules', type: 'directory' },
+        { name: 'repo/node_modules/a', type: 'directory' },
+        { name: 'repo/node_modules/a/readme.md', type: 'character-device', devmajor: 0, devminor: 0 },
+        { name: 'repo/node_modules/a/license', type: 'character-device', devmajor: 0, devminor: 0 },
+        { name: 'repo/node_modules/a/written.txt', type: 'file', body: 'w' },
+        { name: 'repo/src/gone', type: 'character-device', devmajor: 0, devminor: 0 },
+        { name: 'repo/node_modules/a/null', type: 'character-device', devmajor: 1, devminor: 3 },
+      ]),
+      dir,
+      'repo',
+      LIMITS,
+    );
+    expect(summary.skipped).toEqual([
+      { path: 'repo/src/gone', reason: 'device' },
+      { path: 'repo/node_modules/a/null', reason: 'device' },
+      {
+        path: 'repo/node_modules',
+        reason:
+          '2 file(s) of the installed dependencies removed in the box, not copied (the deps stay in the box)',
+      },
+    ]);
+    expect(await readFile(join(dir, 'repo/node_modules/a/written.txt'), 'utf8')).toBe('w');
+  });
+
   it('strips group and world write from files and directories', async () => {
     await extractTar(
       tarOf([

@@ -163,6 +163,11 @@ class ExtractState {
       case 'fifo':
         return this.skip(entry, header.name, 'fifo');
       case 'character-device':
+        if (header.devmajor === 0 && header.devminor === 0 && this.removedDependency(header.name)) {
+          entry.resume();
+          return;
+        }
+        return this.skip(entry, header.name, 'device');
       case 'block-device':
         return this.skip(entry, header.name, 'device');
       default:
@@ -170,7 +175,30 @@ class ExtractState {
     }
   }
 
+  /** Whiteouts under a node_modules folder (a repo view's removed dependency files), by folder. */
+  private readonly removedDeps = new Map<string, number>();
+
+  /**
+   * A character device 0:0 under a node_modules folder is how a box's repo view records a file of
+   * an installed dependency the box removed (an overlay whiteout in the sandbox's volume): counted
+   * per folder, one note each, not a warning per file. Anything else stays a skipped device.
+   */
+  private removedDependency(name: string): boolean {
+    const parts = name.replace(/\/+$/, '').split('/');
+    const at = parts.lastIndexOf('node_modules');
+    if (at < 0 || hasControlCharacter(name)) return false;
+    const folder = parts.slice(0, at + 1).join('/');
+    this.removedDeps.set(folder, (this.removedDeps.get(folder) ?? 0) + 1);
+    return true;
+  }
+
   async finish(): Promise<void> {
+    for (const [folder, count] of this.removedDeps)
+      this.note(
+        this.summary.skipped,
+        folder,
+        `${count} file(s) of the installed dependencies removed in the box, not copied (the deps stay in the box)`,
+      );
     await this.guardGitDirectories();
     for (const pending of this.links) if (pending.kind === 'hardlink') await this.hardlink(pending);
     for (const pending of this.keptSymlinks()) await this.symlink(pending);

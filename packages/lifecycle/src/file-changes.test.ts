@@ -311,6 +311,38 @@ describe('file changes', () => {
     expect(changes.outsideRepo).toEqual([]);
   });
 
+  it('with a repo view, what the box wrote under node_modules is written in the deps (files, whiteouts), not added', () => {
+    const now = listing([
+      { path: 'src', type: 'd' },
+      { path: 'src/new.js', size: 3 },
+      { path: 'node_modules', type: 'd' },
+      { path: 'node_modules/dep', type: 'd' },
+      { path: 'node_modules/dep/written.txt', size: 8 },
+      { path: 'node_modules/dep/readme.md', type: 'c', mode: '0', size: 0 },
+      { path: 'node_modules/.bin', type: 'd' },
+      { path: 'node_modules/.bin/tool', mode: '755' },
+    ]);
+    const before = [{ path: 'src', type: 'd' }];
+    const viewed = compareListings(parseListing(listing(before)), now, { repoView: true });
+    expect(viewed.added.map((file) => file.path)).toEqual(['/work/repo/src/new.js']);
+    expect(viewed.inImage).toEqual([
+      { path: '/work/repo/node_modules/.bin/tool', type: 'file', mode: '755', size: 1 },
+      {
+        path: '/work/repo/node_modules/dep/readme.md',
+        type: 'other',
+        mode: '0',
+        size: 0,
+        changed: ['removed'],
+      },
+      { path: '/work/repo/node_modules/dep/written.txt', type: 'file', mode: '644', size: 8 },
+    ]);
+    expect(viewed.newExecutables.map((file) => file.path)).toEqual(['/work/repo/node_modules/.bin/tool']);
+    // Without a repo view the same folder is the box's own, added.
+    const linked = compareListings(parseListing(listing(before)), now);
+    expect(linked.inImage).toEqual([]);
+    expect(linked.added.map((file) => file.path)).toContain('/work/repo/node_modules/dep/written.txt');
+  });
+
   it('a name the image has and the view lost (a folder replaced whole) is removed once, beside a whiteout of it', () => {
     const image = '/work/repo/.' as const;
     const changes = compare(

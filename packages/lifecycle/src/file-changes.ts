@@ -1,4 +1,4 @@
-import { REPO_DIR } from '@ca-sandbox/docker/contracts';
+import { RAW_REPO_DIR, REPO_DIR } from '@ca-sandbox/docker/contracts';
 import { autorunReason, GITATTRIBUTES } from './autorun.js';
 import { isDepsTarget } from './deps-target.js';
 import {
@@ -63,6 +63,13 @@ export const FOLDER_ROWS = 100;
 export interface CompareOptions {
   /** List every entry, even under a folder of thousands (the report then grows with them). */
   allFiles?: boolean;
+  /**
+   * The box has a repo view (@ca-sandbox/docker repo-view): what its volume holds under a
+   * node_modules folder that the clone did not have there is what the box wrote into its
+   * installed deps (a file copied up, a whiteout for one removed), reported with inImage; the
+   * folders are there for what they hold.
+   */
+  repoView?: boolean;
 }
 
 /** A symlink target that leaves the folder it is in: absolute, or with a `..` part. */
@@ -187,9 +194,10 @@ export interface FileChanges {
   /** Everything under the box's /tmp (its HOME: caches too) and /dev/shm, ca-sandbox's own trust bundles left out. */
   outsideRepo: ChangedFile[];
   /**
-   * What the box wrote in its writable view of its image (a dependency's file written or
-   * rewritten; `changed: ['removed']` for one removed), by the path the box sees it at. The deps
-   * as installed are in the image, which the box never writes.
+   * What the box wrote in its writable view of its image, or in its installed deps through its
+   * repo view (a dependency's file written or rewritten; `changed: ['removed']` for one removed),
+   * by the path the box sees it at. The deps as installed are in the image, which the box never
+   * writes.
    */
   inImage: ChangedFile[];
   /** Files with the setuid or setgid bit, in /work/repo or /tmp. */
@@ -216,6 +224,8 @@ const ROOT_PREFIX: Record<ListedRoot, string> = {
 
 /** overlayfs marks a file the box removed from its image with a whiteout: a 0/0 character device. */
 const WHITEOUT_HEADER = `${IMAGE_UPPER_START} c 0 0 `;
+/** A whiteout in a repo view's volume, listed by the frozen lister or in the box itself. */
+const REPO_WHITEOUTS = [`${REPO_DIR} c 0 0 `, `${RAW_REPO_DIR} c 0 0 `];
 const REMOVED = ['removed'] as const;
 
 function display(entry: ListedEntry): string {
@@ -377,7 +387,10 @@ export class ChangeCollector {
     options: CompareOptions = {},
   ) {
     this.limit = options.allFiles ? Number.POSITIVE_INFINITY : FOLDER_ROWS;
+    this.repoView = options.repoView === true;
   }
+
+  private readonly repoView: boolean;
 
   push(chunk: Buffer): void {
     this.reader.push(chunk);
@@ -475,6 +488,17 @@ export class ChangeCollector {
     const before = this.baseline.entries.take(entry);
     this.enter(entry);
     if (before === 'same') return;
+    if (!before && this.repoView && entry.key.split('/').includes('node_modules')) {
+      // Written into the installed deps through the repo view: files are the news, once each.
+      if (entry.type === 'directory') return;
+      if (REPO_WHITEOUTS.some((header) => entry.header.startsWith(header))) {
+        changes.inImage.push(describe(entry, REMOVED));
+        return;
+      }
+      if (executable) changes.newExecutables.push(once());
+      changes.inImage.push(once());
+      return;
+    }
     if (isDepsLink(entry) && (!before || isDepsLink(before))) {
       if (!before) {
         changes.depsLinks += 1;

@@ -7,8 +7,10 @@ import { currentSettings, DEFAULT_HELPER_IMAGE } from '@ca-sandbox/config';
 import {
   BOX_USER,
   engine,
+  hasRepoView,
   internalExecSpec,
   LABEL_ID,
+  RAW_REPO_DIR,
   SH_BIN,
   sandboxLabels,
   sandboxNames,
@@ -239,7 +241,9 @@ export async function listBox(
     },
   );
   if (frozen && tmpfsFrozen) return frozen;
-  const repo = frozen ?? (await runListing(name, [LISTED_ROOTS.repo], push, options));
+  // In the box, a repo view's checkout is its own volume at RAW_REPO_DIR (not the installed deps).
+  const repoRoot = !frozen && (await boxHasRepoView(name)) ? RAW_REPO_DIR : LISTED_ROOTS.repo;
+  const repo = frozen ?? (await runListing(name, [repoRoot], push, options));
   listing.nextListing();
   if (box.paused)
     return {
@@ -256,6 +260,11 @@ export async function listBox(
     complete: repo.complete && tmp.complete && unfrozen.length === 0,
     problems: [...repo.problems, ...tmp.problems, ...unfrozen],
   };
+}
+
+async function boxHasRepoView(name: string): Promise<boolean> {
+  const box = await engine.container.find(name);
+  return box !== undefined && hasRepoView(box);
 }
 
 /**

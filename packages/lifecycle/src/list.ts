@@ -8,6 +8,7 @@ import {
   LABEL_ROLE,
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
+  sandboxNames,
 } from '@ca-sandbox/docker';
 import {
   assertInternalNetwork,
@@ -78,7 +79,8 @@ export async function listSandboxes(): Promise<SandboxRecord[]> {
       row.state === 'running'
     )
       record.status = 'creating';
-    if (row.kind === 'volume') record.volume = row.name;
+    // The sandbox's own volume, not one of its views' (image or repo view, their upper and work).
+    if (row.kind === 'volume' && row.name === sandboxNames(row.id).volume) record.volume = row.name;
     partial.set(row.id, record);
   }
   return [...records, ...partial.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));

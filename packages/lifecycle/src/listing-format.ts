@@ -1,4 +1,4 @@
-import { IMAGE_VIEW_DIR, REPO_DIR } from '@ca-sandbox/docker/contracts';
+import { IMAGE_VIEW_DIR, RAW_REPO_DIR, REPO_DIR } from '@ca-sandbox/docker/contracts';
 
 /**
  * The listings the report's "what changed" compares (file-changes.ts): GNU find's records of a
@@ -274,9 +274,11 @@ export interface Listing {
 
 // Times may be negative or far off (`touch -d @-5`): any that find prints is read, as text.
 const HEADER =
-  /^(\/work\/repo|\/work\/repo\/\.|\/tmp|\/dev\/shm|\/proc\/1\/root\/tmp|\/proc\/1\/root\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
+  /^(\/work\/repo|\/work\/repo\/\.|\/\.ca-sbx-raw\/repo|\/tmp|\/dev\/shm|\/proc\/1\/root\/tmp|\/proc\/1\/root\/dev\/shm) ([a-zA-Z]) ([0-7]{1,5}) (\d{1,20}) (-?\d{1,20}(?:\.\d{1,12})?) (-?\d{1,20}(?:\.\d{1,12})?)$/;
 const ROOT_OF: Record<string, ListedRoot> = {
   [REPO_DIR]: 'repo',
+  // A box with a repo view, listed in itself: its own volume (without the installed deps).
+  [RAW_REPO_DIR]: 'repo',
   [IMAGE_UPPER_START]: 'image',
   '/tmp': 'tmp',
   '/dev/shm': 'shm',

@@ -105,6 +105,8 @@ export interface ResolvedCreateOptions {
   sourceLimits: PackLimits;
   /** Credentials the box's gateway adds (their values are read at create, never kept). */
   credentials: CredentialSpec[];
+  /** How a node box sees its installed deps (setting deps.view): links, or a repo view (repo-view.ts). */
+  depsView: 'links' | 'overlay';
 }
 
 // The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
@@ -195,6 +197,7 @@ export function resolveCreateOptions(
       maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
     },
     credentials,
+    depsView: settings.value('deps.view') ?? 'links',
   };
 }
 

@@ -16,6 +16,7 @@ import {
   LABEL_POLICY,
   LABEL_REPO,
   LABEL_RUNTIME,
+  RAW_REPO_DIR,
   REPO_DIR,
 } from '@ca-sandbox/docker';
 import { credentialsFromLabel, LABEL_CREDENTIALS } from './credentials.js';
@@ -120,7 +121,11 @@ export function sandboxRecordLabels(build: {
 /** The record of a box container, from its inspect document (labels, image, state). */
 export function recordFromInspect(inspect: ContainerInspect): SandboxRecord {
   const labels = inspect.Config.Labels;
-  const volume = inspect.Mounts.find((mount) => mount.Destination === REPO_DIR)?.Name ?? '';
+  // A box with a repo view has its own volume at RAW_REPO_DIR (the view is at REPO_DIR).
+  const own =
+    inspect.Mounts.find((mount) => mount.Destination === RAW_REPO_DIR) ??
+    inspect.Mounts.find((mount) => mount.Destination === REPO_DIR);
+  const volume = own?.Name ?? '';
   return {
     id: labels[LABEL_ID] ?? '',
     container: inspect.Name.replace(/^\//, ''),

@@ -1,5 +1,5 @@
 import { LABEL_INSTALL_SCRIPTS, LABEL_SKIPPED_SCRIPTS, parseInstallScripts } from '@ca-sandbox/build';
-import { engine, LABEL_ID } from '@ca-sandbox/docker';
+import { engine, hasRepoView, LABEL_ID } from '@ca-sandbox/docker';
 import { z } from 'zod';
 import { cloneFacts } from './clone-facts.js';
 import { commandLogPath, MAX_LOG_BYTES, readRecords } from './command-log.js';
@@ -273,7 +273,7 @@ export async function sandboxReport(
     fileChanges(
       id,
       inspect.Config.Labels[LABEL_INSTANCE] ?? '',
-      { ...inspect.State, runtime: inspect.HostConfig.Runtime ?? 'runc' },
+      { ...inspect.State, runtime: inspect.HostConfig.Runtime ?? 'runc', repoView: hasRepoView(inspect) },
       options.allFiles === true,
     ),
     readGateLog(id),
@@ -360,7 +360,7 @@ export async function sandboxReport(
 async function fileChanges(
   id: string,
   instance: string,
-  state: { Running: boolean; Paused: boolean; runtime: string },
+  state: { Running: boolean; Paused: boolean; runtime: string; repoView: boolean },
   allFiles: boolean,
 ): Promise<{ changes: ReportedChanges; cloned: SandboxReport['source']['cloned'] }> {
   const none = noChanges();
@@ -370,6 +370,7 @@ async function fileChanges(
   // The box's listing is compared as it comes: only what changed is ever held.
   const collector = new ChangeCollector(before ?? { entries: new ListingEntries(), malformed: 0 }, {
     allFiles,
+    repoView: state.repoView,
   });
   const now = await listBox(id, collector, {
     running: state.Running,

@@ -1,4 +1,10 @@
-import { IMAGE_VIEW_DIR, type ImageViewFacts, parseContainerInspect } from '@ca-sandbox/docker';
+import {
+  IMAGE_VIEW_DIR,
+  type ImageViewFacts,
+  parseContainerInspect,
+  RAW_REPO_DIR,
+  type RepoViewFacts,
+} from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
 import { verifyDaemon, verifyIsolation } from './isolation.js';
 
@@ -129,6 +135,62 @@ describe('verifyIsolation', () => {
       requireRepoVolume: false,
     } as typeof expected;
     expect(failedIds(mountView(), gateway)).toEqual(['volume-only-at-repo', 'image-view']);
+  });
+
+  it('lets a box mount at /work/repo only its own repo view, with its own volume read-only beside', () => {
+    const derived = {
+      driverOpts: { type: 'overlay', device: 'overlay', o: 'lowerdir=/l/deps/src,upperdir=/u,workdir=/w' },
+    };
+    const facts = (overrides: Partial<RepoViewFacts> = {}): RepoViewFacts => ({
+      mounted: 'ca-sbx_repo-abc',
+      expected: 'ca-sbx_repo-abc',
+      driver: 'local',
+      options: { ...derived.driverOpts },
+      derived,
+      raw: { mounted: 'ca-sbx-abc', own: true, readOnly: true },
+      ...overrides,
+    });
+    // The box of a repo view: the view at /work/repo, its own volume read-only at RAW_REPO_DIR.
+    const viewed =
+      (raw = 'ca-sbx-abc', rw = false) =>
+      (d: Record<string, any>) => {
+        d.Mounts = [
+          { Type: 'volume', Name: 'ca-sbx_repo-abc', Source: '/v', Destination: '/work/repo', RW: true },
+          { Type: 'volume', Name: raw, Source: '/v2', Destination: RAW_REPO_DIR, RW: rw },
+        ];
+      };
+    const withView = (view: RepoViewFacts) => ({ ...expected, repoView: view }) as typeof expected;
+    expect(failedIds(viewed(), withView(facts()))).toEqual([]);
+    // Another lower (the host's /), a foreign volume beside, written through, not read at all.
+    const hostLower = { ...derived.driverOpts, o: 'lowerdir=/,upperdir=/u,workdir=/w' };
+    expect(failedIds(viewed(), withView(facts({ options: hostLower })))).toEqual([
+      'volume-only-at-repo',
+      'repo-view',
+    ]);
+    expect(
+      failedIds(viewed(), withView(facts({ raw: { mounted: 'x', own: false, readOnly: true } }))),
+    ).toContain('repo-view');
+    expect(
+      failedIds(
+        viewed('ca-sbx-abc', true),
+        withView(facts({ raw: { mounted: 'ca-sbx-abc', own: true, readOnly: false } })),
+      ),
+    ).toContain('repo-view');
+    expect(failedIds(viewed())).toEqual(['volume-only-at-repo', 'repo-view']);
+    // The view without its volume beside (nothing for the report and cp to read): refused.
+    const alone = (d: Record<string, any>) => {
+      d.Mounts = [
+        { Type: 'volume', Name: 'ca-sbx_repo-abc', Source: '/v', Destination: '/work/repo', RW: true },
+      ];
+    };
+    expect(failedIds(alone)).toEqual(['repo-view']);
+    // A gateway never has one.
+    const gateway = {
+      ...withView(facts()),
+      forbidVolumes: true,
+      requireRepoVolume: false,
+    } as typeof expected;
+    expect(failedIds(viewed(), gateway)).toEqual(['volume-only-at-repo', 'repo-view']);
   });
 
   it('lets only the gateway keep a log (its egress record)', () => {

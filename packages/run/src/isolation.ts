@@ -5,9 +5,13 @@ import {
   type ImageViewFacts,
   imageViewMatches,
   LABEL_ID,
+  RAW_REPO_DIR,
   REPO_DIR,
+  type RepoViewFacts,
+  repoViewMatches,
   SANDBOX_LABEL,
   SANDBOX_LABEL_VALUE,
+  sandboxNames,
   ulimitRows,
 } from '@ca-sandbox/docker';
 import type { IsolationCheck } from './isolation-check.js';
@@ -49,6 +53,11 @@ export interface IsolationExpectations {
   pidOf?: string;
   /** What is mounted at IMAGE_VIEW_DIR and what it must be (imageViewFacts); absent: nothing is. */
   imageView?: ImageViewFacts;
+  /**
+   * What is mounted at REPO_DIR and RAW_REPO_DIR in a box with a repo view, and what it must be
+   * (repoViewFacts); absent: nothing is at RAW_REPO_DIR.
+   */
+  repoView?: RepoViewFacts;
 }
 
 type Rule = (
@@ -78,6 +87,11 @@ const isHost = (mode: string): boolean => mode === 'host' || mode.startsWith('co
 /** Whether a volume at `target` is the box's own view of its image (the image-view row checks it). */
 function viewMount(target: string, e: IsolationExpectations): boolean {
   return target === IMAGE_VIEW_DIR && e.imageView !== undefined && imageViewMatches(e.imageView);
+}
+
+/** Whether the volumes at REPO_DIR and RAW_REPO_DIR are the box's own repo view (the repo-view row checks it). */
+function repoViewMount(e: IsolationExpectations): boolean {
+  return !e.forbidVolumes && e.repoView !== undefined && repoViewMatches(e.repoView);
 }
 
 function allMounts(inspect: ContainerInspect): { type: string; source: string; target: string }[] {
@@ -144,9 +158,13 @@ const RULES: Rule[] = [
     };
   },
   (i, e) => {
-    // A box's view of its image is the image-view row's: every other volume is the source's.
+    // A box's view of its image is the image-view row's, its own volume beside its repo view the
+    // repo-view row's: every other volume is the source's (the repo view, at REPO_DIR).
     const volumes = i.Mounts.filter(
-      (m) => m.Type === 'volume' && (e.forbidVolumes || !viewMount(m.Destination, e)),
+      (m) =>
+        m.Type === 'volume' &&
+        (e.forbidVolumes || !viewMount(m.Destination, e)) &&
+        !(m.Destination === RAW_REPO_DIR && repoViewMount(e)),
     );
     const targets = volumes.map((m) => m.Destination);
     const onlyRepo = targets.every((target) => target === REPO_DIR);
@@ -178,6 +196,30 @@ const RULES: Rule[] = [
       expected: 'none, or the overlay of its own image layers on its own volumes',
       seen,
       pass: !view || (!e.forbidVolumes && viewMount(IMAGE_VIEW_DIR, e)),
+    };
+  },
+  (i, e) => {
+    const raw = i.Mounts.find((m) => m.Type === 'volume' && m.Destination === RAW_REPO_DIR);
+    const atRepo = i.Mounts.find((m) => m.Type === 'volume' && m.Destination === REPO_DIR);
+    const sandboxId = i.Config.Labels[LABEL_ID] ?? '';
+    const viewName = sandboxNames(sandboxId).repoView.view;
+    const facts = e.repoView;
+    let seen = 'none';
+    if (raw && facts) {
+      const derived = 'reason' in facts.derived ? ` (${facts.derived.reason})` : '';
+      seen = repoViewMatches(facts)
+        ? `${facts.mounted}: overlay of its image's deps on ${facts.raw.mounted} (read-only at ${RAW_REPO_DIR})`
+        : `${facts.mounted}: not its own repo view${derived}; at ${RAW_REPO_DIR}: ${facts.raw.mounted}${facts.raw.readOnly ? ' (read-only)' : ' (writable)'}`;
+    } else if (raw) seen = `${raw.Name ?? raw.Source ?? '?'} at ${RAW_REPO_DIR}: not read`;
+    else if (atRepo?.Name === viewName)
+      seen = `${viewName} at ${REPO_DIR} without its volume at ${RAW_REPO_DIR}`;
+    return {
+      id: 'repo-view',
+      cis: '5.5',
+      title: `what is at ${REPO_DIR} is the sandbox's volume, or the overlay of its image's deps on it`,
+      expected: `no repo view, or the overlay of its own image's install layer on its own volume, that volume read-only at ${RAW_REPO_DIR}`,
+      seen,
+      pass: raw ? repoViewMount(e) : atRepo?.Name !== viewName,
     };
   },
   (i) => ({

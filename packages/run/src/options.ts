@@ -33,6 +33,11 @@ export const RunOptionsSchema = z.strictObject({
   volumeReadOnly: z.boolean().default(false),
   /** A box's writable view of its image, mounted at IMAGE_VIEW_DIR (prepareImageView's volume). */
   imageView: z.string().regex(OBJECT_NAME_PATTERN, 'must be a volume name').optional(),
+  /**
+   * A box's repo view (prepareRepoView's overlay volume): mounted at REPO_DIR instead of `volume`,
+   * which the box then has read-only at RAW_REPO_DIR.
+   */
+  repoView: z.string().regex(OBJECT_NAME_PATTERN, 'must be a volume name').optional(),
   network: z.string().regex(DOCKER_NAME_PATTERN, 'must be none, bridge or a network name').default('none'),
   /** Networks a gateway joins after start (`docker network connect`); only gateways have any. */
   extraNetworks: z.array(z.string().regex(DOCKER_NAME_PATTERN, 'must be a network name')).max(4).default([]),
@@ -92,6 +97,14 @@ function volumeProblem(options: z.output<typeof RunOptionsSchema>): string | und
   if (options.imageView !== undefined && options.role !== 'box') return 'imageView is only for a box';
   if (options.imageView !== undefined && options.imageView !== sandboxNames(options.sandboxId).imageView.view)
     return "imageView names only the box's own sandbox view";
+  if (options.repoView !== undefined && options.role !== 'box') return 'repoView is only for a box';
+  if (options.repoView !== undefined && options.repoView !== sandboxNames(options.sandboxId).repoView.view)
+    return "repoView names only the box's own sandbox repo view";
+  if (
+    options.repoView !== undefined &&
+    (options.volume !== sandboxNames(options.sandboxId).volume || options.volumeReadOnly)
+  )
+    return "repoView needs the sandbox's own volume, writable through the view";
   if (options.pidOf !== undefined && options.pidOf !== sandboxNames(options.sandboxId).box)
     return "pidOf names only the helper's own sandbox box";
   return undefined;

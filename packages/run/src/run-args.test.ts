@@ -3,6 +3,7 @@ import {
   IMAGE_VIEW_DIR,
   LABEL_EXTRA_NETWORKS,
   parseSize,
+  RAW_REPO_DIR,
   type SandboxContainerConfig,
 } from '@ca-sandbox/docker';
 import { describe, expect, it } from 'vitest';
@@ -327,6 +328,23 @@ describe('buildContainerConfig', () => {
     expect(configOfArgv(buildRunArgs(options)).config.HostConfig).toEqual(body.HostConfig);
   });
 
+  it("mounts a box's repo view at /work/repo and its own volume read-only beside, as the argv does", () => {
+    const options = resolveRunOptions({ ...base, repoView: 'ca-sbx_repo-abc' });
+    const body = buildContainerConfig(options);
+    expect(body.HostConfig.Mounts).toEqual([
+      { Type: 'volume', Source: 'ca-sbx_repo-abc', Target: '/work/repo', ReadOnly: false },
+      {
+        Type: 'volume',
+        Source: 'ca-sbx-abc',
+        Target: RAW_REPO_DIR,
+        ReadOnly: true,
+        VolumeOptions: { NoCopy: true, DriverConfig: {} },
+      },
+    ]);
+    expect(body.WorkingDir).toBe('/work/repo');
+    expect(configOfArgv(buildRunArgs(options)).config.HostConfig).toEqual(body.HostConfig);
+  });
+
   it('puts the gateway on its network only (extra networks are joined after start) and without a volume', () => {
     const gateway = RUN_COMBOS.find((combo) => combo.label.startsWith('gateway'));
     const options = resolveRunOptions({
@@ -361,6 +379,10 @@ describe('resolveRunOptions', () => {
     ["a helper joining the host's PID namespace", { ...base, role: 'helper', pidOf: 'host' }],
     ["another sandbox's image view", { ...base, imageView: 'ca-sbx_view-other' }],
     ['an image view for a helper', { ...base, role: 'helper', imageView: 'ca-sbx_view-abc' }],
+    ["another sandbox's repo view", { ...base, repoView: 'ca-sbx_repo-other' }],
+    ['a repo view for a helper', { ...base, role: 'helper', repoView: 'ca-sbx_repo-abc' }],
+    ['a repo view over another volume', { ...base, volume: 'ca-sbx-other', repoView: 'ca-sbx_repo-abc' }],
+    ['a repo view over a read-only volume', { ...base, volumeReadOnly: true, repoView: 'ca-sbx_repo-abc' }],
   ])('rejects %s', (_name, input) => {
     expect(() => resolveRunOptions(input)).toThrow(InvalidRunOptionsError);
   });

@@ -12,6 +12,7 @@ import {
   labelArgs,
   parseSize,
   processUlimits,
+  RAW_REPO_DIR,
   REPO_DIR,
   type SandboxContainerConfig,
   type SandboxHostConfig,
@@ -75,9 +76,16 @@ export function containerLabels(options: RunOptions): Record<string, string> {
  */
 export function buildContainerConfig(options: RunOptions): SandboxContainerConfig {
   const mounts = buildMountConfig([
+    // With a repo view the checkout is the view, and the volume itself is there read-only (which
+    // also keeps the engine from removing it under a live view).
     ...(options.volume === undefined
       ? []
-      : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
+      : options.repoView !== undefined
+        ? [
+            { type: 'volume', source: options.repoView, target: REPO_DIR },
+            { type: 'volume', source: options.volume, target: RAW_REPO_DIR, readonly: true },
+          ]
+        : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),
     ...(options.imageView === undefined
       ? []
       : [{ type: 'volume', source: options.imageView, target: IMAGE_VIEW_DIR }]),

@@ -12,6 +12,7 @@ import {
   LABEL_NETWORK,
   LABEL_ROLE,
   LABEL_RUNTIME,
+  repoViewFacts,
   runtimeIsNetworkless,
 } from '@ca-sandbox/docker';
 import {
@@ -92,7 +93,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   try {
     hooks.onStarted?.(id);
     const inspect = await inspectContainer(id);
-    const imageView = await imageViewFacts(inspect);
+    const [imageView, repoView] = await Promise.all([imageViewFacts(inspect), repoViewFacts(inspect)]);
     const report = verifyIsolation(inspect, {
       network: options.network,
       runtime: options.runtime,
@@ -106,6 +107,7 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
       keepsLog: keepsLog(options.role),
       ...(pidOf ? { pidOf } : {}),
       ...(imageView ? { imageView } : {}),
+      ...(repoView ? { repoView } : {}),
     });
     if (!report.ok) {
       throw new IsolationViolationError(
@@ -141,7 +143,11 @@ export async function verifyContainer(ref: string, inspected?: ContainerInspect)
   // A caller that already read the container passes its inspect: one engine call, not two.
   const inspect = inspected ?? (await inspectContainer(ref));
   const labels = inspect.Config.Labels;
-  const [{ securityOptions }, imageView] = await Promise.all([dockerInfo(), imageViewFacts(inspect)]);
+  const [{ securityOptions }, imageView, repoView] = await Promise.all([
+    dockerInfo(),
+    imageViewFacts(inspect),
+    repoViewFacts(inspect),
+  ]);
   return verifyIsolation(inspect, {
     network: labels[LABEL_NETWORK] ?? '(missing label)',
     runtime: labels[LABEL_RUNTIME] ?? '(missing label)',
@@ -154,5 +160,6 @@ export async function verifyContainer(ref: string, inspected?: ContainerInspect)
     // A box labeled blackhole must still have it; an unlabeled box (older) is not held to it.
     dns: labels[LABEL_DNS] === 'blackhole' ? 'blackhole' : 'default',
     ...(imageView ? { imageView } : {}),
+    ...(repoView ? { repoView } : {}),
   });
 }

@@ -1,5 +1,5 @@
 import type { PreparedImage } from '@ca-sandbox/build';
-import { engine, prepareImageView } from '@ca-sandbox/docker';
+import { engine, prepareImageView, prepareRepoView, viewEnvFor } from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
@@ -123,6 +123,26 @@ async function imageView(ctx: CreateContext, prepared: PreparedImage) {
 }
 
 /**
+ * The box's repo view (@ca-sandbox/docker repo-view), with setting deps.view overlay: the
+ * checkout over what the node install wrote, so node_modules are real folders of the project.
+ * Where it cannot be made the box links its node_modules as before, and the create says why.
+ */
+async function repoView(ctx: CreateContext, prepared: PreparedImage) {
+  if (ctx.options.depsView !== 'overlay' || !prepared.depsInstalled || !prepared.linkNodeModules)
+    return undefined;
+  // As for the image view: gVisor cannot hold two overlays of the same image layers.
+  const view =
+    ctx.runtime === 'runsc'
+      ? { reason: 'gVisor cannot hold two overlays of the same image layers' }
+      : await prepareRepoView(ctx.id, prepared.image, ctx.labels);
+  if ('volume' in view) return view;
+  ctx.progress.notice(
+    `deps.view overlay: node_modules are links into the image in this box (${view.reason})`,
+  );
+  return undefined;
+}
+
+/**
  * Phases 'run' (until the container has started) and 'verify' (runContainer's isolation gate: inspect
  * and checks, plus the firewall rules of an allowlist): a box failing any check is removed before
  * it is handed out. `onStarted` replaces the phase events (a box started early reports none).
@@ -137,7 +157,11 @@ export async function startBox(
   },
 ) {
   const { options } = ctx;
-  const [net, view] = await Promise.all([boxNetwork(ctx), imageView(ctx, prepared)]);
+  const [net, view, repo] = await Promise.all([
+    boxNetwork(ctx),
+    imageView(ctx, prepared),
+    repoView(ctx, prepared),
+  ]);
   const box = await runContainer(
     {
       sandboxId: ctx.id,
@@ -146,9 +170,11 @@ export async function startBox(
       role: 'box',
       volume: ctx.names.volume,
       ...(view ? { imageView: view.volume } : {}),
+      ...(repo ? { repoView: repo.volume } : {}),
       network: net.network,
       env: {
-        ...view?.env,
+        // With a repo view, the deps under /deps/src are the ones under /work/repo (one instance).
+        ...(repo ? viewEnvFor(repo.imageEnv, view !== undefined) : view?.env),
         ...boxEnv({
           gateway: net.gateway,
           reachesNetwork: options.policy === 'allowlist',

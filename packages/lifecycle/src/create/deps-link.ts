@@ -1,6 +1,6 @@
 import { type LinkResult, linkDependencies, type PreparedImage } from '@ca-sandbox/build';
-import { depsSourceIn } from '@ca-sandbox/docker';
-import { DEPS_SRC, REPO_DIR } from '@ca-sandbox/docker/contracts';
+import { depsSourceIn, hasRepoView } from '@ca-sandbox/docker';
+import { DEPS_SRC, RAW_REPO_DIR, REPO_DIR } from '@ca-sandbox/docker/contracts';
 import type { RunningContainer } from '@ca-sandbox/run';
 import type { CreateContext } from './context.js';
 
@@ -16,6 +16,13 @@ export async function linkNodeModules(
   ahead?: Promise<LinkResult | undefined>,
 ): Promise<void> {
   ctx.checkAborted();
+  if (hasRepoView(box.inspect)) {
+    // The install's node_modules are under the checkout already: only the lockfiles are compared.
+    const check = await linkDependencies(box.name, prepared, { root: RAW_REPO_DIR, checkOnly: true });
+    ctx.log(`node_modules: real folders under ${REPO_DIR} (the repo view: the install under the checkout)`);
+    noteChangedLocks(ctx, check.changedLocks);
+    return;
+  }
   const depsSrc = depsSourceIn(box.inspect);
   const link = (await ahead) ?? (await linkDependencies(box.name, prepared, { depsSrc }));
   if (link.linked)
@@ -28,7 +35,11 @@ export async function linkNodeModules(
     );
   if (link.kept?.length)
     ctx.log(`node_modules the repo has itself were kept: ${link.kept.slice(0, 5).join(', ')}`);
-  for (const lock of link.changedLocks ?? [])
+  noteChangedLocks(ctx, link.changedLocks);
+}
+
+function noteChangedLocks(ctx: CreateContext, locks: readonly string[] = []): void {
+  for (const lock of locks)
     ctx.progress.notice(
       `the dependency install changed ${lock} (the repo's did not match its manifests): the box has the repo's copy, so the package manager there may want to install again; the installed one is ${DEPS_SRC}/${lock}`,
     );

@@ -24,13 +24,14 @@ export function cacheSource(ctx: CreateContext): CacheSource {
 /**
  * Whether a create may start its box beside the clone: a local source (a URL clone's egress rows
  * go on the box as a label, known only after the clone), a box on no network (offline,
- * clone-then-cut: an allowlist box waits for its firewall rules or gateway) and no Claude Code
- * (its image is another cache entry).
+ * clone-then-cut: an allowlist box waits for its firewall rules or gateway), no Claude Code
+ * (its image is another cache entry) and no repo view (deps.view overlay: the view's upper is the
+ * volume the clone writes, which must not be written while a view of it is mounted).
  */
 function mayStartEarly(ctx: CreateContext): boolean {
   const { options } = ctx;
   const policy = options.policy === 'offline' || options.policy === 'clone-then-cut';
-  return ctx.source.kind === 'local' && policy && !options.withClaude;
+  return ctx.source.kind === 'local' && policy && !options.withClaude && options.depsView !== 'overlay';
 }
 
 interface EarlyBox {

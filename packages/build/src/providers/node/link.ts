@@ -87,8 +87,11 @@ function linkAll(from, to) {
     } else { fs.symlinkSync(src, dst); out.entries++; }
   }
 }
+// 'check' (a box with a repo view: the install's node_modules are under the checkout already):
+// no link, only the lockfile comparison below.
+const CHECK_ONLY = process.argv[2] === 'check';
 const dirs = [];
-find(SRC, '', dirs, 0);
+if (!CHECK_ONLY) find(SRC, '', dirs, 0);
 for (const rel of dirs.sort()) {
   const target = ROOT + '/' + rel;
   if (!plainDir(path.dirname(target)) || exists(target)) { out.kept.push(rel); continue; }
@@ -153,7 +156,7 @@ for (const rel of copies.length ? out.dirs : []) {
     fs.symlinkSync(hit[1] + real.slice(hit[0].length), bin + '/' + name);
   }
 }
-for (const rel of ['.yarn/install-state.gz']) {
+for (const rel of CHECK_ONLY ? [] : ['.yarn/install-state.gz']) {
   const target = ROOT + '/' + rel;
   if (!exists(SRC + '/' + rel) || exists(target)) continue;
   if (!exists(path.dirname(target))) {
@@ -204,6 +207,11 @@ export interface LinkOptions {
    * checkout is complete. False (or a rejection) ends the exec with nothing linked.
    */
   after?: Promise<boolean>;
+  /**
+   * Link nothing, only compare the root lockfiles (a box with a repo view, whose node_modules are
+   * under the checkout already; `root` is then where the box has its own volume, RAW_REPO_DIR).
+   */
+  checkOnly?: boolean;
 }
 
 /**
@@ -240,7 +248,16 @@ export async function linkDependencies(
     // env -i and the system PATH (an internal exec): the image's node, no NODE_OPTIONS or NODE_PATH.
     linked = await engine.exec.internal(
       containerId,
-      [SH_BIN, '-c', 'exec node -e "$1" "$2" "$3" "$4"', 'sh', LINK_JS, root, gate ? 'wait' : 'now', depsSrc],
+      [
+        SH_BIN,
+        '-c',
+        'exec node -e "$1" "$2" "$3" "$4"',
+        'sh',
+        LINK_JS,
+        root,
+        options.checkOnly ? 'check' : gate ? 'wait' : 'now',
+        depsSrc,
+      ],
       { user: BOX_USER, signal: deadline.signal, ...(gate ? { input: gate } : {}) },
     );
   } catch (error) {
@@ -255,6 +272,8 @@ export async function linkDependencies(
   const parsed = LinkOutput.safeParse(safeJson(stdout.slice(0, 8 * 1024 * 1024)));
   if (!parsed.success) throw new ManifestReadError('linking node_modules in the box gave no readable result');
   const { dirs, kept, entries, copied, made, changedLocks } = parsed.data;
+  if (options.checkOnly)
+    return { linked: false, reason: 'node_modules are under the checkout (repo view)', changedLocks };
   if (options.after && !(await options.after.catch(() => false)))
     return { linked: false, reason: 'the checkout was not written', dirs, kept, entries, made };
   if (dirs.length === 0)

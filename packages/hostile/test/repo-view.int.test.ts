@@ -1,0 +1,152 @@
+// Issue 28 item 5: a repo whose tools refuse files outside the project (vite's server.fs.allow:
+// vitest in web mode loads a setup file named by package by its real path). With setting
+// deps.view overlay the box's /work/repo is its repo view (@ca-sandbox/docker repo-view): the
+// install's node_modules are real folders of the project, so the repo's own test passes; what the
+// box writes into a dependency lands in the sandbox's own volume (never the image, never another
+// box), the box cannot write that volume behind the view, the report and cp read it without the
+// installed deps, and a view that is not the sandbox's own is refused by the gate at start.
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { docker } from '@ca-sandbox/docker/cli';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  cli,
+  createBox,
+  destroyBox,
+  destroyLeftovers,
+  execBox,
+  FIXTURES,
+  HostCanary,
+  labeledLeft,
+} from './_harness.js';
+
+const OVERLAY = { CA_SANDBOX_DEPS_VIEW: 'overlay' };
+const DEP = 'node_modules/escape-string-regexp';
+let canary: HostCanary;
+const scratch: string[] = [];
+
+/** The fixture as a source of its own, new on every run (no earlier image, no early box). */
+function freshSource(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ca-repo-view-'));
+  scratch.push(dir);
+  const source = join(dir, 'vite-fs-allow');
+  cpSync(join(FIXTURES, 'vite-fs-allow'), source, { recursive: true });
+  return source;
+}
+
+beforeEach(async () => {
+  canary = await HostCanary.create();
+});
+afterEach(async () => {
+  await canary.assertUntouched();
+  await canary.remove();
+});
+afterAll(async () => {
+  await destroyLeftovers();
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('deps.view overlay: the installed deps under the checkout', () => {
+  it("runs the repo's vitest (web mode, a setup file by package); writes stay in the sandbox; report and cp read its own files", async () => {
+    const source = freshSource();
+    const first = await createBox(source, { network: 'clone-then-cut', env: OVERLAY });
+    const test = await execBox(first.id, ['npm', 'test']);
+    expect(test.exitCode, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toMatch(/1 passed/);
+    // Real folders of the project: what vite resolves stays inside /work/repo, PATH and NODE_PATH too.
+    const seen = await execBox(first.id, [
+      'sh',
+      '-c',
+      `readlink -f ${DEP}/index.js; echo "$NODE_PATH"; command -v vitest; git status --porcelain`,
+    ]);
+    expect(seen.stdout).toBe(
+      `/work/repo/${DEP}/index.js\n/work/repo/node_modules\n/work/repo/node_modules/.bin/vitest\n`,
+    );
+
+    // A write into a dependency and a removal: the box sees them; its own volume holds them (a
+    // copy up, a whiteout), and the box cannot write that volume behind the view.
+    const write = await execBox(first.id, [
+      'sh',
+      '-c',
+      `echo written > ${DEP}/written.txt && rm ${DEP}/readme.md && ls ${DEP} && echo --- && stat -c '%n %F' /.ca-sbx-raw/repo/${DEP}/written.txt /.ca-sbx-raw/repo/${DEP}/readme.md; touch /.ca-sbx-raw/repo/planted 2>/dev/null || echo refused`,
+    ]);
+    const [inBox = '', raw = ''] = write.stdout.split('---\n');
+    expect(inBox).toMatch(/written\.txt/);
+    expect(inBox).not.toMatch(/readme\.md/);
+    expect(raw).toContain(`/.ca-sbx-raw/repo/${DEP}/written.txt regular file`);
+    expect(raw).toContain(`/.ca-sbx-raw/repo/${DEP}/readme.md character special file`);
+    expect(write.stdout).toMatch(/refused\n$/);
+
+    // The report lists what the box wrote in its deps (a file, a removal), never the installed
+    // deps themselves, and nothing of node_modules as added to the repo.
+    const report = await cli(['report', first.id, '--json']);
+    expect(report.exitCode, report.stderr).toBe(0);
+    const { changes } = JSON.parse(report.stdout) as {
+      changes: { added: { path: string }[]; inImage: { path: string; changed?: string[] }[] };
+    };
+    expect(changes.inImage).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: `/work/repo/${DEP}/written.txt` }),
+        expect.objectContaining({ path: `/work/repo/${DEP}/readme.md`, changed: ['removed'] }),
+      ]),
+    );
+    expect(changes.inImage.filter((file) => /node_modules\/(vitest|vite)\//.test(file.path))).toEqual([]);
+    expect(changes.added.filter((file) => file.path.includes('node_modules'))).toEqual([]);
+
+    // cp: the checkout and the box's writes, no installed dependency; /work (the whole view) refused.
+    const out = mkdtempSync(join(tmpdir(), 'ca-repo-view-out-'));
+    scratch.push(out);
+    const copied = await cli(['cp', `${first.id}:/work/repo`, out]);
+    expect(copied.exitCode, copied.stderr).toBe(0);
+    expect(readFileSync(join(out, 'repo', DEP, 'written.txt'), 'utf8')).toBe('written\n');
+    expect(existsSync(join(out, 'repo', 'package.json'))).toBe(true);
+    expect(existsSync(join(out, 'repo', 'node_modules', 'vitest'))).toBe(false);
+    const whole = await cli(['cp', `${first.id}:/work`, join(out, 'work')]);
+    expect(whole.exitCode).toBe(2);
+    expect(whole.stderr).toMatch(/holds \/work\/repo/);
+    const installed = await cli(['cp', `${first.id}:/work/repo/node_modules/vitest/package.json`, out]);
+    expect(installed.exitCode).toBe(2);
+    expect(installed.stderr).toMatch(/installed dependency from the box's image/);
+
+    // Same source, same image (a cache hit): the dependency as installed, the test passes again.
+    const second = await createBox(source, { network: 'clone-then-cut', env: OVERLAY });
+    expect(second.image).toBe(first.image);
+    const fresh = await execBox(second.id, ['sh', '-c', `ls ${DEP} && npm test >/dev/null && echo ok`]);
+    expect(fresh.stdout).toMatch(/readme\.md/);
+    expect(fresh.stdout).not.toMatch(/written\.txt/);
+    expect(fresh.stdout).toMatch(/ok\n$/);
+
+    await destroyBox(first.id);
+    await destroyBox(second.id);
+    expect(await labeledLeft(first.id)).toEqual([]);
+    expect(await labeledLeft(second.id)).toEqual([]);
+  }, 400_000);
+
+  it("a repo view whose work volume is not the sandbox's is refused by the gate at start", async () => {
+    const box = await createBox(freshSource(), { network: 'clone-then-cut', env: OVERLAY });
+    expect((await cli(['stop', box.id])).exitCode).toBe(0);
+    // The work volume is named in the overlay's options only: the stopped box does not hold it.
+    const work = `ca-sbx_rwork-${box.id}`;
+    await docker(['volume', 'rm', work]);
+    await docker([
+      'volume',
+      'create',
+      '--label',
+      'ca.sandbox=1',
+      '--label',
+      `ca.sandbox.id=${box.id}-other`,
+      work,
+    ]);
+    const started = await cli(['start', box.id]);
+    expect(started.exitCode).not.toBe(0);
+    expect(started.stdout + started.stderr).toMatch(/repo-view/);
+    const state = await docker(['container', 'inspect', '-f', '{{.State.Running}}', `ca-sbx-${box.id}`], {
+      allowFailure: true,
+    });
+    expect(state.stdout.trim()).not.toBe('true');
+    await destroyBox(box.id);
+    await docker(['volume', 'rm', work], { allowFailure: true });
+    expect(await labeledLeft(box.id)).toEqual([]);
+  }, 400_000);
+});
