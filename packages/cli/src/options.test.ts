@@ -30,6 +30,7 @@ describe('resolveCreateOptions', () => {
       cpus: '0.5',
       pids: '256',
       baseImage: 'ca-sbx-base:debian',
+      depsView: 'overlay',
     });
     expect(request).toEqual({
       source: 'https://example.com/r.git',
@@ -43,6 +44,7 @@ describe('resolveCreateOptions', () => {
       cpus: 0.5,
       pids: 256,
       baseImage: 'ca-sbx-base:debian',
+      depsView: 'overlay',
     });
   });
 
@@ -57,6 +59,7 @@ describe('resolveCreateOptions', () => {
     [{ baseImage: '-v /:/host' }, '--base-image'],
     [{ network: 'host' as never }, '--network'],
     [{ runtime: 'kata' as never }, '--runtime'],
+    [{ depsView: 'copy' as never }, '--deps-view'],
   ])('rejects %o naming %s', (flags, option) => {
     expect(usageMessage(() => resolveCreateOptions('./repo', flags))).toMatch(option);
   });

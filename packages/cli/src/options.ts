@@ -1,4 +1,11 @@
-import { BUILDERS, NETWORK_POLICIES, RUNTIMES, SANDBOX_ID_PATTERN } from '@ca-sandbox/docker/contracts';
+import {
+  BUILDERS,
+  DEPS_VIEWS,
+  type DepsView,
+  NETWORK_POLICIES,
+  RUNTIMES,
+  SANDBOX_ID_PATTERN,
+} from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { zodSentence } from './error-report.js';
 import { UsageError } from './errors.js';
@@ -40,6 +47,7 @@ const CreateFlagsSchema = z.object({
     .string()
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'expected an image reference such as debian:bookworm')
     .optional(),
+  depsView: z.enum(DEPS_VIEWS, { error: `expected one of ${DEPS_VIEWS.join(', ')}` }).optional(),
   // A size in docker's syntax, parsed (and bounded) by the lifecycle like --memory.
   maxSourceBytes: z.string().trim().min(1, 'expected a size such as 512m or 2g').optional(),
   maxSourceEntries: wholeNumber('a whole number of entries such as 200000')
@@ -68,6 +76,7 @@ export interface CreateRequest {
   cpus?: number;
   pids?: number;
   baseImage?: string;
+  depsView?: DepsView;
   maxSourceBytes?: string;
   maxSourceEntries?: number;
   maxDepsSize?: string;
@@ -121,6 +130,7 @@ function passFlags(request: CreateRequest, parsed: z.output<typeof CreateFlagsSc
     'cpus',
     'pids',
     'baseImage',
+    'depsView',
     'maxSourceBytes',
     'maxSourceEntries',
     'maxDepsSize',

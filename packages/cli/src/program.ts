@@ -1,6 +1,7 @@
 import {
   BOX_LIMITS,
   BUILDERS,
+  DEPS_VIEWS,
   GIT_MODES,
   NETWORK_POLICIES,
   RUNTIMES,
@@ -80,6 +81,12 @@ function addCreateOptions(command: Command): Command {
     .option('--cpus <n>', `cpu limit, e.g. 1 or 0.5 (default ${BOX_LIMITS.cpus.default})`)
     .option('--pids <n>', `process limit (default ${BOX_LIMITS.pids.default})`)
     .option('--base-image <image>', 'base image instead of the provider default')
+    .addOption(
+      new Option(
+        '--deps-view <view>',
+        "how a node box sees its installed deps (default: setting deps.view, else links). overlay (EXPERIMENTAL): node_modules are real folders under /work/repo, as after npm install on your machine, for tools that refuse files outside the project (vite's server.fs.allow); links: they link into the image",
+      ).choices([...DEPS_VIEWS]),
+    )
     .option(
       '--max-source-bytes <size>',
       `cap on the bytes of files of the source and its checkout (${SOURCE_LIMITS.maxBytes / 1024 ** 2}m)`,

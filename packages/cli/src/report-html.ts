@@ -194,7 +194,7 @@ export function renderReportHtml(report: SandboxReport): string {
       'Files',
       changes.state === 'box-not-running'
         ? mark('not listed: the box was not running', 'warn')
-        : `${changes.state === 'computed' ? `${entryCount(changes.added)} added, ${entryCount(changes.modified)} modified, ${entryCount(changes.deleted)} deleted` : '/work/repo not compared (no listing of the clone)'}; ${entryCount(changes.outsideRepo)} under /tmp and /dev/shm; ${changes.inImage.length ? `${changes.inImage.length} in the deps (its view of the image); ` : ''}${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
+        : `${changes.state === 'computed' ? `${entryCount(changes.added)} added, ${entryCount(changes.modified)} modified, ${entryCount(changes.deleted)} deleted` : '/work/repo not compared (no listing of the clone)'}; ${entryCount(changes.outsideRepo)} under /tmp and /dev/shm; ${changes.inImage.length ? `${changes.inImage.length} written in the installed deps; ` : ''}${changes.setuid.length} setuid/setgid; ${changes.newExecutables.length} new executables`,
     ],
     ...(changes.complete || changes.state === 'box-not-running'
       ? []

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, resolve } from 'node:path';
+import { DEPS_VIEWS } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { type ConfigLocation, configLocation, dataDir, type PlatformContext } from './paths.js';
@@ -233,7 +234,7 @@ export const DEFINITIONS = {
       "most the ca-sbx:* image cache may hold: a docker size (20g), a share of Docker's disk (25%), or off; the least recently used images go after a create that built one",
   }),
   'deps.view': define({
-    schema: z.enum(['links', 'overlay']),
+    schema: z.enum(DEPS_VIEWS),
     env: ['CA_SANDBOX_DEPS_VIEW'],
     fallback: () => 'links' as const,
     describe:

@@ -151,6 +151,12 @@ export type Runtime = (typeof RUNTIMES)[number];
 /** How the deps image is built. */
 export const BUILDERS = ['auto', 'builtin', 'nixpacks'] as const;
 export type BuilderChoice = (typeof BUILDERS)[number];
+/**
+ * How a node box sees its installed deps: `links` (node_modules entries link into the image) or
+ * `overlay` (a repo view: the install under the checkout, repo-view.ts). Setting deps.view.
+ */
+export const DEPS_VIEWS = ['links', 'overlay'] as const;
+export type DepsView = (typeof DEPS_VIEWS)[number];
 /** Copy-out's treatment of git directories (withheld by default). */
 export const GIT_MODES = ['withhold', 'sanitized'] as const;
 export type GitMode = (typeof GIT_MODES)[number];

@@ -124,7 +124,12 @@ describe('deps.view overlay: the installed deps under the checkout', () => {
   }, 400_000);
 
   it("a repo view whose work volume is not the sandbox's is refused by the gate at start", async () => {
-    const box = await createBox(freshSource(), { network: 'clone-then-cut', env: OVERLAY });
+    // The flag, this time (it wins over the setting).
+    const box = await createBox(freshSource(), {
+      network: 'clone-then-cut',
+      extra: ['--deps-view', 'overlay'],
+      env: { CA_SANDBOX_DEPS_VIEW: 'links' },
+    });
     expect((await cli(['stop', box.id])).exitCode).toBe(0);
     // The work volume is named in the overlay's options only: the stopped box does not hold it.
     const work = `ca-sbx_rwork-${box.id}`;

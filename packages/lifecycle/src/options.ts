@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
-import { sanitizeName } from '@ca-sandbox/docker/contracts';
+import { DEPS_VIEWS, type DepsView, sanitizeName } from '@ca-sandbox/docker/contracts';
 import {
   BUILDERS,
   type BuilderChoice,
@@ -43,6 +43,8 @@ export const CreateOptionsSchema = z.strictObject({
   cpus: z.number().optional(),
   pids: z.number().optional(),
   baseImage: z.string().regex(IMAGE_REF_PATTERN, 'must be an image reference').optional(),
+  /** How a node box sees its installed deps (default: setting deps.view, else links). */
+  depsView: z.enum(DEPS_VIEWS).optional(),
   /** Cap on what the dependency install adds to the base image, like 4g (default env CA_SANDBOX_MAX_DEPS_SIZE, else 4g). */
   maxDepsSize: z.string().max(64).optional(),
   /**
@@ -106,7 +108,7 @@ export interface ResolvedCreateOptions {
   /** Credentials the box's gateway adds (their values are read at create, never kept). */
   credentials: CredentialSpec[];
   /** How a node box sees its installed deps (setting deps.view): links, or a repo view (repo-view.ts). */
-  depsView: 'links' | 'overlay';
+  depsView: DepsView;
 }
 
 // The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
@@ -197,7 +199,7 @@ export function resolveCreateOptions(
       maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
     },
     credentials,
-    depsView: settings.value('deps.view') ?? 'links',
+    depsView: options.depsView ?? settings.value('deps.view') ?? 'links',
   };
 }
 

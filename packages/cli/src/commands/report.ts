@@ -184,7 +184,7 @@ function printChanges(out: Output, changes: Changes, allFiles: boolean): void {
       : '/work/repo not compared (no listing of the clone: a box made before this version, or it failed)';
   const more = [
     `${entryCount(changes.outsideRepo)} under /tmp and /dev/shm`,
-    ...(changes.inImage.length ? [`${changes.inImage.length} in the deps (its view of the image)`] : []),
+    ...(changes.inImage.length ? [`${changes.inImage.length} written in the installed deps`] : []),
     `${changes.setuid.length} setuid/setgid`,
     `${changes.newExecutables.length} new executable(s)`,
   ];

@@ -2,6 +2,7 @@ import { currentSettings } from '@ca-sandbox/config';
 import {
   BOX_LIMITS,
   BUILDERS,
+  DEPS_VIEWS,
   GIT_MODES,
   type GitMode,
   isCaSandboxError,
@@ -119,6 +120,12 @@ const createShape = {
   cpus: z.number().positive().optional().describe(`cpu limit (default ${BOX_LIMITS.cpus.default})`),
   pids: z.number().int().positive().optional().describe(`process limit (default ${BOX_LIMITS.pids.default})`),
   baseImage: z.string().optional(),
+  depsView: z
+    .enum(DEPS_VIEWS)
+    .optional()
+    .describe(
+      "overlay (EXPERIMENTAL): node_modules are real folders under /work/repo, for tools that refuse files outside the project (vite's server.fs.allow: 'Failed to load url /.ca-sbx-image/…'); links (default, or setting deps.view): they link into the image",
+    ),
   withClaude: z
     .boolean()
     .optional()
