@@ -11,6 +11,7 @@ import {
   CACHE_LABEL_REPO,
   CACHE_LABEL_SOURCE,
   CONFINEMENT_MARKER,
+  DEPS_VIEW_LABEL_VALUE,
   formatSize,
   installConfinementRows,
   LABEL_DEPS_VIEW,
@@ -122,6 +123,7 @@ export async function buildImage(
     // repo view (@ca-sandbox/docker repo-view.ts), and the image says so.
     const depsView = builder.name === 'builtin' && recipe.linkNodeModules && recipe.install.length > 0;
     const dockerfile = renderDockerfile(prepImage, recipe, {
+      ...(depsView ? { depsViewLower: true } : {}),
       ...(claudeImage ? { claudeImage } : {}),
       extraCa: input.ca !== undefined,
       buildId,
@@ -206,7 +208,7 @@ export async function buildImage(
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
-        ...(depsView ? { [LABEL_DEPS_VIEW]: '1' } : {}),
+        ...(depsView ? { [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE } : {}),
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
     } catch (error) {

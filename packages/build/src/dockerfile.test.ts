@@ -3,6 +3,7 @@ import { CA_BUNDLE_PATH, CA_TRUST_DIR, CA_TRUST_ENV, EXTRA_CA_PATH } from './ca-
 import { renderClaudeDockerfile } from './claude-code.js';
 import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
 import {
+  DEPS_SRC_IS_A_DIRECTORY,
   END_INSTALL_PROCESSES,
   envLines,
   envValue,
@@ -65,6 +66,19 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(run('ca-sbx:a-1')).toContain(': ca-sandbox install for ca-sbx:a-1');
     expect(run('ca-sbx:a-1')).not.toBe(run('ca-sbx:b-2'));
     expect(() => renderDockerfile('node:22', recipe, { image: 'x\nRUN evil' })).toThrow(/invalid image/);
+  });
+
+  it("a repo view's install ends, after the last kill, by checking /deps/src is a directory of its own", () => {
+    const plain = [f('package.json', '{"dependencies":{"is-number":"7.0.0"}}'), f('package-lock.json', '{}')];
+    const recipe = builtinRecipe(plain, detectProvider(plain));
+    const viewed = installScript(recipe, { depsViewLower: true });
+    expect(viewed.endsWith(DEPS_SRC_IS_A_DIRECTORY)).toBe(true);
+    // After the final kill: nothing of the repo's runs between the check and the commit.
+    expect(viewed.lastIndexOf(END_INSTALL_PROCESSES)).toBeLessThan(
+      viewed.lastIndexOf(DEPS_SRC_IS_A_DIRECTORY),
+    );
+    expect(DEPS_SRC_IS_A_DIRECTORY).toMatch(/^\[ -d \/deps\/src \] && \[ ! -L \/deps\/src \] \|\|/);
+    expect(installScript(recipe)).not.toContain(DEPS_SRC_IS_A_DIRECTORY);
   });
 
   it('node installs skip browser and app downloads (the gateway reaches registries only); the note when the manifests name one', () => {

@@ -97,6 +97,12 @@ export interface RenderOptions {
    * before the install (owned by root, not writable by the box user), and the probe must run it.
    */
   claudeImage?: string;
+  /**
+   * The image's install layer will be the lower of a box's repo view (its /deps/src): the step
+   * ends, after everything of the repo's was killed, by checking that /deps/src is a directory of
+   * its own (DEPS_SRC_IS_A_DIRECTORY).
+   */
+  depsViewLower?: boolean;
 }
 
 /** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
@@ -207,6 +213,15 @@ const CLEAN_REPO_DIR = [
 ].join('\n');
 
 /**
+ * The last line of an install whose layer a repo view mounts (@ca-sandbox/docker repo-view): the
+ * kernel resolves the overlay's lowerdir, `<layer>/deps/src`, on the host, so a link the install
+ * (or a dependency's bin the probe ran) put there would name a host path. After the final kill
+ * nothing of the repo's runs; `[` is the shell's own builtin. A link, or anything but a
+ * directory, fails the build.
+ */
+export const DEPS_SRC_IS_A_DIRECTORY = `[ -d ${DEPS_SRC} ] && [ ! -L ${DEPS_SRC} ] || { echo 'ca-sandbox: ${DEPS_SRC} is not a directory of its own after the install (a link?)' >&2; exit 1; }`;
+
+/**
  * Claude Code's version, asked before any code of the repo runs (by absolute path: a `claude` of
  * the repo's deps earlier on PATH is not it): the build fails at once, with this line as its
  * cause, when the binary does not run on the base (a musl base, say).
@@ -265,6 +280,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     probe(options),
     CLEAN_TMP,
     CLEAN_REPO_DIR,
+    ...(options.depsViewLower ? [DEPS_SRC_IS_A_DIRECTORY] : []),
   ].join('\n');
 }
 

@@ -44,6 +44,13 @@ export const BUILD_LABEL_DEPHASH = 'ca.sandbox.build.dephash';
  * left the project on a developer's machine.
  */
 export const LABEL_DEPS_VIEW = 'ca.sandbox.cache.deps-view';
+/**
+ * The value LABEL_DEPS_VIEW must have: images whose install step ended by checking that /deps/src
+ * is a directory of its own, not a link (dockerfile.ts DEPS_SRC_IS_A_DIRECTORY). The kernel
+ * resolves the overlay's lowerdir on the host: a link there would name a host path. Images labeled
+ * before that check (value 1) get no repo view.
+ */
+export const DEPS_VIEW_LABEL_VALUE = '2';
 
 /** The filter for one sandbox's objects. */
 export function sandboxIdFilter(id: string): string {

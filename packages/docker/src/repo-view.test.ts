@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { IMAGE_VIEW_DIR, RAW_REPO_DIR, REPO_DIR } from './contracts.js';
 import { ImageInspectSchema, parseContainerInspect } from './inspect.js';
-import { LABEL_DEPS_VIEW } from './labels.js';
+import { DEPS_VIEW_LABEL_VALUE, LABEL_DEPS_VIEW } from './labels.js';
 import { hasRepoView, repoViewMatches, repoViewOptions, viewEnvFor } from './repo-view.js';
 
 const image = (
   Name: string,
   Data: Record<string, string>,
-  labels: Record<string, string> = { [LABEL_DEPS_VIEW]: '1' },
+  labels: Record<string, string> = { [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE },
 ) =>
   ImageInspectSchema.parse({
     Id: 'sha256:1',
@@ -25,7 +25,7 @@ describe('the overlay options of a repo view', () => {
       driverOpts: {
         type: 'overlay',
         device: 'overlay',
-        o: 'lowerdir=/var/lib/docker/overlay2/top/diff/deps/src,upperdir=/v/ca-sbx-x/_data,workdir=/v/rwork/_data,nosuid,nodev,redirect_dir=off,metacopy=off,index=off',
+        o: 'lowerdir=/var/lib/docker/overlay2/top/diff/deps/src,upperdir=/v/ca-sbx-x/_data,workdir=/v/rwork/_data,nosuid,nodev,redirect_dir=nofollow,metacopy=off,index=off',
       },
     });
   });
@@ -34,9 +34,9 @@ describe('the overlay options of a repo view', () => {
     expect(repoViewOptions(image('overlay2', layers, {}), '/u', '/w')).toEqual({
       reason: 'its deps image was not built for a repo view (an older image, or not a node install)',
     });
-    expect(
-      repoViewOptions(image('overlay2', layers, { [LABEL_DEPS_VIEW]: 'yes' }), '/u', '/w'),
-    ).toHaveProperty('reason');
+    expect(repoViewOptions(image('overlay2', layers, { [LABEL_DEPS_VIEW]: '1' }), '/u', '/w')).toHaveProperty(
+      'reason',
+    );
     expect(repoViewOptions(image('vfs', layers), '/u', '/w')).toEqual({
       reason: 'the engine stores images with vfs, not overlay2',
     });

@@ -11,7 +11,7 @@ import {
   sameOptions,
 } from './image-view.js';
 import type { ContainerInspect, ImageInspect, VolumeInspect } from './inspect.js';
-import { LABEL_DEPS_VIEW, LABEL_ID, LABEL_ROLE } from './labels.js';
+import { DEPS_VIEW_LABEL_VALUE, LABEL_DEPS_VIEW, LABEL_ID, LABEL_ROLE } from './labels.js';
 
 /**
  * A box's repo view: the checkout at REPO_DIR as one overlay volume (the local driver's
@@ -39,7 +39,7 @@ export function repoViewOptions(image: ImageInspect, upper: string, work: string
   const lower = `${top}${DEPS_SRC}`;
   if (![top, lower, upper, work].every((dir) => DIRECTORY.test(dir)))
     return { reason: 'the engine reported layer or volume paths the view cannot name' };
-  const o = `lowerdir=${lower},upperdir=${upper},workdir=${work},nosuid,nodev,redirect_dir=off,metacopy=off,index=off`;
+  const o = `lowerdir=${lower},upperdir=${upper},workdir=${work},nosuid,nodev,redirect_dir=nofollow,metacopy=off,index=off`;
   if (o.length > MAX_OPTIONS_LENGTH) return { reason: 'the mount options are too long' };
   return { driverOpts: { type: 'overlay', device: 'overlay', o } };
 }
@@ -49,7 +49,7 @@ function repoViewRefusal(image: ImageInspect): string | undefined {
   const { Name } = image.GraphDriver;
   if (Name !== 'overlay2')
     return `the engine stores images with ${Name || 'an unknown driver'}, not overlay2`;
-  if (image.Config.Labels?.[LABEL_DEPS_VIEW] !== '1')
+  if (image.Config.Labels?.[LABEL_DEPS_VIEW] !== DEPS_VIEW_LABEL_VALUE)
     return 'its deps image was not built for a repo view (an older image, or not a node install)';
   return undefined;
 }
@@ -75,11 +75,17 @@ export async function prepareRepoView(
     throw new ImageViewError(`volume ${names.volume} is not a plain volume of sandbox ${sandboxId}`);
   if (existing && existing.Labels[LABEL_ID] !== sandboxId)
     throw new ImageViewError(`volume ${names.repoView.view} exists and is not sandbox ${sandboxId}'s`);
+  // No view of this image: none of another either (a box started early from one), no work volume.
+  const none = async (reason: string) => {
+    const stale = existing ? [names.repoView.view] : [];
+    await Promise.all([...stale, names.repoView.work].map((name) => engine.volume.remove(name)));
+    return { reason };
+  };
   const refused = repoViewRefusal(inspected);
-  if (refused) return { reason: refused };
+  if (refused) return none(refused);
   const work = await ownVolume(sandboxId, names.repoView.work, { ...labels, [LABEL_ROLE]: 'repo-view-work' });
   const plan = repoViewOptions(inspected, upper?.Mountpoint ?? '', work.Mountpoint ?? '');
-  if ('reason' in plan) return plan;
+  if ('reason' in plan) return none(plan.reason);
   if (existing) {
     if (existing.Driver === 'local' && sameOptions(existing.Options, plan.driverOpts))
       return { volume: names.repoView.view, imageEnv: inspected.Config.Env };

@@ -5,7 +5,8 @@
 // box writes into a dependency lands in the sandbox's own volume (never the image, never another
 // box), the box cannot write that volume behind the view, the report and cp read it without the
 // installed deps, and a view that is not the sandbox's own is refused by the gate at start.
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docker } from '@ca-sandbox/docker/cli';
@@ -19,6 +20,7 @@ import {
   FIXTURES,
   HostCanary,
   labeledLeft,
+  uniqueName,
 } from './_harness.js';
 
 const OVERLAY = { CA_SANDBOX_DEPS_VIEW: 'overlay' };
@@ -153,5 +155,59 @@ describe('deps.view overlay: the installed deps under the checkout', () => {
     await destroyBox(box.id);
     await docker(['volume', 'rm', work], { allowFailure: true });
     expect(await labeledLeft(box.id)).toEqual([]);
+  }, 400_000);
+});
+
+describe("a repo view's lower is never a link", () => {
+  it('an install that swaps /deps/src for a link (a dependency bin the toolchain probe runs) fails the build', async () => {
+    // A dependency shipped as an archive in the repo, with a bin named `gcc`: the toolchain probe
+    // runs it after the install (the deps' bins come first on PATH), and it puts a link to a host
+    // folder where /deps/src was (removed, not renamed: overlayfs refuses to rename a folder of a
+    // lower layer). The kernel would resolve that lowerdir on the host.
+    const dir = mkdtempSync(join(tmpdir(), 'ca-repo-view-swap-'));
+    scratch.push(dir);
+    const pkg = join(dir, 'pkg', 'package');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'evil-gcc', version: '1.0.0', bin: { gcc: 'gcc.js' } }),
+    );
+    writeFileSync(
+      join(pkg, 'gcc.js'),
+      "#!/usr/bin/env node\nconst fs = require('fs');\ntry { fs.rmSync('/deps/src', { recursive: true, force: true }); fs.symlinkSync('/etc', '/deps/src'); } catch {}\nconsole.log('gcc (Debian 12.2.0-14) 12.2.0');\n",
+      { mode: 0o755 },
+    );
+    const source = join(dir, 'swap');
+    mkdirSync(join(source, 'vendor'), { recursive: true });
+    execFileSync('tar', [
+      'czf',
+      join(source, 'vendor', 'evil-gcc-1.0.0.tgz'),
+      '-C',
+      join(dir, 'pkg'),
+      'package',
+    ]);
+    writeFileSync(
+      join(source, 'package.json'),
+      JSON.stringify({
+        name: 'swap',
+        version: '1.0.0',
+        dependencies: { 'evil-gcc': 'file:vendor/evil-gcc-1.0.0.tgz' },
+      }),
+    );
+    const name = uniqueName('swap');
+    const result = await cli([
+      'create',
+      source,
+      '--json',
+      '--name',
+      name,
+      '--network',
+      'clone-then-cut',
+      '--deps-view',
+      'overlay',
+    ]);
+    expect(result.exitCode, result.stderr).toBe(1);
+    expect(result.stderr).toMatch(/\/deps\/src is not a directory of its own after the install/);
+    expect(await labeledLeft(name)).toEqual([]);
   }, 400_000);
 });

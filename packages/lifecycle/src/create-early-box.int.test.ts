@@ -1,7 +1,7 @@
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lastImageTag } from '@ca-sandbox/build';
-import { dockerInfo, engine, imageExists, sandboxNames } from '@ca-sandbox/docker';
+import { dockerInfo, engine, imageExists, RAW_REPO_DIR, sandboxNames } from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox, type PhaseEvent } from './create/index.js';
@@ -32,21 +32,35 @@ const manifest = (version: string) =>
   JSON.stringify({ name: 'earlybox', version: '1.0.0', dependencies: { 'is-number': version } });
 
 /** A create whose phase events and log lines are kept. */
-async function create(source: string, runtime: 'runc' | 'runsc', network: string, signal?: AbortSignal) {
+async function create(
+  source: string,
+  runtime: 'runc' | 'runsc',
+  network: string,
+  signal?: AbortSignal,
+  depsView?: 'overlay',
+) {
   const name = uniqueId(created);
   const phases: PhaseEvent[] = [];
   const logs: string[] = [];
+  // Phase events and log lines in the order they came.
+  const order: string[] = [];
   const record = await createSandbox(
-    { source, name, network, runtime },
+    { source, name, network, runtime, ...(depsView ? { depsView } : {}) },
     {
-      onPhase: (event) => phases.push(event),
-      onLog: (line) => logs.push(line),
+      onPhase: (event) => {
+        phases.push(event);
+        order.push(`${event.phase} ${event.status}`);
+      },
+      onLog: (line) => {
+        logs.push(line);
+        order.push(line);
+      },
       ...(signal ? { signal } : {}),
     },
   );
   const kept = logs.some((line) => line.startsWith('early box kept:'));
   const removed = logs.some((line) => line.startsWith('early box removed:'));
-  return { record, phases, logs, kept, removed };
+  return { record, phases, logs, order, kept, removed };
 }
 
 async function sh(record: SandboxRecord, script: string): Promise<string> {
@@ -177,4 +191,50 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     expect(sawBox).toBe(true);
     expect(await labeledObjects(name)).toEqual([]);
   }, 300_000);
+});
+
+describe.skipIf(!ready)('the box started early with a repo view (deps.view overlay)', () => {
+  it('starts once the checkout is written: kept on a hit (its view over the checkout), removed on a miss', async () => {
+    const repo = await realpath(
+      await makeGitRepo(join(work, 'earlybox-view'), {
+        'package.json': manifest('7.0.0'),
+        'index.js': "console.log(require('is-number/package.json').version);\n",
+      }),
+    );
+    const cold = await create(repo, 'runc', 'clone-then-cut', undefined, 'overlay');
+    expect(cold).toMatchObject({ kept: false, removed: false });
+    const viewed = async (record: SandboxRecord) =>
+      (await engine.container.find(sandboxNames(record.id).box))?.Mounts.some(
+        (mount) => mount.Destination === RAW_REPO_DIR,
+      );
+    expect(await viewed(cold.record)).toBe(true);
+
+    const hit = await create(repo, 'runc', 'offline', undefined, 'overlay');
+    expect(hit.kept).toBe(true);
+    expect(await viewed(hit.record)).toBe(true);
+    // Never mounted over a volume the clone was still writing: the box starts after the clone.
+    const started = hit.order.findIndex((line) => line.startsWith('early box: started'));
+    expect(started).toBeGreaterThan(hit.order.indexOf('clone done'));
+    expect(hit.order.indexOf('clone done')).toBeGreaterThanOrEqual(0);
+    // As on a developer's machine after npm install: node_modules and npm's lockfile untracked.
+    expect(await sh(hit.record, 'cat package.json; echo; node index.js; git status --porcelain')).toBe(
+      `${manifest('7.0.0')}\n7.0.0\n?? node_modules/\n?? package-lock.json\n`,
+    );
+    expect(await containersOf(hit.record)).toEqual([sandboxNames(hit.record.id).box]);
+
+    await writeFile(join(repo, 'package.json'), manifest('6.0.0'));
+    const git = await import('node:child_process');
+    git.execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qam', 'v6'], {
+      cwd: repo,
+    });
+    const miss = await create(repo, 'runc', 'clone-then-cut', undefined, 'overlay');
+    expect(miss.kept).toBe(false);
+    expect(await viewed(miss.record)).toBe(true);
+    expect(await sh(miss.record, 'node index.js; ls node_modules/is-number')).toMatch(/^6\.0\.0\n/);
+    expect(await containersOf(miss.record)).toEqual([sandboxNames(miss.record.id).box]);
+    for (const record of [cold.record, hit.record, miss.record]) {
+      await import('./teardown.js').then(({ destroySandbox }) => destroySandbox(record.id));
+      expect(await labeledObjects(record.id)).toEqual([]);
+    }
+  }, 600_000);
 });

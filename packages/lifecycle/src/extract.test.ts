@@ -230,7 +230,7 @@ describe('extractTar', () => {
     expect((await stat(join(dir, 'repo'))).mode & 0o7000).toBe(0);
   });
 
-  it("notes a repo view's whiteouts under node_modules once per folder; any other device stays a skipped device", async () => {
+  it("notes a repo view's whiteouts once per node_modules folder (else folder); any other device stays a skipped device", async () => {
     const summary = await extractTar(
       tarOf([
         { name: 'repo', type: 'directory' },
@@ -247,12 +247,14 @@ describe('extractTar', () => {
       LIMITS,
     );
     expect(summary.skipped).toEqual([
-      { path: 'repo/src/gone', reason: 'device' },
       { path: 'repo/node_modules/a/null', reason: 'device' },
       {
         path: 'repo/node_modules',
-        reason:
-          '2 file(s) of the installed dependencies removed in the box, not copied (the deps stay in the box)',
+        reason: '2 file(s) of the dependency install removed in the box (overlay whiteouts), not copied',
+      },
+      {
+        path: 'repo/src',
+        reason: '1 file(s) of the dependency install removed in the box (overlay whiteouts), not copied',
       },
     ]);
     expect(await readFile(join(dir, 'repo/node_modules/a/written.txt'), 'utf8')).toBe('w');

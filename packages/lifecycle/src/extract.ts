@@ -175,19 +175,21 @@ class ExtractState {
     }
   }
 
-  /** Whiteouts under a node_modules folder (a repo view's removed dependency files), by folder. */
+  /** Whiteouts (a repo view's files of the install the box removed), by folder. */
   private readonly removedDeps = new Map<string, number>();
 
   /**
-   * A character device 0:0 under a node_modules folder is how a box's repo view records a file of
-   * an installed dependency the box removed (an overlay whiteout in the sandbox's volume): counted
-   * per folder, one note each, not a warning per file. Anything else stays a skipped device.
+   * A character device 0:0 is how a box's repo view records a file of the install layer the box
+   * removed (an overlay whiteout in the sandbox's volume; no box can make a device itself: it has
+   * no CAP_MKNOD): counted per node_modules folder (else per folder), one note each, not a warning
+   * per file. A name with a control character stays a skipped device of its own.
    */
   private removedDependency(name: string): boolean {
+    if (hasControlCharacter(name)) return false;
     const parts = name.replace(/\/+$/, '').split('/');
     const at = parts.lastIndexOf('node_modules');
-    if (at < 0 || hasControlCharacter(name)) return false;
-    const folder = parts.slice(0, at + 1).join('/');
+    const folder =
+      at >= 0 ? parts.slice(0, at + 1).join('/') : parts.slice(0, -1).join('/') || parts[0] || '';
     this.removedDeps.set(folder, (this.removedDeps.get(folder) ?? 0) + 1);
     return true;
   }
@@ -197,7 +199,7 @@ class ExtractState {
       this.note(
         this.summary.skipped,
         folder,
-        `${count} file(s) of the installed dependencies removed in the box, not copied (the deps stay in the box)`,
+        `${count} file(s) of the dependency install removed in the box (overlay whiteouts), not copied`,
       );
     await this.guardGitDirectories();
     for (const pending of this.links) if (pending.kind === 'hardlink') await this.hardlink(pending);

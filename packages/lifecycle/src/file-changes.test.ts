@@ -322,7 +322,7 @@ describe('file changes', () => {
       { path: 'node_modules/.bin', type: 'd' },
       { path: 'node_modules/.bin/tool', mode: '755' },
     ]);
-    const before = [{ path: 'src', type: 'd' }];
+    const before = [{ path: 'src', type: 'd' }, { path: 'package.json' }];
     const viewed = compareListings(parseListing(listing(before)), now, { repoView: true });
     expect(viewed.added.map((file) => file.path)).toEqual(['/work/repo/src/new.js']);
     expect(viewed.inImage).toEqual([
@@ -337,6 +337,28 @@ describe('file changes', () => {
       { path: '/work/repo/node_modules/dep/written.txt', type: 'file', mode: '644', size: 8 },
     ]);
     expect(viewed.newExecutables.map((file) => file.path)).toEqual(['/work/repo/node_modules/.bin/tool']);
+    // A node_modules where no package.json was (no install there) is the box's own: added, and
+    // what in it a host tool runs is said. A whiteout of a manifest the clone had: deleted.
+    const own = compareListings(
+      parseListing(listing([...before, { path: 'lib', type: 'd' }, { path: 'package-lock.json' }])),
+      listing([
+        { path: 'src', type: 'd' },
+        { path: 'package.json' },
+        { path: 'package-lock.json', type: 'c', mode: '0', size: 0 },
+        { path: 'lib', type: 'd' },
+        { path: 'lib/node_modules', type: 'd' },
+        { path: 'lib/node_modules/evil', type: 'd' },
+        { path: 'lib/node_modules/evil/index.js' },
+      ]),
+      { repoView: true },
+    );
+    expect(own.inImage).toEqual([]);
+    expect(own.added.map((file) => file.path)).toEqual([
+      '/work/repo/lib/node_modules/evil',
+      '/work/repo/lib/node_modules/evil/index.js',
+    ]);
+    expect(own.deleted.map((file) => file.path)).toEqual(['/work/repo/package-lock.json']);
+    expect(own.modified).toEqual([]);
     // Without a repo view the same folder is the box's own, added.
     const linked = compareListings(parseListing(listing(before)), now);
     expect(linked.inImage).toEqual([]);

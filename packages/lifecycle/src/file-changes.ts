@@ -387,10 +387,28 @@ export class ChangeCollector {
     options: CompareOptions = {},
   ) {
     this.limit = options.allFiles ? Number.POSITIVE_INFINITY : FOLDER_ROWS;
-    this.repoView = options.repoView === true;
+    if (options.repoView) {
+      this.projects = new Set();
+      for (const entry of baseline.entries.values())
+        if (entry.root === 'repo' && entry.type === 'file' && /(^|\/)package\.json$/.test(entry.key))
+          this.projects.add(entry.key.slice(0, -'package.json'.length).replace(/\/$/, ''));
+    }
   }
 
-  private readonly repoView: boolean;
+  /**
+   * With a repo view: the folders with a package.json at the clone (where the install made a
+   * node_modules). Only under one of their node_modules is a new file the box's write in its
+   * installed deps; a node_modules anywhere else is the box's own, added as any folder.
+   */
+  private readonly projects: Set<string> | undefined;
+
+  /** With a repo view: whether `key` is, or lies in, a node_modules the install made. */
+  private inInstalledDeps(key: string): boolean {
+    if (!this.projects) return false;
+    const parts = key.split('/');
+    const at = parts.indexOf('node_modules');
+    return at >= 0 && this.projects.has(parts.slice(0, at).join('/'));
+  }
 
   push(chunk: Buffer): void {
     this.reader.push(chunk);
@@ -488,13 +506,16 @@ export class ChangeCollector {
     const before = this.baseline.entries.take(entry);
     this.enter(entry);
     if (before === 'same') return;
-    if (!before && this.repoView && entry.key.split('/').includes('node_modules')) {
+    if (this.projects && REPO_WHITEOUTS.some((header) => entry.header.startsWith(header))) {
+      // A whiteout of the repo view: a file of the install layer the box removed. One the clone
+      // had (a manifest the install rewrote) is deleted; one only the install had, removed there.
+      if (before) changes.deleted.push(describe(before));
+      else changes.inImage.push(describe(entry, REMOVED));
+      return;
+    }
+    if (!before && this.inInstalledDeps(entry.key)) {
       // Written into the installed deps through the repo view: files are the news, once each.
       if (entry.type === 'directory') return;
-      if (REPO_WHITEOUTS.some((header) => entry.header.startsWith(header))) {
-        changes.inImage.push(describe(entry, REMOVED));
-        return;
-      }
       if (executable) changes.newExecutables.push(once());
       changes.inImage.push(once());
       return;

@@ -191,6 +191,16 @@ describe('verifyIsolation', () => {
       requireRepoVolume: false,
     } as typeof expected;
     expect(failedIds(viewed(), gateway)).toEqual(['volume-only-at-repo', 'repo-view']);
+    // A box without a view has its own volume at /work/repo, by name: another sandbox's volume or
+    // one of its own views there is refused (a helper may mount others: the report's listers).
+    const at = (name: string, role: string) => (d: Record<string, any>) => {
+      d.Config.Labels['ca.sandbox.role'] = role;
+      d.Mounts = [{ Type: 'volume', Name: name, Source: '/v', Destination: '/work/repo', RW: true }];
+    };
+    expect(failedIds(at('ca-sbx-abc', 'box'))).toEqual([]);
+    expect(failedIds(at('ca-sbx-other', 'box'))).toEqual(['repo-view']);
+    expect(failedIds(at('ca-sbx_view-abc', 'box'))).toEqual(['repo-view']);
+    expect(failedIds(at('ca-sbx_upper-abc', 'helper'))).toEqual([]);
   });
 
   it('lets only the gateway keep a log (its egress record)', () => {

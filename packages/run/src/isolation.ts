@@ -5,6 +5,7 @@ import {
   type ImageViewFacts,
   imageViewMatches,
   LABEL_ID,
+  LABEL_ROLE,
   RAW_REPO_DIR,
   REPO_DIR,
   type RepoViewFacts,
@@ -202,7 +203,11 @@ const RULES: Rule[] = [
     const raw = i.Mounts.find((m) => m.Type === 'volume' && m.Destination === RAW_REPO_DIR);
     const atRepo = i.Mounts.find((m) => m.Type === 'volume' && m.Destination === REPO_DIR);
     const sandboxId = i.Config.Labels[LABEL_ID] ?? '';
-    const viewName = sandboxNames(sandboxId).repoView.view;
+    const names = sandboxNames(sandboxId);
+    const viewName = names.repoView.view;
+    // A box without a view has its sandbox's own volume there, by name (helpers mount others:
+    // the report's listers, read-only).
+    const own = i.Config.Labels[LABEL_ROLE] !== 'box' || !atRepo || atRepo.Name === names.volume;
     const facts = e.repoView;
     let seen = 'none';
     if (raw && facts) {
@@ -213,13 +218,14 @@ const RULES: Rule[] = [
     } else if (raw) seen = `${raw.Name ?? raw.Source ?? '?'} at ${RAW_REPO_DIR}: not read`;
     else if (atRepo?.Name === viewName)
       seen = `${viewName} at ${REPO_DIR} without its volume at ${RAW_REPO_DIR}`;
+    else if (!own) seen = `${atRepo?.Name ?? '?'} at ${REPO_DIR}: not the sandbox's own volume`;
     return {
       id: 'repo-view',
       cis: '5.5',
       title: `what is at ${REPO_DIR} is the sandbox's volume, or the overlay of its image's deps on it`,
       expected: `no repo view, or the overlay of its own image's install layer on its own volume, that volume read-only at ${RAW_REPO_DIR}`,
       seen,
-      pass: raw ? repoViewMount(e) : atRepo?.Name !== viewName,
+      pass: raw ? repoViewMount(e) : atRepo?.Name !== viewName && own,
     };
   },
   (i) => ({

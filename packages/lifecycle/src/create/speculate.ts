@@ -8,7 +8,14 @@ import {
   type PreparedImage,
   rememberDepsImage,
 } from '@ca-sandbox/build';
-import { BOX_USER, DockerCommandError, depsSourceIn, engine, REPO_DIR } from '@ca-sandbox/docker';
+import {
+  BOX_USER,
+  DockerCommandError,
+  depsSourceIn,
+  engine,
+  hasRepoView,
+  REPO_DIR,
+} from '@ca-sandbox/docker';
 import type { RunningContainer } from '@ca-sandbox/run';
 import type { EgressSummaryRow } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -24,14 +31,27 @@ export function cacheSource(ctx: CreateContext): CacheSource {
 /**
  * Whether a create may start its box beside the clone: a local source (a URL clone's egress rows
  * go on the box as a label, known only after the clone), a box on no network (offline,
- * clone-then-cut: an allowlist box waits for its firewall rules or gateway), no Claude Code
- * (its image is another cache entry) and no repo view (deps.view overlay: the view's upper is the
- * volume the clone writes, which must not be written while a view of it is mounted).
+ * clone-then-cut: an allowlist box waits for its firewall rules or gateway) and no Claude Code
+ * (its image is another cache entry).
  */
 function mayStartEarly(ctx: CreateContext): boolean {
   const { options } = ctx;
   const policy = options.policy === 'offline' || options.policy === 'clone-then-cut';
-  return ctx.source.kind === 'local' && policy && !options.withClaude && options.depsView !== 'overlay';
+  return ctx.source.kind === 'local' && policy && !options.withClaude;
+}
+
+/**
+ * Whether a box of `prepared` would get a repo view (box.ts repoView): its upper is the volume the
+ * clone writes, which nothing may write while a view of it is mounted, so such a box starts early
+ * only once the checkout is written (beside the manifest read, the dephash and the cache lookup).
+ */
+function viewsRepo(ctx: CreateContext, prepared: PreparedImage): boolean {
+  return (
+    ctx.options.depsView === 'overlay' &&
+    prepared.depsInstalled &&
+    prepared.linkNodeModules &&
+    ctx.runtime !== 'runsc'
+  );
 }
 
 interface EarlyBox {
@@ -106,7 +126,8 @@ export class SpeculativeBox {
     this.started = this.ctx.beside(this.guess.then((guess) => (guess ? this.run(guess) : undefined)));
     this.linking = this.ctx.beside(
       this.started.then((early) => {
-        if (!early) return undefined;
+        // A repo view has the install's node_modules under the checkout: nothing to link.
+        if (!early || hasRepoView(early.box.inspect)) return undefined;
         if (this.settled) {
           // The dephash came before the box passed its gate: a kept box links after it, as a box
           // started then would; one removed has nothing to undo.
@@ -125,6 +146,8 @@ export class SpeculativeBox {
   }
 
   private async run(guess: LastDepsImage): Promise<EarlyBox | undefined> {
+    if (this.settled) return undefined;
+    if (viewsRepo(this.ctx, guess.prepared) && !(await this.ctx.checkoutWritten)) return undefined;
     if (this.settled) return undefined;
     const labels = boxRecordLabels(this.ctx, guess.prepared, []);
     try {
@@ -215,6 +238,8 @@ export class SpeculativeBox {
     // source files links nothing (no install: no /deps node_modules). Whatever the early link
     // made must be what this box gets.
     if (!prepared.linkNodeModules && (await this.linkMade()).length > 0) return false;
+    // A repo view only where the sequential path would make one (its lower is this image's).
+    if (hasRepoView(early.box.inspect) && !viewsRepo(this.ctx, prepared)) return false;
     // What decides the box's environment besides the policy (boxEnv): empty on no network anyway.
     if (prepared.trustedCa !== early.guess.prepared.trustedCa) return false;
     if (!isDeepStrictEqual(boxRecordLabels(this.ctx, prepared, egress), early.labels)) return false;
