@@ -26,7 +26,8 @@ import type { Builder } from './builders.js';
 import { type ExtraCa, LABEL_CA } from './ca-trust.js';
 import { ensureClaudeImage } from './claude-code.js';
 import { depsImageBytes } from './deps-size.js';
-import { renderDockerfile } from './dockerfile.js';
+import { assertDepsViewLower } from './deps-view-check.js';
+import { LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
 import { DepsImageTooLargeError, InstallConfinementError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
 import { imageToolchain, labelImage } from './image-toolchain.js';
@@ -195,6 +196,12 @@ export async function buildImage(
       // A write between two looks of the watch: the image itself is held to the cap too.
       const added = await depsImageBytes(built, input.baseImage);
       if (added > opts.maxDepsSize) throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+      // A repo view's lower is resolved on the host: /deps and /deps/src must be directories.
+      if (depsView)
+        await assertDepsViewLower(built, image, `ca-sbx_check-${buildId}`, {
+          ...buildLabels,
+          [LABEL_BUILD_ID]: buildId,
+        });
       await labelImage(built, image, {
         [CACHE_LABEL]: '1',
         [CACHE_LABEL_DEPHASH]: input.dephash,
@@ -208,7 +215,8 @@ export async function buildImage(
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
-        ...(depsView ? { [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE } : {}),
+        // Always set: a base that is itself a deps image must not lend its label to this one.
+        [LABEL_DEPS_VIEW]: depsView ? DEPS_VIEW_LABEL_VALUE : '0',
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
     } catch (error) {

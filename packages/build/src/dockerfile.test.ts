@@ -77,7 +77,9 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(viewed.lastIndexOf(END_INSTALL_PROCESSES)).toBeLessThan(
       viewed.lastIndexOf(DEPS_SRC_IS_A_DIRECTORY),
     );
-    expect(DEPS_SRC_IS_A_DIRECTORY).toMatch(/^\[ -d \/deps\/src \] && \[ ! -L \/deps\/src \] \|\|/);
+    expect(DEPS_SRC_IS_A_DIRECTORY).toMatch(
+      /^\[ -d \/deps \] && \[ ! -L \/deps \] && \[ -d \/deps\/src \] && \[ ! -L \/deps\/src \] \|\|/,
+    );
     expect(installScript(recipe)).not.toContain(DEPS_SRC_IS_A_DIRECTORY);
   });
 

@@ -217,9 +217,10 @@ const CLEAN_REPO_DIR = [
  * kernel resolves the overlay's lowerdir, `<layer>/deps/src`, on the host, so a link the install
  * (or a dependency's bin the probe ran) put there would name a host path. After the final kill
  * nothing of the repo's runs; `[` is the shell's own builtin. A link, or anything but a
- * directory, fails the build.
+ * directory, fails the build here; the build then checks again from outside the step
+ * (deps-view-check.ts: a process of the step could have tampered with this shell).
  */
-export const DEPS_SRC_IS_A_DIRECTORY = `[ -d ${DEPS_SRC} ] && [ ! -L ${DEPS_SRC} ] || { echo 'ca-sandbox: ${DEPS_SRC} is not a directory of its own after the install (a link?)' >&2; exit 1; }`;
+export const DEPS_SRC_IS_A_DIRECTORY = `[ -d ${DEPS_DIR} ] && [ ! -L ${DEPS_DIR} ] && [ -d ${DEPS_SRC} ] && [ ! -L ${DEPS_SRC} ] || { echo 'ca-sandbox: ${DEPS_SRC} is not a directory of its own after the install (a link?)' >&2; exit 1; }`;
 
 /**
  * Claude Code's version, asked before any code of the repo runs (by absolute path: a `claude` of

@@ -157,6 +157,21 @@ export class DepsImageTooLargeError extends CaSandboxError {
   }
 }
 
+/**
+ * A node install left /deps or /deps/src as something else than a directory of its own (a link):
+ * the image would name a host path as a repo view's lower, so it is refused and removed.
+ */
+export class DepsLayerError extends CaSandboxError {
+  readonly kind = 'failure';
+  readonly code = 'DEPS_LAYER';
+  constructor(
+    readonly image: string,
+    readonly detail: string,
+  ) {
+    super(`the dependency install of ${image} left ${detail}: the build was refused and its image removed`);
+  }
+}
+
 /** A failed build's hint: where its full log is kept. */
 function logHint(report: BuildFailureReport): string | undefined {
   return report.logFile ? `full install log: ${report.logFile}` : undefined;

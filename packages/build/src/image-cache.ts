@@ -4,6 +4,7 @@ import {
   CACHE_LABEL_SOURCE,
   engine,
   type ImageInspect,
+  LABEL_CACHE_BUILDER,
 } from '@ca-sandbox/docker';
 import { LABEL_CA } from './ca-trust.js';
 import { type InstallFallback, LABEL_INSTALL_FALLBACKS, parseInstallFallbacks } from './install-fallbacks.js';
@@ -18,7 +19,8 @@ export interface CachedImage {
 }
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
-export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
+// Its home is @ca-sandbox/docker (the repo view reads it).
+export { LABEL_CACHE_BUILDER };
 
 /**
  * The toolchain and CA labels of our cache image `image` (`name:tag`, the dephash and source key in the

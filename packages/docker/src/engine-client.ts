@@ -27,6 +27,8 @@ export interface EngineRequestOptions {
 export interface EngineResponse {
   status: number;
   body: Buffer;
+  /** The answer's headers, names in lower case. */
+  headers?: IncomingMessage['headers'];
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -236,7 +238,9 @@ export async function engineRequest(
     req.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }),
+      );
       res.on('error', (error) => reject(transportError(error, endpoint, options.verb)));
     });
     req.on('timeout', () =>

@@ -110,6 +110,14 @@ describe('engine verbs on the real engine', () => {
     expect(taken.status).toBe(409);
     expect(isNameConflict(taken)).toBe(true);
     expect((await engine.container.inspect(name)).Id).toBe(started);
+    // The engine's own stat of a path, a link not followed (no process runs for it).
+    expect(await engine.container.statPath(name, '/tmp')).toEqual({ kind: 'directory', linkTarget: '' });
+    expect(await engine.container.statPath(name, '/bin')).toEqual({
+      kind: 'symlink',
+      linkTarget: '/usr/bin',
+    });
+    expect(await engine.container.statPath(name, '/etc/hostname')).toMatchObject({ kind: 'other' });
+    expect(await engine.container.statPath(name, '/no/such/path')).toBeUndefined();
     const listed = await engine.container.list({ filters: filterRecord([`label=ca.sandbox.id=${id}`]) });
     expect(listed.map((c) => [c.name, c.state])).toEqual([[name, 'running']]);
     const outcome = await engine.exec.run(name, {

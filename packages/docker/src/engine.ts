@@ -133,6 +133,36 @@ export function filterRecord(filters: readonly string[]): Record<string, string[
   return record;
 }
 
+/** What is at a path of a container's files (ContainerVerbs.statPath). */
+export interface PathStat {
+  kind: 'directory' | 'symlink' | 'other';
+  /** A link's target, as the engine resolves it in the container (an absolute path). */
+  linkTarget: string;
+}
+
+/** Go's os.FileMode bits the engine's stat header carries (`mode`). */
+const MODE_DIR = 2 ** 31;
+const MODE_SYMLINK = 2 ** 27;
+const PathStatSchema = z.object({ mode: z.number().int().nonnegative(), linkTarget: z.string().max(4096) });
+
+/** The engine's `X-Docker-Container-Path-Stat` header (base64 JSON) as a PathStat. */
+export function parsePathStat(header: string | string[] | undefined): PathStat {
+  const text = typeof header === 'string' ? Buffer.from(header, 'base64').toString('utf8') : '';
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = PathStatSchema.safeParse(json);
+  if (!parsed.success) throw new DockerResponseError('docker stat gave no readable path stat');
+  const { mode, linkTarget } = parsed.data;
+  // Bit tests on a 32-bit mode: as numbers (JavaScript's bit operators would sign the top bit).
+  const has = (bit: number) => Math.floor(mode / bit) % 2 === 1;
+  const kind = has(MODE_SYMLINK) ? 'symlink' : has(MODE_DIR) ? 'directory' : 'other';
+  return { kind, linkTarget };
+}
+
 function filtersOf(filter: ListFilter = {}): object {
   return labelFilters(filter.labels ?? [], filter.filters ?? {});
 }
@@ -163,6 +193,12 @@ export interface ContainerVerbs {
    * comes; DockerNotFoundError when the container or the path does not exist.
    */
   archive(ref: string, path: string): Promise<Readable>;
+  /**
+   * What is at `path` in the container's files, not following a link there (`HEAD .../archive`:
+   * the engine's own stat, no process runs): a directory, a link (with its target) or anything
+   * else; undefined when nothing is there.
+   */
+  statPath(ref: string, path: string): Promise<PathStat | undefined>;
   /** Waits until it stops; its exit code. */
   wait(ref: string): Promise<number>;
   /**
@@ -422,6 +458,14 @@ const container: ContainerVerbs = {
     engineStream('GET', `/containers/${segment(ref)}/archive${query({ path })}`, {
       verb: 'cp',
     }) as Promise<Readable>,
+  async statPath(ref, path) {
+    const response = await engineRequest('HEAD', `/containers/${segment(ref)}/archive${query({ path })}`, {
+      verb: 'stat',
+    });
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw statusError('stat', response.status, response.body);
+    return parsePathStat(response.headers?.['x-docker-container-path-stat']);
+  },
   async wait(ref) {
     const answer = (await engineJson('POST', `/containers/${segment(ref)}/wait`, {
       verb: 'wait',

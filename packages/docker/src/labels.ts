@@ -44,6 +44,8 @@ export const BUILD_LABEL_DEPHASH = 'ca.sandbox.build.dephash';
  * left the project on a developer's machine.
  */
 export const LABEL_DEPS_VIEW = 'ca.sandbox.cache.deps-view';
+/** The builder that made a deps image (`builtin`, `nixpacks`): only the built-in one checks its layer. */
+export const LABEL_CACHE_BUILDER = 'ca.sandbox.cache.builder';
 /**
  * The value LABEL_DEPS_VIEW must have: images whose install step ended by checking that /deps/src
  * is a directory of its own, not a link (dockerfile.ts DEPS_SRC_IS_A_DIRECTORY). The kernel

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { IMAGE_VIEW_DIR, RAW_REPO_DIR, REPO_DIR } from './contracts.js';
 import { ImageInspectSchema, parseContainerInspect } from './inspect.js';
-import { DEPS_VIEW_LABEL_VALUE, LABEL_DEPS_VIEW } from './labels.js';
+import { DEPS_VIEW_LABEL_VALUE, LABEL_CACHE_BUILDER, LABEL_DEPS_VIEW } from './labels.js';
 import { hasRepoView, repoViewMatches, repoViewOptions, viewEnvFor } from './repo-view.js';
 
 const image = (
   Name: string,
   Data: Record<string, string>,
-  labels: Record<string, string> = { [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE },
+  labels: Record<string, string> = {
+    [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE,
+    [LABEL_CACHE_BUILDER]: 'builtin',
+  },
 ) =>
   ImageInspectSchema.parse({
     Id: 'sha256:1',
@@ -37,6 +40,17 @@ describe('the overlay options of a repo view', () => {
     expect(repoViewOptions(image('overlay2', layers, { [LABEL_DEPS_VIEW]: '1' }), '/u', '/w')).toHaveProperty(
       'reason',
     );
+    // Another builder's image (nixpacks: its layer was never checked), even with the label.
+    expect(
+      repoViewOptions(
+        image('overlay2', layers, {
+          [LABEL_DEPS_VIEW]: DEPS_VIEW_LABEL_VALUE,
+          [LABEL_CACHE_BUILDER]: 'nixpacks',
+        }),
+        '/u',
+        '/w',
+      ),
+    ).toHaveProperty('reason');
     expect(repoViewOptions(image('vfs', layers), '/u', '/w')).toEqual({
       reason: 'the engine stores images with vfs, not overlay2',
     });

@@ -11,7 +11,13 @@ import {
   sameOptions,
 } from './image-view.js';
 import type { ContainerInspect, ImageInspect, VolumeInspect } from './inspect.js';
-import { DEPS_VIEW_LABEL_VALUE, LABEL_DEPS_VIEW, LABEL_ID, LABEL_ROLE } from './labels.js';
+import {
+  DEPS_VIEW_LABEL_VALUE,
+  LABEL_CACHE_BUILDER,
+  LABEL_DEPS_VIEW,
+  LABEL_ID,
+  LABEL_ROLE,
+} from './labels.js';
 
 /**
  * A box's repo view: the checkout at REPO_DIR as one overlay volume (the local driver's
@@ -49,7 +55,10 @@ function repoViewRefusal(image: ImageInspect): string | undefined {
   const { Name } = image.GraphDriver;
   if (Name !== 'overlay2')
     return `the engine stores images with ${Name || 'an unknown driver'}, not overlay2`;
-  if (image.Config.Labels?.[LABEL_DEPS_VIEW] !== DEPS_VIEW_LABEL_VALUE)
+  if (
+    image.Config.Labels?.[LABEL_DEPS_VIEW] !== DEPS_VIEW_LABEL_VALUE ||
+    image.Config.Labels?.[LABEL_CACHE_BUILDER] !== 'builtin'
+  )
     return 'its deps image was not built for a repo view (an older image, or not a node install)';
   return undefined;
 }
