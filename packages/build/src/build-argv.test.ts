@@ -61,7 +61,7 @@ describe('buildArgv', () => {
     expect(args[0]).toBe('build');
     expect(args.slice(-3)).toEqual(['--file', '/tmp/ctx/Dockerfile', '/tmp/ctx']);
     expect(values(args, '--network')).toEqual(['bridge']);
-    expect(args).toEqual(expect.arrayContaining(['--rm', '--force-rm']));
+    expect(args).toEqual(expect.arrayContaining(['--rm', '--force-rm', '--no-cache']));
   });
 
   it('a deps build: no tag and no --label (each would be a step), the image id written to a file', () => {

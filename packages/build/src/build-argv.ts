@@ -56,6 +56,10 @@ export function buildArgv(input: BuildArgvInput): string[] {
     'build',
     '--network',
     input.network,
+    // No step of ours is ever a cache hit (each Dockerfile begins with its build's own id), and
+    // the legacy builder's cache probe reads every child of the parent image: one removed meanwhile
+    // (another build's failure, a test's clean-up) failed this build with "unable to find image".
+    '--no-cache',
     '--rm',
     '--force-rm',
     '--memory',

@@ -98,11 +98,13 @@ export async function ensurePrepImage(input: PrepImageInput): Promise<string> {
       cleanup: () => removeBuildImages(buildId),
     });
     const built = (await readFile(iidFile, 'utf8')).trim();
-    // A concurrent first build of the same prep image may have taken the tag since: ours, then
-    // untagged with no child, would be left dangling. Use the tagged one and drop ours (not
-    // forced: an image that got a child meanwhile stays, as that child's parent).
+    // A concurrent first build of the same prep image may have taken the tag since. Ours is then
+    // untagged, and it stays: another create may have started its deps build FROM the tag while
+    // it named ours, and removing ours before that build's first step made a child of it failed
+    // that build ("unable to find image sha256:…": a failure of that kind was seen in CI, where
+    // every test file's first build finds no prep image and builds one). Untagged, it
+    // carries its build's labels: `prune --images` takes it once nothing builds on it.
     const tagged = await engine.image.inspect(tag).catch(() => undefined);
-    if (tagged && tagged.Id !== built) await engine.image.remove(built).catch(() => false);
     // The tag gone meanwhile (a prune): this build's own image, by id.
     return tagged ? tag : built;
   } finally {
