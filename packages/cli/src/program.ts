@@ -84,7 +84,7 @@ function addCreateOptions(command: Command): Command {
     .addOption(
       new Option(
         '--deps-view <view>',
-        "how a node box sees its installed deps (default: setting deps.view, else links). overlay (EXPERIMENTAL): node_modules are real folders under /work/repo, as after npm install on your machine, for tools that refuse files outside the project (vite's server.fs.allow); links: they link into the image",
+        'how a node box sees its installed deps (default: setting deps.view, else overlay). overlay: node_modules are real folders under /work/repo, as after npm install on your machine (tools such as vite refuse files outside the project); links: node_modules entries link into the image (what a gVisor box gets)',
       ).choices([...DEPS_VIEWS]),
     )
     .option(

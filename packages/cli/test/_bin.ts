@@ -31,6 +31,8 @@ export interface BinResult {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** The bin's process id (what its build contexts are named by). */
+  pid?: number;
 }
 
 /** Runs the real bin (a new node process, as a user would) and collects its output. */
@@ -84,7 +86,7 @@ export function runBinWithExactEnv(
       stderr += chunk;
     });
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr, ...(child.pid ? { pid: child.pid } : {}) }));
     child.stdin.end(input ?? '');
   });
 }

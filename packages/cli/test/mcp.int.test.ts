@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -235,6 +235,24 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
       truncated: false,
     });
 
+    // The default deps view: node_modules is a real folder of the project (a repo view), its
+    // dependency resolves under /work/repo, and a write into it lands in the box only.
+    const view = await client.callTool({
+      name: 'sandbox_exec',
+      arguments: {
+        id,
+        command: [
+          'sh',
+          '-c',
+          'test -d node_modules -a ! -L node_modules && readlink -f node_modules/is-number/index.js && touch node_modules/is-number/probe && echo wrote',
+        ],
+      },
+    });
+    expect((view as ToolResult).structuredContent).toMatchObject({
+      exitCode: 0,
+      stdout: '/work/repo/node_modules/is-number/index.js\nwrote\n',
+    });
+
     // A long output (a test run's) keeps its start and its end within the MCP cap (20 KiB per
     // stream), with a line where the rest was left out: an agent's client would cut 1 MiB itself.
     const long = await client.callTool({
@@ -304,9 +322,18 @@ describe.skipIf(!READY)('ca-sandbox mcp driven by the SDK client', () => {
     expect(payload(again)).toMatchObject({ error: { code: 'CP_DESTINATION' } });
     expect(readFileSync(join(outputRoot, 'repo', 'README.md'), 'utf8')).toBe('mcp fixture\n');
 
+    // The copy of /work/repo is the checkout and the box's writes, never the installed deps.
+    expect(existsSync(join(outputRoot, 'repo', 'node_modules', 'is-number', 'probe'))).toBe(true);
+    expect(existsSync(join(outputRoot, 'repo', 'node_modules', 'is-number', 'index.js'))).toBe(false);
+
     const verify = await client.callTool({ name: 'sandbox_verify', arguments: { id } });
     expect(verify.isError ?? false).toBe(false);
     expect((verify as ToolResult).structuredContent).toMatchObject({ ok: true });
+    const rows = ((verify as ToolResult).structuredContent?.checks ?? []) as {
+      check: string;
+      pass: boolean;
+    }[];
+    expect(rows).toContainEqual(expect.objectContaining({ check: 'repo-view', pass: true }));
   });
 
   it('destroy is idempotent: the second call succeeds and says the sandbox was already gone', async () => {

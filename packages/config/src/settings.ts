@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, resolve } from 'node:path';
-import { DEPS_VIEWS } from '@ca-sandbox/docker/contracts';
+import { DEFAULT_DEPS_VIEW, DEPS_VIEWS } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { type ConfigLocation, configLocation, dataDir, type PlatformContext } from './paths.js';
@@ -236,9 +236,9 @@ export const DEFINITIONS = {
   'deps.view': define({
     schema: z.enum(DEPS_VIEWS),
     env: ['CA_SANDBOX_DEPS_VIEW'],
-    fallback: () => 'links' as const,
+    fallback: () => DEFAULT_DEPS_VIEW,
     describe:
-      'how a node box sees its installed deps: links (node_modules entries link into the image) or overlay (EXPERIMENTAL: node_modules are real folders under /work/repo, an overlay of the install over the checkout, for tools such as vite that refuse files outside the project)',
+      'how a node box sees its installed deps: overlay (node_modules are real folders under /work/repo, an overlay of the install over the checkout, as after npm install on your machine) or links (node_modules entries link into the image; what gVisor boxes get)',
   }),
   'mcp.roots': define({
     schema: z.array(AbsolutePath).max(64),

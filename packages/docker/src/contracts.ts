@@ -157,9 +157,18 @@ export type BuilderChoice = (typeof BUILDERS)[number];
  */
 export const DEPS_VIEWS = ['links', 'overlay'] as const;
 export type DepsView = (typeof DEPS_VIEWS)[number];
+/**
+ * The repo view by default: node_modules are real folders of the project, as on a developer's
+ * machine, so tools that refuse files outside the project (vite's server.fs.allow) work. Where the
+ * engine cannot make one (gVisor, an image built before the view) a box links them instead.
+ */
+export const DEFAULT_DEPS_VIEW: DepsView = 'overlay';
 /** Copy-out's treatment of git directories (withheld by default). */
 export const GIT_MODES = ['withhold', 'sanitized'] as const;
 export type GitMode = (typeof GIT_MODES)[number];
+
+/** Whether POSIX `path` is `dir` or inside it (both normalized, absolute, no trailing slash). */
+export const isUnderPath = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}/`);
 
 /** docker's own minimum for `--memory` (6 MiB: `Minimum memory limit allowed is 6MB`). */
 export const DOCKER_MIN_MEMORY_BYTES = 6 * 1024 ** 2;

@@ -1,4 +1,11 @@
-import { DEPS_DIR, DEPS_SRC, ENV_NAME_PATTERN, IMAGE_VIEW_DIR, sandboxNames } from './contracts.js';
+import {
+  DEPS_DIR,
+  DEPS_SRC,
+  ENV_NAME_PATTERN,
+  IMAGE_VIEW_DIR,
+  isUnderPath,
+  sandboxNames,
+} from './contracts.js';
 import { engine } from './engine.js';
 import { ImageViewError } from './errors.js';
 import type { ContainerInspect, ImageInspect, VolumeInspect } from './inspect.js';
@@ -111,7 +118,7 @@ export async function prepareImageView(
   return { volume: names.view, env: viewEnv(inspected.Config.Env) };
 }
 
-export const underDeps = (path: string) => path === DEPS_DIR || path.startsWith(`${DEPS_DIR}/`);
+export const underDeps = (path: string) => isUnderPath(path, DEPS_DIR);
 
 /**
  * The image's variables that name paths under /deps (PATH's bins, NODE_PATH, a venv, a module

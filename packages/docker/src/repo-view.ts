@@ -1,4 +1,12 @@
-import { DEPS_DIR, DEPS_SRC, IMAGE_VIEW_DIR, RAW_REPO_DIR, REPO_DIR, sandboxNames } from './contracts.js';
+import {
+  DEPS_DIR,
+  DEPS_SRC,
+  IMAGE_VIEW_DIR,
+  isUnderPath,
+  RAW_REPO_DIR,
+  REPO_DIR,
+  sandboxNames,
+} from './contracts.js';
 import { engine } from './engine.js';
 import { ImageViewError } from './errors.js';
 import {
@@ -107,8 +115,6 @@ export async function prepareRepoView(
   return { volume: names.repoView.view, imageEnv: inspected.Config.Env };
 }
 
-const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
-
 /**
  * The image's variables that name paths under /deps, for a box with a repo view: /deps/src and
  * /deps/node_modules (a link to src/node_modules) as the same paths under REPO_DIR, so a
@@ -119,9 +125,9 @@ const under = (path: string, dir: string) => path === dir || path.startsWith(`${
 export function viewEnvFor(imageEnv: readonly string[], imageView: boolean): Record<string, string> {
   const linked = `${DEPS_DIR}/node_modules`;
   return movedDepsEnv(imageEnv, (part) => {
-    if (under(part, DEPS_SRC)) return `${REPO_DIR}${part.slice(DEPS_SRC.length)}`;
-    if (under(part, linked)) return `${REPO_DIR}/node_modules${part.slice(linked.length)}`;
-    return imageView && under(part, DEPS_DIR) ? `${IMAGE_VIEW_DIR}${part}` : part;
+    if (isUnderPath(part, DEPS_SRC)) return `${REPO_DIR}${part.slice(DEPS_SRC.length)}`;
+    if (isUnderPath(part, linked)) return `${REPO_DIR}/node_modules${part.slice(linked.length)}`;
+    return imageView && isUnderPath(part, DEPS_DIR) ? `${IMAGE_VIEW_DIR}${part}` : part;
   });
 }
 

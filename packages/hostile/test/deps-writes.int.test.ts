@@ -35,6 +35,10 @@ afterAll(destroyLeftovers);
 
 const DEP = 'node_modules/is-number';
 
+// The links layout (`--deps-view links`, and every gVisor box): node_modules link into the box's
+// writable view of its image. The default repo view's writes: repo-view.int.test.ts.
+const links = ['--deps-view', 'links'];
+
 describe('writes into a dependency folder', () => {
   const runtime = 'runc';
   it("run the repo's own test in the box; the image and a second box keep the dependency as installed", async () => {
@@ -42,7 +46,7 @@ describe('writes into a dependency folder', () => {
     // clone, and the deps link surely comes after the clone's listing (its folders are then new).
     const source = join(mkdtempSync(join(tmpdir(), 'ca-deps-writes-')), 'deps-writes');
     cpSync(repo, source, { recursive: true });
-    const first = await createBox(source, { network: 'clone-then-cut', runtime });
+    const first = await createBox(source, { network: 'clone-then-cut', runtime, extra: links });
     const test = await execBox(first.id, ['npm', 'test']);
     expect(test.exitCode, test.stdout + test.stderr).toBe(0);
     expect(test.stdout).toContain('deps-writes ok');
@@ -76,7 +80,7 @@ describe('writes into a dependency folder', () => {
     expect(changes.added.filter((file) => file.path.includes('node_modules'))).toEqual([]);
 
     // Same source, same image (a cache hit): the dependency is as installed, and the test runs again.
-    const second = await createBox(source, { network: 'clone-then-cut', runtime });
+    const second = await createBox(source, { network: 'clone-then-cut', runtime, extra: links });
     expect(second.image).toBe(first.image);
     const fresh = await execBox(second.id, [
       'sh',

@@ -241,11 +241,13 @@ describe.each(RUNTIMES)('dependency bins that shadow system commands, under %s',
     expect(await shell.exit()).toBe(0);
     expect(shell.text).toMatch(/^\/(usr\/)?bin\/sh\r?$/m);
     expect(shell.text).toMatch(/^\/(usr\/)?bin\/grep\r?$/m);
-    // The system directories first; then the repo's pinned package manager, the dependency bins,
+    // The system directories first; then the repo's pinned package manager, the dependency bins
+    // (under runc the repo view's, real folders of the project; gVisor's links into the image),
     // the corepack launcher (through the box's writable view of its image under runc) and where
     // `corepack enable` puts its shims (tmpfs).
     const deps = runtime === 'runc' ? '/.ca-sbx-image/deps' : '/deps';
-    const path = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${deps}/pm/bin:${deps}/node_modules/.bin:${deps}/.ca-sbx/bin:/tmp/.local/bin`;
+    const bins = runtime === 'runc' ? '/work/repo/node_modules/.bin' : '/deps/node_modules/.bin';
+    const path = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${deps}/pm/bin:${bins}:${deps}/.ca-sbx/bin:/tmp/.local/bin`;
     // The terminal ends a line with \r\r\n.
     expect(
       shell.text.split('\n').filter((line) => line.replace(/\r+$/, '').endsWith(`path=${path}`)),

@@ -9,9 +9,9 @@ import {
   SHOWN_NAME_MAX,
   sanitizeName,
 } from '@ca-sandbox/docker/contracts';
-import { GIT_MODES, type GitMode, REPO_DIR } from '@ca-sandbox/docker/process';
+import { GIT_MODES, type GitMode, isUnderPath, REPO_DIR } from '@ca-sandbox/docker/process';
 import { z } from 'zod';
-import { assertBoxRunning, boxName, resolveBox } from './_utils.js';
+import { assertBoxRunning, boxName, inspectBox } from './_utils.js';
 import {
   CpOutDestinationError,
   CpOutSourceError,
@@ -99,14 +99,14 @@ export async function cpOut(
   const resolved = resolveCpOutOptions(options);
   const source = resolveBoxPath(boxPath);
   // Only a box: a helper (or a stranger carrying the name) is refused before anything is written.
-  await resolveBox(id);
+  const viewsRepo = hasRepoView(await inspectBox(id));
   const top = posix.basename(source);
   const target = await planTarget(hostDest, top);
   await checkTarget(target, undefined, resolved.force);
   const removedStaging = await removeStaleStaging(dirname(target));
   const staging = await mkdtemp(join(dirname(target), `${STAGING_PREFIX}${process.pid}-`));
   try {
-    const summary = await extractFromBox(id, source, staging, resolved);
+    const summary = await extractFromBox(id, source, staging, resolved, viewsRepo);
     const staged = await lstat(join(staging, top));
     await checkTarget(target, staged.isDirectory(), resolved.force);
     await rename(join(staging, top), target);
@@ -130,12 +130,12 @@ export async function cpOutToStream(
   assertPosixHost();
   const resolved = resolveCpOutOptions(options);
   const source = resolveBoxPath(boxPath);
-  await resolveBox(id);
+  const viewsRepo = hasRepoView(await inspectBox(id));
   const top = posix.basename(source);
   const removedStaging = await removeStaleStaging(tmpdir());
   const staging = await mkdtemp(join(tmpdir(), `${STAGING_PREFIX}${process.pid}-`));
   try {
-    const summary = await extractFromBox(id, source, staging, resolved);
+    const summary = await extractFromBox(id, source, staging, resolved, viewsRepo);
     await packTree(staging, top, output);
     return resultOf('-', summary, removedStaging);
   } finally {
@@ -185,20 +185,16 @@ function notInBoxFiles(id: string, source: string): CpOutSourceError {
   );
 }
 
-const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
-
 /**
  * Where the engine reads `source` from. A box with a repo view (@ca-sandbox/docker repo-view) has
  * the installed deps under /work/repo through an overlay: its checkout and what the box wrote are
  * read from its own volume at RAW_REPO_DIR (named `repo` too), so a copy holds no installed
  * dependency, as a box without one copies no link into them. An ancestor of /work/repo would walk
- * the view whole: refused.
+ * the view whole: refused. Whether the box has one is read from the same inspect that found it.
  */
-async function repoViewSource(id: string, source: string): Promise<string> {
-  const inRepo = under(source, REPO_DIR);
-  if (!inRepo && !under(REPO_DIR, source)) return source;
-  const box = await engine.container.find(boxName(id));
-  if (!box || !hasRepoView(box)) return source;
+function repoViewSource(source: string, viewsRepo: boolean): string {
+  const inRepo = isUnderPath(source, REPO_DIR);
+  if (!viewsRepo || (!inRepo && !isUnderPath(REPO_DIR, source))) return source;
   if (!inRepo)
     throw new CpOutSourceError(
       `'${sanitizeName(source, SHOWN_NAME_MAX)}' holds ${REPO_DIR}, which this box sees with its installed dependencies (deps.view overlay): copy ${REPO_DIR} or a path under it`,
@@ -225,10 +221,11 @@ async function extractFromBox(
   source: string,
   staging: string,
   options: Required<CpOutOptions>,
+  viewsRepo: boolean,
 ): Promise<ExtractSummary> {
   const top = posix.basename(source);
   if (BOX_TMPFS.test(source)) return extractFromTmpfs(id, source, staging, options);
-  const read = await repoViewSource(id, source);
+  const read = repoViewSource(source, viewsRepo);
   let tar: Readable;
   try {
     tar = await engine.container.archive(boxName(id), read);

@@ -1,7 +1,14 @@
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lastImageTag } from '@ca-sandbox/build';
-import { dockerInfo, engine, imageExists, RAW_REPO_DIR, sandboxNames } from '@ca-sandbox/docker';
+import {
+  type DepsView,
+  dockerInfo,
+  engine,
+  imageExists,
+  RAW_REPO_DIR,
+  sandboxNames,
+} from '@ca-sandbox/docker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAll, labeledObjects, makeGitRepo, removeDir, tempDir, uniqueId } from '../test/helpers.js';
 import { createSandbox, type PhaseEvent } from './create/index.js';
@@ -31,13 +38,16 @@ afterAll(async () => {
 const manifest = (version: string) =>
   JSON.stringify({ name: 'earlybox', version: '1.0.0', dependencies: { 'is-number': version } });
 
-/** A create whose phase events and log lines are kept. */
+/**
+ * A create whose phase events and log lines are kept. `links` unless asked: a box with a repo
+ * view (the default) starts only once the checkout is written, not beside the clone.
+ */
 async function create(
   source: string,
   runtime: 'runc' | 'runsc',
   network: string,
   signal?: AbortSignal,
-  depsView?: 'overlay',
+  depsView: DepsView = 'links',
 ) {
   const name = uniqueId(created);
   const phases: PhaseEvent[] = [];
@@ -45,7 +55,7 @@ async function create(
   // Phase events and log lines in the order they came.
   const order: string[] = [];
   const record = await createSandbox(
-    { source, name, network, runtime, ...(depsView ? { depsView } : {}) },
+    { source, name, network, runtime, depsView },
     {
       onPhase: (event) => {
         phases.push(event);
@@ -176,7 +186,8 @@ describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under 
     try {
       await expect(
         createSandbox(
-          { source: repo, name, network: 'offline', runtime },
+          // links: a box with a repo view (the default) starts only once the clone is done.
+          { source: repo, name, network: 'offline', runtime, depsView: 'links' },
           {
             signal: controller.signal,
             onPhase: (event) => {

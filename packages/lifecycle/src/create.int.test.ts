@@ -599,7 +599,7 @@ describe.skipIf(!ready)('policies and runtimes', () => {
     expect((await listFirewallRules()).filter((rule) => rule.sandboxId === id)).toEqual([]);
   });
 
-  it('node repo: deps installed under clone-then-cut and linked; offline reuses the cached image', async () => {
+  it('node repo: deps installed under clone-then-cut, a repo view; offline reuses the cached image with links', async () => {
     process.env.CA_SANDBOX_CA_CERTS ??= process.env.NODE_EXTRA_CA_CERTS;
     const dir = join(work, 'noderepo');
     await mkdir(dir, { recursive: true });
@@ -616,20 +616,29 @@ describe.skipIf(!ready)('policies and runtimes', () => {
     const first = uniqueId(created);
     const built = await createSandbox({ source: dir, name: first, network: 'clone-then-cut' });
     expect(built).toMatchObject({ provider: 'node', image: expect.stringMatching(/^ca-sbx:noderepo-/) });
-    // node_modules is a real, writable directory of the volume whose entries link into the deps,
-    // through the box's writable view of its image.
+    // By default (a repo view) node_modules and the dependency are real, writable folders of the
+    // project, as after npm install on a developer's machine.
     expect(
       (
         await sh(
           first,
+          'test ! -L node_modules -a ! -L node_modules/is-number && touch node_modules/is-number/.probe && readlink -f node_modules/is-number; node index.js',
+        )
+      ).stdout,
+    ).toBe('/work/repo/node_modules/is-number\ntrue\n');
+    // The same image with links: node_modules is a real, writable directory of the volume whose
+    // entries link into the deps, through the box's writable view of its image.
+    const second = uniqueId(created);
+    const reused = await createSandbox({ source: dir, name: second, depsView: 'links' });
+    expect(reused).toMatchObject({ imageCacheHit: true, image: built.image, network: 'offline' });
+    expect(
+      (
+        await sh(
+          second,
           'test ! -L node_modules && touch node_modules/.probe && readlink node_modules/is-number; node index.js',
         )
       ).stdout,
     ).toBe(`${IMAGE_VIEW_DIR}/deps/src/node_modules/is-number\ntrue\n`);
-    const second = uniqueId(created);
-    const reused = await createSandbox({ source: dir, name: second });
-    expect(reused).toMatchObject({ imageCacheHit: true, image: built.image, network: 'offline' });
-    expect((await sh(second, 'node index.js')).stdout).toBe('true\n');
   });
 
   it('usage errors for policy options', async () => {

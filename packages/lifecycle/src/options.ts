@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
-import { DEPS_VIEWS, type DepsView, sanitizeName } from '@ca-sandbox/docker/contracts';
+import { DEFAULT_DEPS_VIEW, DEPS_VIEWS, type DepsView, sanitizeName } from '@ca-sandbox/docker/contracts';
 import {
   BUILDERS,
   type BuilderChoice,
@@ -109,6 +109,9 @@ export interface ResolvedCreateOptions {
   credentials: CredentialSpec[];
   /** How a node box sees its installed deps (setting deps.view): links, or a repo view (repo-view.ts). */
   depsView: DepsView;
+  /** Whether the user chose depsView (an option, the file or the environment): a box that cannot
+   * have the view they asked for says so; the default falls back to links quietly (in the log). */
+  depsViewChosen: boolean;
 }
 
 // The helper image is a setting (file, then env CA_SANDBOX_HELPER_IMAGE): @ca-sandbox/config.
@@ -199,7 +202,8 @@ export function resolveCreateOptions(
       maxEntries: options.maxSourceEntries ?? DEFAULT_PACK_LIMITS.maxEntries,
     },
     credentials,
-    depsView: options.depsView ?? settings.value('deps.view') ?? 'links',
+    depsView: options.depsView ?? settings.value('deps.view') ?? DEFAULT_DEPS_VIEW,
+    depsViewChosen: options.depsView !== undefined || settings.get('deps.view').source !== 'default',
   };
 }
 

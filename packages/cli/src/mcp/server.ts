@@ -124,7 +124,7 @@ const createShape = {
     .enum(DEPS_VIEWS)
     .optional()
     .describe(
-      "overlay (EXPERIMENTAL): node_modules are real folders under /work/repo, for tools that refuse files outside the project (vite's server.fs.allow: 'Failed to load url /.ca-sbx-image/…'); links (default, or setting deps.view): they link into the image",
+      "overlay (default, or setting deps.view): node_modules are real folders under /work/repo, as after npm install; links: node_modules entries link into the image (vite then refuses them: 'Failed to load url /.ca-sbx-image/…')",
     ),
   withClaude: z
     .boolean()

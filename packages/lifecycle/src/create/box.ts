@@ -123,9 +123,10 @@ async function imageView(ctx: CreateContext, prepared: PreparedImage) {
 }
 
 /**
- * The box's repo view (@ca-sandbox/docker repo-view), with setting deps.view overlay: the
- * checkout over what the node install wrote, so node_modules are real folders of the project.
- * Where it cannot be made the box links its node_modules as before, and the create says why.
+ * The box's repo view (@ca-sandbox/docker repo-view), with setting deps.view overlay (the
+ * default): the checkout over what the node install wrote, so node_modules are real folders of
+ * the project. Where it cannot be made the box links its node_modules instead, and the create
+ * says why: a notice when the user chose the view, a log line when it was the default.
  */
 async function repoView(ctx: CreateContext, prepared: PreparedImage) {
   if (ctx.options.depsView !== 'overlay' || !prepared.depsInstalled || !prepared.linkNodeModules)
@@ -136,9 +137,9 @@ async function repoView(ctx: CreateContext, prepared: PreparedImage) {
       ? { reason: 'gVisor cannot hold two overlays of the same image layers' }
       : await prepareRepoView(ctx.id, prepared.image, ctx.labels);
   if ('volume' in view) return view;
-  ctx.progress.notice(
-    `deps.view overlay: node_modules are links into the image in this box (${view.reason})`,
-  );
+  const line = `deps.view overlay: node_modules are links into the image in this box (${view.reason})`;
+  if (ctx.options.depsViewChosen) ctx.progress.notice(line);
+  else ctx.progress.log(line);
   return undefined;
 }
 
