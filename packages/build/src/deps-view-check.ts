@@ -1,11 +1,4 @@
-import {
-  BOX_USER,
-  type DockerEngineError,
-  engine,
-  isNameConflict,
-  type SandboxContainerConfig,
-  SLEEP_BIN,
-} from '@ca-sandbox/docker';
+import { type DockerEngineError, engine, inertContainerConfig, isNameConflict } from '@ca-sandbox/docker';
 import { DEPS_DIR, DEPS_SRC } from '@ca-sandbox/docker/contracts';
 import { DepsLayerError } from './errors.js';
 
@@ -24,33 +17,7 @@ export async function assertDepsViewLower(
   name: string,
   labels: Record<string, string>,
 ): Promise<void> {
-  const config: SandboxContainerConfig = {
-    Image: imageId,
-    Entrypoint: [],
-    Cmd: [SLEEP_BIN, 'infinity'],
-    User: BOX_USER,
-    Hostname: 'sandbox',
-    WorkingDir: '/',
-    Env: [],
-    Labels: labels,
-    HostConfig: {
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      ReadonlyRootfs: true,
-      PidsLimit: 16,
-      Memory: 64 * 1024 ** 2,
-      MemorySwap: 64 * 1024 ** 2,
-      NanoCpus: 1e9,
-      IpcMode: 'private',
-      Ulimits: [],
-      Init: true,
-      Runtime: 'runc',
-      NetworkMode: 'none',
-      Mounts: [],
-      Tmpfs: {},
-      LogConfig: { Type: 'none', Config: {} },
-    },
-  };
+  const config = inertContainerConfig(imageId, labels);
   await engine.container.create(name, config).catch(async (error: DockerEngineError) => {
     // A container of that name left by a killed build of the same id: ours, replaced.
     if (!isNameConflict(error)) throw error;

@@ -76,6 +76,8 @@ const VIEW_PREFIX = {
   repo: 'ca-sbx_repo-',
   repoWork: 'ca-sbx_rwork-',
 } as const;
+/** The container that holds a box's view volumes (inert-container.ts), never started. */
+const HOLD_PREFIX = 'ca-sbx_hold-';
 
 export interface SandboxNames {
   box: string;
@@ -89,6 +91,8 @@ export interface SandboxNames {
    * directory's plain volume; its upper is the sandbox's own volume.
    */
   repoView: { view: string; work: string };
+  /** The never-started container that keeps the view volumes no container mounts in use. */
+  hold: string;
 }
 
 /** The names of a sandbox's objects: the one home of the naming rule. */
@@ -105,6 +109,7 @@ export function sandboxNames(id: string): SandboxNames {
       work: `${VIEW_PREFIX.work}${id}`,
     },
     repoView: { view: `${VIEW_PREFIX.repo}${id}`, work: `${VIEW_PREFIX.repoWork}${id}` },
+    hold: `${HOLD_PREFIX}${id}`,
   };
 }
 

@@ -51,6 +51,7 @@ export {
   prepareImageView,
   viewEnv,
 } from './image-view.js';
+export { holdVolumes, inertContainerConfig, unmountedViewVolumes } from './inert-container.js';
 export { type DockerInfo, dockerInfo, parseDockerInfo, runtimeIsNetworkless } from './info.js';
 export {
   type ContainerInspect,

@@ -195,8 +195,10 @@ describe("a view that is not the box's own image over its own volumes", () => {
   it("is refused by the gate at start: upper and work volumes that are not the sandbox's", async () => {
     const box = await createBox(repo, { network: 'clone-then-cut' });
     expect((await cli(['stop', box.id])).exitCode).toBe(0);
-    // The overlay's upper and work are named in its options only: the stopped box does not hold
-    // them. Put volumes of the same names but of no sandbox (or of another) in their place.
+    // The overlay's upper and work are named in its options only: the sandbox's never-started
+    // hold container keeps them in use; with it gone (anyone with the docker socket), put volumes
+    // of the same names but of no sandbox (or of another) in their place.
+    await docker(['rm', `ca-sbx_hold-${box.id}`]);
     for (const part of ['upper', 'work']) {
       const name = `ca-sbx_${part}-${box.id}`;
       await docker(['volume', 'rm', name]);

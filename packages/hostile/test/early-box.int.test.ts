@@ -93,11 +93,16 @@ describe.each(RUNTIMES)('a box started beside the clone, under %s', (runtime) =>
     expect(changed).toMatchObject({ kept: false, removed: true });
     expect((await execBox(changed.id, ['/bin/cat', '/deps/generation'])).stdout).toBe('2.0.0\n');
     await assertNothingRan(changed.id);
-    // The box's writable view of its image and its repo view (runc only), of the new image: the
-    // guess's went with it.
+    // The box's writable view of its image and its repo view (runc only), of the new image, and
+    // the never-started container that holds their volumes: the guess's went with it.
     const view =
       runtime === 'runc'
-        ? ['view', 'upper', 'work', 'repo', 'rwork'].map((part) => `volume:ca-sbx_${part}-${changed.id}`)
+        ? [
+            ...['view', 'upper', 'work', 'repo', 'rwork'].map(
+              (part) => `volume:ca-sbx_${part}-${changed.id}`,
+            ),
+            `container:ca-sbx_hold-${changed.id}`,
+          ]
         : [];
     expect((await labeledLeft(changed.id)).sort()).toEqual(
       [`container:ca-sbx-${changed.id}`, `volume:ca-sbx-${changed.id}`, ...view].sort(),

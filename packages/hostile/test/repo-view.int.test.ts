@@ -53,6 +53,12 @@ describe('deps.view overlay: the installed deps under the checkout', () => {
   it("runs the repo's vitest (web mode, a setup file by package); writes stay in the sandbox; report and cp read its own files", async () => {
     const source = freshSource();
     const first = await createBox(source, { network: 'clone-then-cut', env: OVERLAY });
+    // The views' volumes no container mounts (the overlays name them by path) are held: a
+    // `docker volume prune` (every unused named volume, on engine 20.10) or rm cannot take them.
+    for (const part of ['rwork', 'upper', 'work']) {
+      const removed = await docker(['volume', 'rm', `ca-sbx_${part}-${first.id}`], { allowFailure: true });
+      expect(removed.stderr).toMatch(/in use/);
+    }
     const test = await execBox(first.id, ['npm', 'test']);
     expect(test.exitCode, test.stdout + test.stderr).toBe(0);
     expect(test.stdout).toMatch(/1 passed/);
@@ -133,8 +139,12 @@ describe('deps.view overlay: the installed deps under the checkout', () => {
       env: { CA_SANDBOX_DEPS_VIEW: 'links' },
     });
     expect((await cli(['stop', box.id])).exitCode).toBe(0);
-    // The work volume is named in the overlay's options only: the stopped box does not hold it.
+    // The work volume is named in the overlay's options only: the sandbox's never-started hold
+    // container keeps it in use, stopped box or not; with that container gone (anyone with the
+    // docker socket) it can be swapped.
     const work = `ca-sbx_rwork-${box.id}`;
+    expect((await docker(['volume', 'rm', work], { allowFailure: true })).stderr).toMatch(/in use/);
+    await docker(['rm', `ca-sbx_hold-${box.id}`]);
     await docker(['volume', 'rm', work]);
     await docker([
       'volume',

@@ -77,10 +77,13 @@ async function sh(record: SandboxRecord, script: string): Promise<string> {
   return (await execInSandbox(record.id, ['/bin/sh', '-c', script])).stdout;
 }
 
-/** Every container of the sandbox: exactly its box (no early box left beside it). */
+/**
+ * Every container of the sandbox but the never-started one that holds its view volumes: exactly
+ * its box (no early box left beside it).
+ */
 async function containersOf(record: SandboxRecord): Promise<string[]> {
   const found = await engine.container.list({ all: true, labels: [`ca.sandbox.id=${record.id}`] });
-  return found.map((item) => item.name);
+  return found.map((item) => item.name).filter((name) => name !== sandboxNames(record.id).hold);
 }
 
 describe.skipIf(!ready).each(runtimes)('the box started beside the clone, under %s', (runtime) => {

@@ -1,5 +1,13 @@
 import type { PreparedImage } from '@ca-sandbox/build';
-import { engine, prepareImageView, prepareRepoView, viewEnvFor } from '@ca-sandbox/docker';
+import {
+  type ContainerInspect,
+  engine,
+  holdVolumes,
+  prepareImageView,
+  prepareRepoView,
+  unmountedViewVolumes,
+  viewEnvFor,
+} from '@ca-sandbox/docker';
 import { applyAllowlist, createSandboxNetwork, describeEgressRule } from '@ca-sandbox/network';
 import { type EgressGateway, IsolationViolationError, runContainer } from '@ca-sandbox/run';
 import { boxEnv, userCaPem, writeBoxTrust } from '../box-env.js';
@@ -141,6 +149,15 @@ async function repoView(ctx: CreateContext, prepared: PreparedImage) {
   if (ctx.options.depsViewChosen) ctx.progress.notice(line);
   else ctx.progress.log(line);
   return undefined;
+}
+
+/**
+ * The box's view volumes that no container mounts (their overlays name them by path), held by a
+ * container that is never started, so that `docker volume prune` cannot take them from under it
+ * (@ca-sandbox/docker inert-container.ts). Only for the box handed out; a box without views has none.
+ */
+export async function holdViewVolumes(ctx: CreateContext, box: ContainerInspect, prepared: PreparedImage) {
+  await holdVolumes(ctx.id, prepared.image, unmountedViewVolumes(box, ctx.id), ctx.labels);
 }
 
 /**

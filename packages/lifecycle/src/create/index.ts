@@ -5,7 +5,7 @@ import { recordGate } from '../gate-log.js';
 import { type CreateOptions, generateSandboxId, resolveCreateOptions } from '../options.js';
 import { recordFromInspect, type SandboxRecord } from '../record.js';
 import { parseSource } from '../source.js';
-import { startBox } from './box.js';
+import { holdViewVolumes, startBox } from './box.js';
 import { keepImageCacheBounded, noteImageUse } from './cache.js';
 import { cleanupFailedCreate } from './cleanup.js';
 import { cloneSource } from './clone.js';
@@ -95,6 +95,7 @@ export async function createSandbox(options: CreateOptions, hooks: CreateHooks =
       early.remember(prepared),
       keepImageCacheBounded(ctx, prepared),
       recordGate(id, 'create', box.report),
+      holdViewVolumes(ctx, box.inspect, prepared),
       helperGone,
       closing,
     ]);
