@@ -250,11 +250,13 @@ describe('extractTar', () => {
       { path: 'repo/node_modules/a/null', reason: 'device' },
       {
         path: 'repo/node_modules',
-        reason: '2 file(s) of the dependency install removed in the box (overlay whiteouts), not copied',
+        reason:
+          '2 path(s) of the dependency install removed in the box (overlay whiteouts: a file or a whole folder each), not copied',
       },
       {
         path: 'repo/src',
-        reason: '1 file(s) of the dependency install removed in the box (overlay whiteouts), not copied',
+        reason:
+          '1 path(s) of the dependency install removed in the box (overlay whiteouts: a file or a whole folder each), not copied',
       },
     ]);
     expect(await readFile(join(dir, 'repo/node_modules/a/written.txt'), 'utf8')).toBe('w');

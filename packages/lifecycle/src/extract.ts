@@ -199,7 +199,7 @@ class ExtractState {
       this.note(
         this.summary.skipped,
         folder,
-        `${count} file(s) of the dependency install removed in the box (overlay whiteouts), not copied`,
+        `${count} path(s) of the dependency install removed in the box (overlay whiteouts: a file or a whole folder each), not copied`,
       );
     await this.guardGitDirectories();
     for (const pending of this.links) if (pending.kind === 'hardlink') await this.hardlink(pending);

@@ -214,21 +214,21 @@ function printChanges(out: Output, changes: Changes, allFiles: boolean): void {
   const shownRows = allFiles ? unique.length : MAX_FILE_ROWS;
   out.table(
     ['KIND', 'MODE', 'SIZE', 'PATH', 'DETAIL'],
-    unique
-      .slice(0, shownRows)
-      .map(({ kind, file, inside, bytes }) => [
-        kind,
-        `${typeLetter(file)}${file.mode}`,
-        String(file.size),
-        file.path,
-        [
-          kind === kind.toUpperCase() ? whatHappened(changes, file) : '',
-          inside ? `${inside} entries inside (${formatSize(bytes)})` : '',
-          fileDetail(file),
-        ]
-          .filter(Boolean)
-          .join('; '),
-      ]),
+    unique.slice(0, shownRows).map(({ kind, file, inside, bytes }) => [
+      kind,
+      // A whiteout (what the box removed of its image or its installed deps) has no mode or size
+      // of its own to show: the entry is gone, whether it was a file or a whole folder.
+      whiteout(file) ? '' : `${typeLetter(file)}${file.mode}`,
+      whiteout(file) ? '' : String(file.size),
+      file.path,
+      [
+        kind === kind.toUpperCase() ? whatHappened(changes, file) : '',
+        inside ? `${inside} entries inside (${formatSize(bytes)})` : '',
+        fileDetail(file),
+      ]
+        .filter(Boolean)
+        .join('; '),
+    ]),
   );
   if (unique.length > shownRows)
     out.result(
@@ -259,6 +259,11 @@ function byFolder(kind: string, files: ChangedFile[]) {
     } else rows.set(file.path, { kind, file, inside: 0, bytes: 0 });
   }
   return [...rows.values()];
+}
+
+/** A row for an overlay whiteout: removed, and listed as neither a file, a folder nor a link. */
+function whiteout(file: ChangedFile): boolean {
+  return file.changed?.includes('removed') === true && typeLetter(file) === '?';
 }
 
 function fileDetail(file: ChangedFile): string {
