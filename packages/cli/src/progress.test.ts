@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { captureStreams } from '../test/_streams.js';
 import { colorEnabled, Output } from './output.js';
-import { formatElapsed, Progress } from './progress.js';
+import { clipped, formatElapsed, Progress } from './progress.js';
 
 function output(options: Partial<Output['options']> = {}, tty = false, env: NodeJS.ProcessEnv = {}) {
   const streams = captureStreams({ tty, env });
@@ -187,5 +187,14 @@ describe('Output', () => {
     out.warn('allowlist is EXPERIMENTAL');
     out.info('hidden');
     expect(streams.stderr.text).toBe('warning: allowlist is EXPERIMENTAL\n');
+  });
+});
+
+describe('clipped', () => {
+  it('keeps a short line, cuts a long one at a word with an ellipsis, a long word where it must', () => {
+    expect(clipped('npm install', 120)).toBe('npm install');
+    const line = 'docker build ca-sbx:underscore-1 (network ca-sbx.egress.t-underscore, memory 2g, cpus 2)';
+    expect(clipped(line, 60)).toBe('docker build ca-sbx:underscore-1 (network…');
+    expect(clipped('x'.repeat(200), 10)).toBe(`${'x'.repeat(9)}…`);
   });
 });

@@ -133,7 +133,7 @@ export class Progress {
   beat(): void {
     for (const state of this.phases) {
       if (state.status !== 'start') continue;
-      const last = this.lastLog ? `: ${this.lastLog.slice(0, 120)}` : '';
+      const last = this.lastLog ? `: ${clipped(this.lastLog, 120)}` : '';
       this.out.streams.stderr.write(
         `${state.phase}: still running after ${formatElapsed(this.now() - state.startedAt)}${last}\n`,
       );
@@ -177,4 +177,12 @@ export class Progress {
     this.out.streams.stderr.write(`${up}${drawn}\u001b[J\n`);
     this.drawnLines = lines.length;
   }
+}
+
+/** `line` within `max` characters, cut at a word when it is longer, with `…` where it was cut. */
+export function clipped(line: string, max: number): string {
+  if (line.length <= max) return line;
+  const cut = line.slice(0, max - 1);
+  const atWord = cut.replace(/\s+\S*$/, '');
+  return `${atWord.length >= max / 2 ? atWord : cut}…`;
 }
