@@ -184,6 +184,16 @@ describe('buildMountConfig', () => {
     ).toEqual(['--mount', 'type=volume,source=ca-sbx_upper-abc,target=/work/repo,readonly,volume-nocopy']);
   });
 
+  it('copies nothing into a writable volume that asks for nocopy (a repo view, created before it may mount)', () => {
+    const [view] = buildMountConfig([
+      { type: 'volume', source: 'ca-sbx_repo-abc', target: '/work/repo', nocopy: true },
+    ]).Mounts;
+    expect(view).toMatchObject({ ReadOnly: false, VolumeOptions: { NoCopy: true, DriverConfig: {} } });
+    expect(
+      buildMountArgs([{ type: 'volume', source: 'ca-sbx_repo-abc', target: '/work/repo', nocopy: true }]),
+    ).toEqual(['--mount', 'type=volume,source=ca-sbx_repo-abc,target=/work/repo,volume-nocopy']);
+  });
+
   it('refuses a bind in the body form too, and renders no mount type but volume', () => {
     expect(() => buildMountConfig([{ type: 'bind', source: '/etc', target: '/x' }])).toThrow(
       BindMountRejectedError,

@@ -35,13 +35,17 @@ export function buildMountConfig(specs: unknown): MountConfig {
     // gives a new volume its owner, so the box can write /work/repo. A read-only mount is only
     // read: the engine must not copy the image's folder (contents, owner, mode) into a volume it
     // finds empty (a box's view upper, mounted by the report's lister while the overlay is live).
+    // `nocopy` asks the same of a writable mount (an overlay view, which the engine would
+    // otherwise mount at create to see whether it is empty).
     if (mount.type === 'volume')
       config.Mounts.push({
         Type: 'volume',
         Source: mount.source,
         Target: mount.target,
         ReadOnly: mount.readonly === true,
-        ...(mount.readonly === true ? { VolumeOptions: { NoCopy: true as const, DriverConfig: {} } } : {}),
+        ...(mount.readonly === true || mount.nocopy === true
+          ? { VolumeOptions: { NoCopy: true as const, DriverConfig: {} } }
+          : {}),
       });
     else config.Tmpfs[mount.target] = tmpfsOptions(mount);
   }

@@ -10,6 +10,8 @@ const VolumeSpecSchema = z.strictObject({
   source: z.string(),
   target: z.string(),
   readonly: z.boolean().optional(),
+  /** Take nothing from the image's folder at the target (always so for a read-only mount). */
+  nocopy: z.boolean().optional(),
 });
 
 const TmpfsSpecSchema = z.strictObject({

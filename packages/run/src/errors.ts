@@ -34,6 +34,15 @@ export class UnsupportedCombinationError extends CaSandboxError {
   readonly kind = 'usage';
 }
 
+/** RunHooks.beforeStart said no: the container was created, then removed, never started. */
+export class StartCancelledError extends CaSandboxError {
+  readonly code = 'START_CANCELLED';
+  readonly kind = 'failure';
+  constructor(name: string) {
+    super(`container '${name}' was not started: what it waited for did not come`);
+  }
+}
+
 /** A container with this name exists already. */
 export class ContainerNameInUseError extends CaSandboxError {
   readonly code = 'NAME_IN_USE';

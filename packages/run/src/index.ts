@@ -5,6 +5,7 @@ export {
   InvalidRunOptionsError,
   IsolationViolationError,
   RuntimeUnavailableError,
+  StartCancelledError,
   UnsupportedCombinationError,
 } from './errors.js';
 export {

@@ -332,7 +332,14 @@ describe('buildContainerConfig', () => {
     const options = resolveRunOptions({ ...base, repoView: 'ca-sbx_repo-abc' });
     const body = buildContainerConfig(options);
     expect(body.HostConfig.Mounts).toEqual([
-      { Type: 'volume', Source: 'ca-sbx_repo-abc', Target: '/work/repo', ReadOnly: false },
+      // nocopy: the engine mounts nothing at create (a box made beside the clone).
+      {
+        Type: 'volume',
+        Source: 'ca-sbx_repo-abc',
+        Target: '/work/repo',
+        ReadOnly: false,
+        VolumeOptions: { NoCopy: true, DriverConfig: {} },
+      },
       {
         Type: 'volume',
         Source: 'ca-sbx-abc',

@@ -82,7 +82,9 @@ export function buildContainerConfig(options: RunOptions): SandboxContainerConfi
       ? []
       : options.repoView !== undefined
         ? [
-            { type: 'volume', source: options.repoView, target: REPO_DIR },
+            // nocopy: else the engine mounts the view at create to see whether it is empty, and a
+            // box started early is created while the clone still writes the view's upper.
+            { type: 'volume', source: options.repoView, target: REPO_DIR, nocopy: true },
             { type: 'volume', source: options.volume, target: RAW_REPO_DIR, readonly: true },
           ]
         : [{ type: 'volume', source: options.volume, target: REPO_DIR, readonly: options.volumeReadOnly }]),

@@ -20,6 +20,7 @@ import {
   InvalidRunOptionsError,
   IsolationViolationError,
   RuntimeUnavailableError,
+  StartCancelledError,
   UnsupportedCombinationError,
 } from './errors.js';
 import { type IsolationReport, verifyDaemon, verifyIsolation } from './isolation.js';
@@ -63,6 +64,12 @@ async function removeQuietly(ref: string): Promise<void> {
 export interface RunHooks {
   /** The container started: the gate (inspect, then every isolation check) starts now. */
   onStarted?(containerId: string): void;
+  /**
+   * Asked once the container is created, before it starts: false (or a throw) removes it
+   * unstarted (StartCancelledError). For a container made before its volumes may be mounted: a
+   * box created beside the clone and started once the checkout is written.
+   */
+  beforeStart?(): Promise<boolean>;
 }
 
 /**
@@ -81,7 +88,9 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
   const config = buildContainerConfig(options);
   let id: string;
   try {
-    id = await engine.container.run(options.name, config);
+    id = hooks.beforeStart
+      ? await createThenStart(options.name, config, hooks.beforeStart)
+      : await engine.container.run(options.name, config);
   } catch (error) {
     // The name is someone else's container: never remove it.
     if (isNameConflict(error)) throw new ContainerNameInUseError(options.name);
@@ -120,6 +129,21 @@ export async function runContainer(input: unknown, hooks: RunHooks = {}): Promis
     await removeQuietly(id);
     throw error;
   }
+}
+
+/** engine.container.run with a wait between the create and the start (RunHooks.beforeStart). */
+async function createThenStart(
+  name: string,
+  config: ReturnType<typeof buildContainerConfig>,
+  beforeStart: () => Promise<boolean>,
+): Promise<string> {
+  const id = await engine.container.create(name, config);
+  if (!(await beforeStart().catch(() => false))) {
+    await removeQuietly(id);
+    throw new StartCancelledError(name);
+  }
+  await engine.container.start(id);
+  return id;
 }
 
 /**

@@ -173,6 +173,7 @@ export async function startBox(
     ctx.progress.done(ctx.names.box);
     ctx.progress.start('verify');
   },
+  startAfter?: Promise<boolean>,
 ) {
   const { options } = ctx;
   const [net, view, repo] = await Promise.all([
@@ -211,7 +212,7 @@ export async function startBox(
       pidsLimit: ctx.limits.pids,
       labels: { ...boxRecordLabels(ctx, prepared, egress), ...net.labels },
     },
-    { onStarted },
+    { onStarted, ...(startAfter ? { beforeStart: () => startAfter } : {}) },
   );
   if (options.policy === 'allowlist' && !ctx.boxUsesGateway()) {
     // The rules went in before the start, but a prune running beside this create (or anyone

@@ -16,7 +16,7 @@ import {
   hasRepoView,
   REPO_DIR,
 } from '@ca-sandbox/docker';
-import type { RunningContainer } from '@ca-sandbox/run';
+import { type RunningContainer, StartCancelledError } from '@ca-sandbox/run';
 import type { EgressSummaryRow } from '../egress.js';
 import { redactUserinfo } from '../source.js';
 import { boxRecordLabels, startBox } from './box.js';
@@ -42,8 +42,10 @@ function mayStartEarly(ctx: CreateContext): boolean {
 
 /**
  * Whether a box of `prepared` would get a repo view (box.ts repoView): its upper is the volume the
- * clone writes, which nothing may write while a view of it is mounted, so such a box starts early
- * only once the checkout is written (beside the manifest read, the dephash and the cache lookup).
+ * clone writes, which nothing may write while a view of it is mounted, so such a box is created
+ * beside the clone but starts (mounts its views) only once the checkout is written, beside the
+ * manifest read, the dephash and the cache lookup. Its view mount takes nothing from the image
+ * (nocopy), so the create mounts nothing.
  */
 function viewsRepo(ctx: CreateContext, prepared: PreparedImage): boolean {
   return (
@@ -147,16 +149,21 @@ export class SpeculativeBox {
 
   private async run(guess: LastDepsImage): Promise<EarlyBox | undefined> {
     if (this.settled) return undefined;
-    if (viewsRepo(this.ctx, guess.prepared) && !(await this.ctx.checkoutWritten)) return undefined;
-    if (this.settled) return undefined;
+    // A box with a repo view mounts the volume the clone writes as the view's upper: it is made
+    // beside the clone (its views, the container) and started only once the checkout is written.
+    const startAfter = viewsRepo(this.ctx, guess.prepared)
+      ? this.ctx.checkoutWritten.then((written) => written && !this.settled)
+      : undefined;
     const labels = boxRecordLabels(this.ctx, guess.prepared, []);
     try {
-      const box = await startBox(this.ctx, guess.prepared, [], () => {});
+      const box = await startBox(this.ctx, guess.prepared, [], () => {}, startAfter);
       this.ctx.log(
         `early box: started beside the clone from ${guess.prepared.image}, this source's last deps image`,
       );
       return { guess, box, labels };
     } catch (error) {
+      // The checkout never came (a failed clone) or the box is not wanted any more.
+      if (error instanceof StartCancelledError) return undefined;
       // Not fatal: the box then starts after the dephash, where a failure is the create's.
       this.ctx.log(`early box start failed: ${(error as Error).message}`);
       return undefined;
