@@ -1,6 +1,8 @@
 import type { SandboxContainerConfig, VolumeMountConfig } from './container-create.js';
 import { BOX_USER, sandboxNames } from './contracts.js';
 import { engine } from './engine.js';
+import { ImageViewError } from './errors.js';
+import { plainOwn } from './image-view.js';
 import type { ContainerInspect } from './inspect.js';
 import { LABEL_ROLE } from './labels.js';
 
@@ -76,6 +78,14 @@ export async function holdVolumes(
   labels: Record<string, string>,
 ): Promise<void> {
   if (volumes.length === 0) return;
+  // Only the sandbox's own plain volumes: a mount of a name that is gone would make the engine
+  // create it, empty and with none of our labels (no destroy or prune would ever find it).
+  const found = await Promise.all(volumes.map((name) => engine.volume.find(name)));
+  const missing = volumes.filter((_, index) => !plainOwn(found[index], sandboxId));
+  if (missing.length > 0)
+    throw new ImageViewError(
+      `the view volume(s) ${missing.join(', ')} of sandbox ${sandboxId} are gone or not its own`,
+    );
   const mounts = volumes.map(
     (name): VolumeMountConfig => ({
       Type: 'volume',

@@ -28,7 +28,11 @@ const GIT_BIN = '/usr/bin/git';
 const RM_BIN = '/bin/rm';
 const TAR_BIN = '/bin/tar';
 
-/** `-c` settings for every git in the helper: only the named protocol, no hooks, no bundles. */
+/**
+ * `-c` settings for every git in the helper: only the named protocol, no hooks, no bundles, and no
+ * automatic maintenance (a detached `git maintenance`/`gc --auto` would write `.git` in the volume
+ * after the checkout is written, while a box's repo view may have it mounted as its upper).
+ */
 export function gitHardening(protocol: CloneScheme | 'file'): string[] {
   return [
     ['protocol.allow', 'never'],
@@ -39,6 +43,8 @@ export function gitHardening(protocol: CloneScheme | 'file'): string[] {
     ['submodule.recurse', 'false'],
     ['credential.helper', ''],
     ['core.symlinks', 'true'],
+    ['maintenance.auto', 'false'],
+    ['gc.auto', '0'],
   ].flatMap(([key, value]) => ['-c', `${key}=${value}`]);
 }
 

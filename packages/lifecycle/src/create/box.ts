@@ -155,9 +155,12 @@ async function repoView(ctx: CreateContext, prepared: PreparedImage) {
  * The box's view volumes that no container mounts (their overlays name them by path), held by a
  * container that is never started, so that `docker volume prune` cannot take them from under it
  * (@ca-sandbox/docker inert-container.ts). Only for the box handed out; a box without views has none.
+ * Of the image the box runs, by id (its tag may have moved since). Started beside the rest of the
+ * create's end, so that a failing create's clean-up waits for it before it lists what to remove.
  */
-export async function holdViewVolumes(ctx: CreateContext, box: ContainerInspect, prepared: PreparedImage) {
-  await holdVolumes(ctx.id, prepared.image, unmountedViewVolumes(box, ctx.id), ctx.labels);
+export function holdViewVolumes(ctx: CreateContext, box: ContainerInspect, prepared: PreparedImage) {
+  const image = box.Image ?? prepared.image;
+  return ctx.beside(holdVolumes(ctx.id, image, unmountedViewVolumes(box, ctx.id), ctx.labels));
 }
 
 /**
