@@ -27,6 +27,16 @@ describe('holdVolumes', () => {
     expect(hold.State.Running).toBe(false);
     expect(hold.State.StartedAt?.startsWith('0001-01-01')).toBe(true);
     expect(hold.Config.Labels['ca.sandbox.role']).toBe('hold');
+    // Should anyone start it: the box's confinement, not the image's defaults.
+    expect(hold.Config.User).toBe('1000:1000');
+    expect(hold.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      NetworkMode: 'none',
+      SecurityOpt: ['no-new-privileges'],
+    });
+    expect(hold.Mounts.every((mount) => mount.Type === 'volume')).toBe(true);
     expect(hold.Mounts.map((mount) => [mount.Name, mount.RW])).toEqual(
       expect.arrayContaining(held.map((name) => [name, false])),
     );
