@@ -14,9 +14,10 @@ export type { BuilderChoice };
  * Bump when the built-in Dockerfile template changes: it is part of the dephash key (8: the
  * install-scripts walk, the workspace root's link; 9: pip's report of what it built from source,
  * so a Python image built before does not report "no build ran" for want of it; 10: the repo view
- * became the default and needs the build's deps-view label, which older images lack).
+ * became the default and needs the build's deps-view label, which older images lack; 11: pnpm's bin
+ * shims name /work/repo in their NODE_PATH, not /deps/src).
  */
-export const BUILTIN_VERSION = '10';
+export const BUILTIN_VERSION = '11';
 
 export interface RecipeInput {
   files: readonly ManifestFile[];

@@ -47,6 +47,8 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).not.toContain('mv node_modules');
     expect(text).toContain('ln -sfn src/node_modules /deps/node_modules');
     expect(text).toContain('workspace link(s) now point into');
+    // pnpm's bin shims get NODE_PATH under /work/repo (the repo-view hostile test runs one).
+    expect(text).toContain('bin shim(s) now names');
     // /work/repo exists and belongs to 1000 (the prep image's root step); the image ends as non-root.
     expect(PREP_SCRIPT).toContain('chown 1000:1000 /deps /deps/src /work/repo');
     expect(renderPrepDockerfile('node:22', {})).toContain('\nWORKDIR /work/repo\n');

@@ -221,3 +221,33 @@ describe("a repo view's lower is never a link", () => {
     expect(await labeledLeft(name)).toEqual([]);
   }, 400_000);
 });
+
+describe("pnpm's bin shims name the project's node_modules", () => {
+  // commitlint (corpus trial): pnpm writes each bin shim with NODE_PATH set to the folders the
+  // install ran in, so a module a tool found only through it came from /deps/src, outside the
+  // project a repo view shows (a second instance beside /work/repo/node_modules).
+  it.each(['overlay', 'links'])(
+    'a module found only through the NODE_PATH of a bin shim resolves under /work/repo (deps view %s)',
+    async (view) => {
+      const box = await createBox(join(FIXTURES, 'pnpm-shim-node-path'), {
+        network: 'clone-then-cut',
+        env: { CA_SANDBOX_DEPS_VIEW: view },
+      });
+      // probe.js requires is-number, a dependency of is-odd only: the shim's NODE_PATH finds it.
+      const result = await execBox(box.id, [
+        'sh',
+        '-c',
+        'pnpm --silent test && grep -c /deps/src node_modules/.bin/probe; grep -c "export NODE_PATH=\\"/work/repo/" node_modules/.bin/probe',
+      ]);
+      expect(result.exitCode, result.stderr).toBe(0);
+      const [resolved, fromDeps, shimLines] = result.stdout.trim().split('\n');
+      // Through the view the dependency is a real folder of the project; through links, the same
+      // folder of the image that /work/repo/node_modules leads to (by the image view, if any).
+      const dependency = 'node_modules/.pnpm/is-number@6.0.0/node_modules/is-number/index.js';
+      if (view === 'overlay') expect(resolved).toBe(`/work/repo/${dependency}`);
+      else expect(resolved).toMatch(new RegExp(`^(/\\.ca-sbx-image)?/deps/src/${dependency}$`));
+      expect([fromDeps, shimLines]).toEqual(['0', '2']);
+      await destroyBox(box.id);
+    },
+  );
+});

@@ -42,12 +42,36 @@ export const PM_PREFIX = `${DEPS_DIR}/pm`;
 // workspace root), which has the manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
-// The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO).
+// The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
+// moves the install's own paths in the NODE_PATH of pnpm's bin shims (node_modules/.bin/* are shell
+// scripts that export NODE_PATH="/deps/src/node_modules/.pnpm/…") to the same paths under
+// /work/repo: a module a tool finds only through NODE_PATH is then the project's instance, as
+// everything else it loads (a repo view's dependencies are real folders under /work/repo; with
+// links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before).
 const RELINK_JS = `
 const fs = require('fs'), path = require('path'), crypto = require('crypto');
 const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
 const TSBUILDINFO = ${JSON.stringify(VITEST_TSBUILDINFO)};
-let rewritten = 0;
+const SHIM_NODE_PATH = /^(\\s*export NODE_PATH=)(.*)$/gm;
+let rewritten = 0, shims = 0;
+function shimNodePath(file) {
+  let text;
+  try {
+    if (fs.statSync(file).size > 65536) return;
+    text = fs.readFileSync(file, 'latin1');
+  } catch { return; }
+  if (!text.startsWith('#!/bin/sh')) return;
+  // Each element of the value, quoted or not: only one that is /deps/src or under it.
+  const moved = text.replace(SHIM_NODE_PATH, (line, head, value) => head + value.split(':').map((part) => {
+    const quote = part.startsWith('"') ? '"' : '';
+    const rest = part.slice(quote.length);
+    const ours = rest === SRC || rest.startsWith(SRC + '/') || rest.startsWith(SRC + '"');
+    return ours ? quote + REPO + rest.slice(SRC.length) : part;
+  }).join(':'));
+  if (moved === text) return;
+  fs.writeFileSync(file, moved, 'latin1');
+  shims++;
+}
 function vitestBuildInfo(dir) {
   const file = path.join(dir, TSBUILDINFO.file);
   try { if (!fs.lstatSync(path.dirname(file)).isDirectory()) return; } catch { return; }
@@ -66,6 +90,10 @@ function walk(dir, depth) {
       walk(full, depth + 1);
       continue;
     }
+    if (entry.isFile()) {
+      if (path.basename(dir) === '.bin' && path.basename(path.dirname(dir)) === 'node_modules') shimNodePath(full);
+      continue;
+    }
     if (!entry.isSymbolicLink()) continue;
     const target = path.resolve(dir, fs.readlinkSync(full));
     // The workspace root itself too (a member whose dependency on the root package is workspace:*).
@@ -79,6 +107,7 @@ function walk(dir, depth) {
 }
 walk(SRC, 0);
 if (rewritten) console.log('ca-sandbox: ' + rewritten + ' workspace link(s) now point into ' + REPO);
+if (shims) console.log('ca-sandbox: NODE_PATH of ' + shims + ' bin shim(s) now names ' + REPO);
 `;
 
 /**
