@@ -48,6 +48,12 @@ import type { ManifestFile } from './manifests.js';
 import { ensurePrepImage } from './prep-image.js';
 import type { PrepareEvent, ResolvedPrepareOptions } from './prepare-options.js';
 import type { Detection, Provider } from './provider.js';
+import {
+  type CheckedLockfile,
+  changedLocksFromOutput,
+  LABEL_CHANGED_LOCKS,
+  LOCKFILE_MARKER,
+} from './providers/node/lockfiles.js';
 import { nodeRuntimeFor, withNodeRuntime } from './providers/node/runtime.js';
 import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
@@ -78,9 +84,12 @@ export interface BuildImageInput {
  * deps cap and labels its toolchain. Whatever fails, the context directory goes and the install
  * log is kept (its path in the `build-failed` event).
  */
-export async function buildImage(
-  input: BuildImageInput,
-): Promise<{ recipe: InstallRecipe; toolchain: Toolchain; installFallbacks: InstallFallback[] }> {
+export async function buildImage(input: BuildImageInput): Promise<{
+  recipe: InstallRecipe;
+  toolchain: Toolchain;
+  installFallbacks: InstallFallback[];
+  changedLocks: CheckedLockfile[];
+}> {
   const { opts, builder, image, emit } = input;
   const secrets = registrySecrets(opts.registries);
   const log = (line: string) => input.log(maskSecrets(line, secrets));
@@ -157,9 +166,13 @@ export async function buildImage(
     const scriptLines = new InstallScriptsLines();
     // The step's first marked line is its own (printed before the repo's code runs): later ones are not.
     let confinement: string | undefined;
+    // The installed lockfiles' hashes, from the whole output (the tail may have lost them); the
+    // last few only: a repo printing the marker in a loop gains nothing but its own lines.
+    const lockfileLines: string[] = [];
     const build = runBuild({
       onLine: (line) => {
         if (confinement === undefined && line.startsWith(CONFINEMENT_MARKER)) confinement = line;
+        if (line.startsWith(LOCKFILE_MARKER) && lockfileLines.push(line) > 16) lockfileLines.shift();
         scriptLines.push(line);
       },
       argv,
@@ -184,6 +197,8 @@ export async function buildImage(
     });
     const toolchain = toolchainFromOutput(lines);
     const installFallbacks = installFallbacksFromOutput(lines);
+    // Node's install step prints its root lockfiles' hashes; other providers print none.
+    const changedLocks = changedLocksFromOutput(lockfileLines, input.files);
     const installScripts = installScriptsFromOutput(scriptLines.lines);
     // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
     const skipped = (recipe.skippedScripts ?? []).join('; ').replace(/[^\x20-\x7e]/g, '?');
@@ -212,6 +227,8 @@ export async function buildImage(
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
         ...(installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: installFallbacks.join(',') } : {}),
+        // Present (maybe empty) from BUILTIN_VERSION 11: a repo view's box reads it instead of comparing in the box.
+        [LABEL_CHANGED_LOCKS]: changedLocks.join(','),
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
@@ -227,7 +244,7 @@ export async function buildImage(
     }
     emit({ type: 'built', image });
     await installLog.discard();
-    return { recipe, toolchain, installFallbacks };
+    return { recipe, toolchain, installFallbacks, changedLocks };
   } catch (error) {
     await installLog?.close();
     emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });

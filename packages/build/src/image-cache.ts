@@ -8,6 +8,7 @@ import {
 } from '@ca-sandbox/docker';
 import { LABEL_CA } from './ca-trust.js';
 import { type InstallFallback, LABEL_INSTALL_FALLBACKS, parseInstallFallbacks } from './install-fallbacks.js';
+import { type CheckedLockfile, LABEL_CHANGED_LOCKS, parseChangedLocks } from './providers/node/lockfiles.js';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
 /** What a cache hit tells: the toolchain label and the digest of the CA bundle it trusts ('' none). */
@@ -16,6 +17,8 @@ export interface CachedImage {
   ca: string;
   /** The fallbacks its install took (label ca.sandbox.cache.install-fallbacks). */
   installFallbacks: InstallFallback[];
+  /** The root lockfiles its install rewrote (label ca.sandbox.cache.changed-locks); undefined: not recorded. */
+  changedLocks: CheckedLockfile[] | undefined;
 }
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
@@ -50,5 +53,6 @@ export function cacheImageLabels(
     toolchain: labels[LABEL_TOOLCHAIN] ?? '',
     ca: labels[LABEL_CA] ?? '',
     installFallbacks: parseInstallFallbacks(labels[LABEL_INSTALL_FALLBACKS]),
+    changedLocks: parseChangedLocks(labels[LABEL_CHANGED_LOCKS]),
   };
 }

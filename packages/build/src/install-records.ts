@@ -1,19 +1,21 @@
 import { CONFINEMENT_MARKER } from '@ca-sandbox/docker';
 import { INSTALL_FALLBACK_MARKER } from './install-fallbacks.js';
 import { INSTALL_SCRIPT_MARKER } from './install-scripts.js';
+import { LOCKFILE_MARKER } from './providers/node/lockfiles.js';
 import { ROOT_SOURCES_MARKER } from './root-sources.js';
 import { TOOLCHAIN_MARKER } from './toolchain.js';
 
 // Its own file: build-log.ts sits on the errors → install-log import path, and these markers'
 // modules import errors (a cycle that left a marker uninitialised when the bundle loaded).
 
-/** What the install step prints for the host to read back (toolchain, confinement, scripts, fallbacks). */
+/** What the install step prints for the host to read back (toolchain, confinement, scripts, fallbacks, lockfiles). */
 const RECORD_MARKERS = [
   CONFINEMENT_MARKER,
   TOOLCHAIN_MARKER,
   INSTALL_SCRIPT_MARKER,
   INSTALL_FALLBACK_MARKER,
   ROOT_SOURCES_MARKER,
+  LOCKFILE_MARKER,
 ];
 
 /**

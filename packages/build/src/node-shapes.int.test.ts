@@ -105,8 +105,10 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
     expect(result.notes.join('\n')).toMatch(
       /@yarnpkg\/cli-dist@4 \(from packageManager; it launches the repo's release \.yarn\/releases\/yarn-4\.5\.3\.cjs\)/,
     );
-    // The lockfile matched its manifests: the install left it as the repo has it.
+    // The lockfile matched its manifests: the install left it as the repo has it (the image's
+    // label, from the build's hashes, says the same as the link's comparison in the box).
     expect(link.changedLocks).toEqual([]);
+    expect(result.changedLocks).toEqual([]);
     const test = await exec('yarn --version && yarn test');
     expectOk(test);
     expect(test.stdout).toMatch(/^4\.5\.3$/m);
@@ -139,8 +141,9 @@ describe('node repo shapes run their own tests in the box (real engine)', () => 
       '"is-number": "7.0.0"',
       '"is-number": "6.0.0"',
     );
-    const { exec, link } = await boxOf(tree);
+    const { exec, link, result } = await boxOf(tree);
     expect(link.changedLocks).toEqual(['yarn.lock']);
+    expect(result.changedLocks).toEqual(['yarn.lock']);
     const installed = await exec(
       'grep -q "is-number@npm:6.0.0" /deps/src/yarn.lock && echo installed-6; grep -q "is-number@npm:6.0.0" yarn.lock || echo repo-7',
     );

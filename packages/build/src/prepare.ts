@@ -19,6 +19,7 @@ import {
   resolvePrepareOptions,
 } from './prepare-options.js';
 import { detectProvider, type Provider } from './provider.js';
+import type { CheckedLockfile } from './providers/node/lockfiles.js';
 import { chooseRootProvider } from './root-sources.js';
 import { runtimeMismatches } from './runtime-pins.js';
 import { imageTag } from './tag.js';
@@ -54,6 +55,11 @@ export interface PreparedImage {
    * ERESOLVE), from the image's label, so a cache hit says it too; create shows each as a notice.
    */
   installFallbacks: InstallFallback[];
+  /**
+   * The root lockfiles the install rewrote (lockfiles.ts), from the image's label; undefined when the
+   * image does not say (no install, or built before BUILTIN_VERSION 11): the box's link compares then.
+   */
+  changedLocks?: CheckedLockfile[];
 }
 
 /** Said (without --verbose) whenever a box gets no dependencies. */
@@ -121,6 +127,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       ...withToolchain(files, parseToolchain(cached.toolchain)),
       trustedCa: cached.ca,
       installFallbacks: cached.installFallbacks,
+      ...(cached.changedLocks ? { changedLocks: cached.changedLocks } : {}),
     };
   }
   if (opts.policy === 'offline') {
@@ -145,7 +152,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
   }
   // The cold path's code (context writing, Dockerfile, install log, the recipes) loads only here.
   const { buildImage } = await import('./build-image.js');
-  const { recipe, toolchain, installFallbacks } = await buildImage({
+  const { recipe, toolchain, installFallbacks, changedLocks } = await buildImage({
     opts,
     files,
     detection,
@@ -171,6 +178,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     ...withToolchain(files, toolchain),
     trustedCa: ca?.hash ?? '',
     installFallbacks,
+    changedLocks,
   };
 }
 

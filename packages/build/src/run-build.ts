@@ -46,10 +46,16 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
   const startedAt = Date.now();
   const child = engine.image.buildStream(argv);
   const tail: string[] = [];
+  // On a failed step the legacy builder prints "The command '<the step's script>' returned a
+  // non-zero code: N", our script over hundreds of lines: the tail keeps its first and last line
+  // only, so the step's own last lines (the cause) stay in it (meaningfulLines reads them).
+  let echoingScript = false;
   const onLine = (line: string) => {
     // Output of install scripts is the repo's: no control sequences reach the caller's terminal.
     const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
-    tail.push(clean);
+    const closesEcho = / returned a non-zero code: \d+$/.test(clean);
+    if (!echoingScript || closesEcho) tail.push(clean);
+    echoingScript = (echoingScript || clean.startsWith("The command '")) && !closesEcho;
     if (tail.length > TAIL_LINES) tail.shift();
     input.onLine?.(clean);
     // The kept log has everything; the caller sees the install's own output.

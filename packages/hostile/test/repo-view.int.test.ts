@@ -251,3 +251,41 @@ describe("pnpm's bin shims name the project's node_modules", () => {
     },
   );
 });
+
+describe('a lockfile the install rewrote', () => {
+  // yarn berry installs a yarn.lock that does not match package.json (not immutable) and rewrites
+  // it: the box has the repo's copy, and create says so. A repo view's box knows it from its deps
+  // image's label (the build compared the hashes), with no node run in the box; links compare there.
+  it.each(['overlay', 'links'])('is said by create, once, whatever the deps view (%s)', async (view) => {
+    const name = uniqueName('stale-lock');
+    const created = await cli(
+      [
+        'create',
+        join(FIXTURES, 'stale-yarn-lock'),
+        '--json',
+        '--verbose',
+        '--name',
+        name,
+        '--network',
+        'clone-then-cut',
+      ],
+      { CA_SANDBOX_DEPS_VIEW: view },
+    );
+    expect(created.exitCode, created.stderr).toBe(0);
+    const id = (JSON.parse(created.stdout) as { id: string }).id;
+    try {
+      expect(created.stderr.match(/^warning: the dependency install changed yarn\.lock /gm)).toHaveLength(1);
+      const intoBox = created.stderr.includes(`POST /containers/ca-sbx-${id}/exec`);
+      expect(intoBox).toBe(view === 'links');
+      // The repo's copy is what the box has; the installed one is beside the deps.
+      const locks = await execBox(id, [
+        'sh',
+        '-c',
+        'grep -q "is-number@npm:7.0.0" yarn.lock && echo repo-7; grep -q "is-number@npm:6.0.0" /deps/src/yarn.lock && echo installed-6',
+      ]);
+      expect(locks.stdout).toBe('repo-7\ninstalled-6\n');
+    } finally {
+      await destroyBox(id);
+    }
+  });
+});

@@ -17,10 +17,14 @@ export async function linkNodeModules(
 ): Promise<void> {
   ctx.checkAborted();
   if (hasRepoView(box.inspect)) {
-    // The install's node_modules are under the checkout already: only the lockfiles are compared.
-    const check = await linkDependencies(box.name, prepared, { root: RAW_REPO_DIR, checkOnly: true });
+    // The install's node_modules are under the checkout already: only the lockfiles are compared,
+    // by the image's label when its build recorded them (the dephash covers the repo's lockfile
+    // bytes, so the image's verdict is this checkout's), else by a node run in the box (~100 ms).
+    const changed =
+      prepared.changedLocks ??
+      (await linkDependencies(box.name, prepared, { root: RAW_REPO_DIR, checkOnly: true })).changedLocks;
     ctx.log(`node_modules: real folders under ${REPO_DIR} (the repo view: the install under the checkout)`);
-    noteChangedLocks(ctx, check.changedLocks);
+    noteChangedLocks(ctx, changed);
     return;
   }
   const depsSrc = depsSourceIn(box.inspect);

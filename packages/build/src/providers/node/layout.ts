@@ -1,5 +1,6 @@
 import { DEPS_DIR, DEPS_SRC, REPO_DIR, SYSTEM_PATH } from '@ca-sandbox/docker';
 import { shellQuote } from '../../_utils.js';
+import { LOCKFILE_HASHES_JS } from './lockfiles.js';
 
 /**
  * The node deps layout of an image: the install runs in /deps/src (the manifests, at the repo's
@@ -42,7 +43,8 @@ export const PM_PREFIX = `${DEPS_DIR}/pm`;
 // workspace root), which has the manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
-// The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
+// The same step prints the installed root lockfiles' hashes (lockfiles.ts: a cache hit knows
+// which ones the install rewrote). The walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
 // moves the install's own paths in the NODE_PATH of pnpm's bin shims (node_modules/.bin/* are shell
 // scripts that export NODE_PATH="/deps/src/node_modules/.pnpm/…") to the same paths under
 // /work/repo: a module a tool finds only through NODE_PATH is then the project's instance, as
@@ -108,7 +110,7 @@ function walk(dir, depth) {
 walk(SRC, 0);
 if (rewritten) console.log('ca-sandbox: ' + rewritten + ' workspace link(s) now point into ' + REPO);
 if (shims) console.log('ca-sandbox: NODE_PATH of ' + shims + ' bin shim(s) now names ' + REPO);
-`;
+${LOCKFILE_HASHES_JS}`;
 
 /**
  * Where node and its headers live in the official node images (and the seeded stand-in): node-gyp

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { limitFrom } from '../../_utils.js';
 import { ManifestReadError } from '../../errors.js';
 import { WRITABLE_PACKAGES } from './layout.js';
+import { CHECKED_LOCKFILES } from './lockfiles.js';
 
 export interface LinkResult {
   linked: boolean;
@@ -38,14 +39,6 @@ export interface LinkResult {
    */
   changedLocks?: string[];
 }
-
-/** The root lockfiles the link compares with the installed ones (LinkResult.changedLocks). */
-const CHECKED_LOCKFILES = [
-  'yarn.lock',
-  'package-lock.json',
-  'npm-shrinkwrap.json',
-  'pnpm-lock.yaml',
-] as const;
 
 // Runs with the base's node (never a `node` bin of a dependency) in a container of the deps
 // image with the volume at `root`: for every node_modules of /deps/src (the root's and each
