@@ -43,13 +43,14 @@ export const PM_PREFIX = `${DEPS_DIR}/pm`;
 // workspace root), which has the manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
-// The same step prints the installed root lockfiles' hashes (lockfiles.ts: a cache hit knows
-// which ones the install rewrote). The walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
-// moves the install's own paths in the NODE_PATH of pnpm's bin shims (node_modules/.bin/* are shell
-// scripts that export NODE_PATH="/deps/src/node_modules/.pnpm/…") to the same paths under
+// The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
+// moves the install's own paths in the NODE_PATH of pnpm's bin shims (node_modules/.bin/* are
+// shell scripts that export NODE_PATH="/deps/src/node_modules/.pnpm/…") to the same paths under
 // /work/repo: a module a tool finds only through NODE_PATH is then the project's instance, as
 // everything else it loads (a repo view's dependencies are real folders under /work/repo; with
-// links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before).
+// links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before). Last, the
+// step prints the installed root lockfiles' hashes (lockfiles.ts: a cache hit then knows which
+// ones the install rewrote).
 const RELINK_JS = `
 const fs = require('fs'), path = require('path'), crypto = require('crypto');
 const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
