@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  causeLine,
   INSTALL_LOG_MAX_BYTES,
   INSTALL_LOG_TAIL_LINES,
   InstallLog,
@@ -103,6 +104,20 @@ describe('meaningfulLines', () => {
     expect(
       meaningfulLines(frame([' ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with "frozen-lockfile"'])),
     ).toHaveLength(1);
+    // A cause ending in ':' brings the lines it introduces (antfu/pnpm-workspace-utils, corpus trial).
+    expect(
+      meaningfulLines(
+        frame([
+          'Progress: resolved 1, reused 0, downloaded 0, added 0',
+          '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification:',
+          '@typescript/native-preview-darwin-x64@7.0.0-dev.1: Missing time for version',
+          '',
+        ]),
+      ),
+    ).toEqual([
+      '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification:',
+      '@typescript/native-preview-darwin-x64@7.0.0-dev.1: Missing time for version',
+    ]);
     expect(
       meaningfulLines(
         frame([
@@ -128,5 +143,23 @@ describe('meaningfulLines', () => {
     expect(picked).toHaveLength(8);
     expect(picked[0]).toMatch(/^line 12 /);
     expect(picked[7]?.length).toBe(101);
+  });
+});
+
+describe('causeLine', () => {
+  it('quotes the most specific line, with the one it introduces when it ends in a colon', () => {
+    expect(causeLine(['npm error code E404', 'npm error 404 Not Found - GET x'])).toBe(
+      'npm error 404 Not Found - GET x',
+    );
+    expect(
+      causeLine([
+        '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification:',
+        '  pkg@1.0.0: Missing time for version',
+      ]),
+    ).toBe(
+      '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification: pkg@1.0.0: Missing time for version',
+    );
+    expect(causeLine(['something went wrong:'])).toBe('something went wrong:');
+    expect(causeLine([])).toBeUndefined();
   });
 });

@@ -105,9 +105,15 @@ const CAUSE = [
 const SPECIFIC =
   /\b(40[0-9]|Not Found|No matching distribution|Could not find|ERR_PNPM_\w+|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|certificate|gyp ERR! stack Error|fatal error|undefined reference|unknown revision|invalid version|checksum mismatch|module lookup disabled|Killed)\b/i;
 
-/** The line of `details` to quote in a one-line message. */
+/** The line of `details` to quote in a one-line message (with the next one when it ends in ':'). */
 export function causeLine(details: readonly string[]): string | undefined {
-  return details.find((line) => SPECIFIC.test(line)) ?? details[0];
+  const index = Math.max(
+    0,
+    details.findIndex((line) => SPECIFIC.test(line)),
+  );
+  const line = details[index];
+  const next = details[index + 1];
+  return line?.trimEnd().endsWith(':') && next ? `${line.trimEnd()} ${next.trim()}` : line;
 }
 
 /** Tools' trailers: never the cause (docker's own framing is isBuilderFraming's). */
@@ -119,7 +125,8 @@ const NOISE = [
 /**
  * The last meaningful lines of a failed build's output: those of the step that failed (after the
  * last `Step N/M :`), cause lines first-class (npm ERR!, gyp ERR!, ERR_PNPM_*, pip's resolution
- * errors, go's lookups); without any, the step's last lines. At most `max`, each bounded.
+ * errors, go's lookups, with the lines a cause ending in ':' introduces); without any, the step's
+ * last lines. At most `max`, each bounded.
  */
 export function meaningfulLines(lines: readonly string[], max = 8, width = 300): string[] {
   let start = 0;
@@ -140,7 +147,18 @@ export function meaningfulLines(lines: readonly string[], max = 8, width = 300):
   const step = lines
     .slice(start, end)
     .filter((line) => !isBuilderFraming(line) && !NOISE.some((re) => re.test(line)));
-  const causes = step.filter((line) => CAUSE.some((re) => re.test(line)));
+  // A cause that ends with ':' introduces what it is about on the lines after it (pnpm's
+  // "1 lockfile entries failed verification:" then the entry): those come with it, up to three.
+  const causes: string[] = [];
+  step.forEach((line, index) => {
+    if (!CAUSE.some((re) => re.test(line))) return;
+    causes.push(line);
+    if (!line.trimEnd().endsWith(':')) return;
+    for (const next of step.slice(index + 1, index + 4)) {
+      if (CAUSE.some((re) => re.test(next))) break;
+      causes.push(next);
+    }
+  });
   const picked = (causes.length > 0 ? causes : step).slice(-max);
   return picked.map((line) => (line.length > width ? `${line.slice(0, width)}…` : line));
 }

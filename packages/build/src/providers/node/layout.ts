@@ -39,13 +39,31 @@ export const VITEST_TSBUILDINFO = { file: 'dist/tsconfig.tmp.tsbuildinfo', dir: 
 /** The pinned package manager, installed with `npm install --global --prefix`. */
 export const PM_PREFIX = `${DEPS_DIR}/pm`;
 
+/**
+ * The rewrite of one pnpm bin shim, as JS for the install's walk (RELINK_JS) and its unit test:
+ * every element of its `export NODE_PATH=` values and its `# cmd-shim-target=` line (pnpm 11+
+ * compares it when it relinks bins) that is `SRC` or under it becomes the same path under `REPO`.
+ */
+export const SHIM_REWRITE_JS = `
+const SHIM_PATHS = /^(\\s*export NODE_PATH=|# cmd-shim-target=)(.*)$/gm;
+function movedShim(text, SRC, REPO) {
+  // Each element of the value, quoted or not: only one that is SRC or under it.
+  return text.replace(SHIM_PATHS, (line, head, value) => head + value.split(':').map((part) => {
+    const quote = part.startsWith('"') ? '"' : '';
+    const rest = part.slice(quote.length);
+    const ours = rest === SRC || rest.startsWith(SRC + '/') || rest.startsWith(SRC + '"');
+    return ours ? quote + REPO + rest.slice(SRC.length) : part;
+  }).join(':'));
+}
+`;
+
 // Workspace links the package managers made point into /deps/src/<package> (or /deps/src, the
 // workspace root), which has the manifest only: each symlink under /deps/src whose target lies in the manifests tree (not in a
 // node_modules) is rewritten to the same path under /work/repo, where the source is in the box
 // (dangling in the build, resolved in the box). Links into node_modules stay relative and valid.
 // The same walk gives every real vitest folder its tsbuildinfo link (VITEST_TSBUILDINFO), and
-// moves the install's own paths in the NODE_PATH of pnpm's bin shims (node_modules/.bin/* are
-// shell scripts that export NODE_PATH="/deps/src/node_modules/.pnpm/…") to the same paths under
+// moves the install's own paths in pnpm's bin shims (node_modules/.bin/* are shell scripts that
+// export NODE_PATH="/deps/src/node_modules/.pnpm/…"; SHIM_REWRITE_JS) to the same paths under
 // /work/repo: a module a tool finds only through NODE_PATH is then the project's instance, as
 // everything else it loads (a repo view's dependencies are real folders under /work/repo; with
 // links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before). Last, the
@@ -55,8 +73,8 @@ const RELINK_JS = `
 const fs = require('fs'), path = require('path'), crypto = require('crypto');
 const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
 const TSBUILDINFO = ${JSON.stringify(VITEST_TSBUILDINFO)};
-const SHIM_NODE_PATH = /^(\\s*export NODE_PATH=)(.*)$/gm;
 let rewritten = 0, shims = 0;
+${SHIM_REWRITE_JS}
 function shimNodePath(file) {
   let text;
   try {
@@ -64,13 +82,7 @@ function shimNodePath(file) {
     text = fs.readFileSync(file, 'latin1');
   } catch { return; }
   if (!text.startsWith('#!/bin/sh')) return;
-  // Each element of the value, quoted or not: only one that is /deps/src or under it.
-  const moved = text.replace(SHIM_NODE_PATH, (line, head, value) => head + value.split(':').map((part) => {
-    const quote = part.startsWith('"') ? '"' : '';
-    const rest = part.slice(quote.length);
-    const ours = rest === SRC || rest.startsWith(SRC + '/') || rest.startsWith(SRC + '"');
-    return ours ? quote + REPO + rest.slice(SRC.length) : part;
-  }).join(':'));
+  const moved = movedShim(text, SRC, REPO);
   if (moved === text) return;
   fs.writeFileSync(file, moved, 'latin1');
   shims++;
