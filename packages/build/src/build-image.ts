@@ -88,7 +88,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
   recipe: InstallRecipe;
   toolchain: Toolchain;
   installFallbacks: InstallFallback[];
-  changedLocks: CheckedLockfile[];
+  changedLocks: CheckedLockfile[] | undefined;
 }> {
   const { opts, builder, image, emit } = input;
   const secrets = registrySecrets(opts.registries);
@@ -197,7 +197,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
     });
     const toolchain = toolchainFromOutput(lines);
     const installFallbacks = installFallbacksFromOutput(lines);
-    // Node's install step prints its root lockfiles' hashes; other providers print none.
+    // Node's install step prints its root lockfiles' hashes; other providers and builders none.
     const changedLocks = changedLocksFromOutput(lockfileLines, input.files);
     const installScripts = installScriptsFromOutput(scriptLines.lines);
     // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
@@ -227,8 +227,9 @@ export async function buildImage(input: BuildImageInput): Promise<{
         [LABEL_TOOLCHAIN]: formatToolchain(toolchain),
         ...(input.ca ? { [LABEL_CA]: input.ca.hash } : {}),
         ...(installFallbacks.length ? { [LABEL_INSTALL_FALLBACKS]: installFallbacks.join(',') } : {}),
-        // Present (maybe empty) from BUILTIN_VERSION 11: a repo view's box reads it instead of comparing in the box.
-        [LABEL_CHANGED_LOCKS]: changedLocks.join(','),
+        // On a node image from BUILTIN_VERSION 11 (maybe empty): a repo view's box reads it
+        // instead of comparing in the box; absent means "not recorded".
+        ...(changedLocks ? { [LABEL_CHANGED_LOCKS]: changedLocks.join(',') } : {}),
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
         ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),

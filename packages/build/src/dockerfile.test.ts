@@ -49,6 +49,10 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(text).toContain('workspace link(s) now point into');
     // pnpm's bin shims get NODE_PATH under /work/repo (the repo-view hostile test runs one).
     expect(text).toContain('bin shim(s) now names');
+    // The installed lockfiles' hashes come after every process of the install is gone.
+    const killed = text.indexOf('kill -KILL -1');
+    expect(killed).toBeGreaterThan(text.indexOf('npm ci --no-audit'));
+    expect(text.indexOf('ca-sandbox-installed-lockfile: ')).toBeGreaterThan(killed);
     // /work/repo exists and belongs to 1000 (the prep image's root step); the image ends as non-root.
     expect(PREP_SCRIPT).toContain('chown 1000:1000 /deps /deps/src /work/repo');
     expect(renderPrepDockerfile('node:22', {})).toContain('\nWORKDIR /work/repo\n');

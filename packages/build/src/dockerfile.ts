@@ -277,6 +277,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
     ...recipe.install,
     ')',
     END_INSTALL_PROCESSES,
+    ...(recipe.afterInstall ?? []),
     INSTALL_SCRIPTS_SCAN,
     probe(options),
     CLEAN_TMP,

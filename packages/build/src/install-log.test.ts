@@ -118,6 +118,16 @@ describe('meaningfulLines', () => {
       '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification:',
       '@typescript/native-preview-darwin-x64@7.0.0-dev.1: Missing time for version',
     ]);
+    // Cut by whole groups from the last: never the entry without the cause that introduces it.
+    expect(
+      meaningfulLines(
+        frame(['npm error code E1', '[ERR_PNPM_X] failed:', 'entry one', 'entry two', 'npm error code E2']),
+        3,
+      ),
+    ).toEqual(['npm error code E2']);
+    expect(
+      meaningfulLines(frame(['[ERR_PNPM_X] failed:', 'entry one', 'entry two', 'entry three']), 2),
+    ).toEqual(['[ERR_PNPM_X] failed:', 'entry one']);
     expect(
       meaningfulLines(
         frame([
@@ -160,6 +170,7 @@ describe('causeLine', () => {
       '[ERR_PNPM_TRUST_DOWNGRADE] 1 lockfile entries failed verification: pkg@1.0.0: Missing time for version',
     );
     expect(causeLine(['something went wrong:'])).toBe('something went wrong:');
+    expect(causeLine([`npm error ${'a'.repeat(290)}:`, 'b'.repeat(290)])).toHaveLength(301);
     expect(causeLine([])).toBeUndefined();
   });
 });

@@ -105,6 +105,9 @@ const CAUSE = [
 const SPECIFIC =
   /\b(40[0-9]|Not Found|No matching distribution|Could not find|ERR_PNPM_\w+|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|certificate|gyp ERR! stack Error|fatal error|undefined reference|unknown revision|invalid version|checksum mismatch|module lookup disabled|Killed)\b/i;
 
+/** A detail line's width (meaningfulLines' default): a joined cause line is held to it too. */
+const CAUSE_WIDTH = 300;
+
 /** The line of `details` to quote in a one-line message (with the next one when it ends in ':'). */
 export function causeLine(details: readonly string[]): string | undefined {
   const index = Math.max(
@@ -113,7 +116,9 @@ export function causeLine(details: readonly string[]): string | undefined {
   );
   const line = details[index];
   const next = details[index + 1];
-  return line?.trimEnd().endsWith(':') && next ? `${line.trimEnd()} ${next.trim()}` : line;
+  if (!line?.trimEnd().endsWith(':') || !next) return line;
+  const joined = `${line.trimEnd()} ${next.trim()}`;
+  return joined.length > CAUSE_WIDTH ? `${joined.slice(0, CAUSE_WIDTH)}…` : joined;
 }
 
 /** Tools' trailers: never the cause (docker's own framing is isBuilderFraming's). */
@@ -128,7 +133,7 @@ const NOISE = [
  * errors, go's lookups, with the lines a cause ending in ':' introduces); without any, the step's
  * last lines. At most `max`, each bounded.
  */
-export function meaningfulLines(lines: readonly string[], max = 8, width = 300): string[] {
+export function meaningfulLines(lines: readonly string[], max = 8, width = CAUSE_WIDTH): string[] {
   let start = 0;
   for (let i = lines.length - 1; i >= 0; i--) {
     if (/^Step \d+\/\d+ : /.test(lines[i] ?? '')) {
@@ -149,16 +154,26 @@ export function meaningfulLines(lines: readonly string[], max = 8, width = 300):
     .filter((line) => !isBuilderFraming(line) && !NOISE.some((re) => re.test(line)));
   // A cause that ends with ':' introduces what it is about on the lines after it (pnpm's
   // "1 lockfile entries failed verification:" then the entry): those come with it, up to three.
-  const causes: string[] = [];
+  // Whole groups are kept or cut, from the last: never a follower without its cause.
+  const groups: string[][] = [];
   step.forEach((line, index) => {
     if (!CAUSE.some((re) => re.test(line))) return;
-    causes.push(line);
-    if (!line.trimEnd().endsWith(':')) return;
-    for (const next of step.slice(index + 1, index + 4)) {
-      if (CAUSE.some((re) => re.test(next))) break;
-      causes.push(next);
-    }
+    const group = [line];
+    if (line.trimEnd().endsWith(':'))
+      for (const next of step.slice(index + 1, index + 4)) {
+        if (CAUSE.some((re) => re.test(next))) break;
+        group.push(next);
+      }
+    groups.push(group);
   });
-  const picked = (causes.length > 0 ? causes : step).slice(-max);
+  const causes: string[] = [];
+  for (const group of groups.reverse()) {
+    if (causes.length + group.length > max) {
+      if (causes.length === 0) causes.push(...group.slice(0, max));
+      break;
+    }
+    causes.unshift(...group);
+  }
+  const picked = causes.length > 0 ? causes : step.slice(-max);
   return picked.map((line) => (line.length > width ? `${line.slice(0, width)}…` : line));
 }

@@ -178,7 +178,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     ...withToolchain(files, toolchain),
     trustedCa: ca?.hash ?? '',
     installFallbacks,
-    changedLocks,
+    ...(changedLocks ? { changedLocks } : {}),
   };
 }
 

@@ -22,6 +22,11 @@ export interface InstallRecipe {
   env: EnvEntry[];
   /** Extra variables for the install step only. */
   installEnv: EnvEntry[];
+  /**
+   * Shell lines of ours after every process of the install is gone (END_INSTALL_PROCESSES): what
+   * they print about the install's result nothing of the repo's can follow, nor change what they read.
+   */
+  afterInstall?: string[];
   notes: string[];
   /** The repo's own lifecycle scripts left out of the install (`path (names)`): the report says them. */
   skippedScripts?: string[];
@@ -66,6 +71,7 @@ export function builtinRecipe(files: readonly ManifestFile[], detection: Detecti
   return {
     provider: detection.provider,
     install: part.install,
+    ...(part.afterInstall ? { afterInstall: part.afterInstall } : {}),
     installEnv: part.installEnv,
     notes: part.notes,
     env: [...providerEnv(detection.provider, files), ...(part.env ?? [])],

@@ -47,23 +47,25 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
   const child = engine.image.buildStream(argv);
   const tail: string[] = [];
   // On a failed step the legacy builder prints "The command '<the step's script>' returned a
-  // non-zero code: N", our script over hundreds of lines: the tail keeps its first and last line
-  // only, so the step's own last lines (the cause) stay in it (meaningfulLines reads them).
+  // non-zero code: N" on its stderr, our script over hundreds of lines: the tail keeps its first
+  // and last line only, so the step's own last lines (the cause) stay in it (meaningfulLines reads
+  // them). The step's output (the repo's) comes on stdout: nothing of it can start or end that.
   let echoingScript = false;
-  const onLine = (line: string) => {
+  const onLine = (line: string, builderStderr = false) => {
     // Output of install scripts is the repo's: no control sequences reach the caller's terminal.
     const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
-    const closesEcho = / returned a non-zero code: \d+$/.test(clean);
-    if (!echoingScript || closesEcho) tail.push(clean);
-    echoingScript = (echoingScript || clean.startsWith("The command '")) && !closesEcho;
+    const closesEcho = builderStderr && / returned a non-zero code: \d+$/.test(clean);
+    const echoed = builderStderr && echoingScript && !closesEcho;
+    if (builderStderr) echoingScript = (echoingScript || clean.startsWith("The command '")) && !closesEcho;
+    if (!echoed) tail.push(clean);
     if (tail.length > TAIL_LINES) tail.shift();
     input.onLine?.(clean);
     // The kept log has everything; the caller sees the install's own output.
     input.installLog.write(clean);
     if (!isBuilderFraming(clean)) input.log(clean);
   };
-  pumpLines(child.stdout, onLine);
-  pumpLines(child.stderr, onLine);
+  pumpLines(child.stdout, (line) => onLine(line));
+  pumpLines(child.stderr, (line) => onLine(line, true));
   let stopped: StopReason | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   const stop = (why: StopReason) => {

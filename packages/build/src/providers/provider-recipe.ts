@@ -3,7 +3,7 @@ import type { Detection } from '../provider.js';
 import type { EnvEntry, InstallRecipe } from '../recipe.js';
 
 /** What a provider adds to the built-in recipe: its install step, and the image's environment. */
-export type ProviderInstall = Pick<InstallRecipe, 'install' | 'installEnv' | 'notes'> & {
+export type ProviderInstall = Pick<InstallRecipe, 'install' | 'afterInstall' | 'installEnv' | 'notes'> & {
   /** ENV of the image beyond the provider's own (a yarn berry repo's linker). */
   env?: EnvEntry[];
 };

@@ -1,6 +1,5 @@
 import { DEPS_DIR, DEPS_SRC, REPO_DIR, SYSTEM_PATH } from '@ca-sandbox/docker';
 import { shellQuote } from '../../_utils.js';
-import { LOCKFILE_HASHES_JS } from './lockfiles.js';
 
 /**
  * The node deps layout of an image: the install runs in /deps/src (the manifests, at the repo's
@@ -45,7 +44,7 @@ export const PM_PREFIX = `${DEPS_DIR}/pm`;
  * compares it when it relinks bins) that is `SRC` or under it becomes the same path under `REPO`.
  */
 export const SHIM_REWRITE_JS = `
-const SHIM_PATHS = /^(\\s*export NODE_PATH=|# cmd-shim-target=)(.*)$/gm;
+const SHIM_PATHS = /^([ \\t]*export NODE_PATH=|# cmd-shim-target=)(.*)$/gm;
 function movedShim(text, SRC, REPO) {
   // Each element of the value, quoted or not: only one that is SRC or under it.
   return text.replace(SHIM_PATHS, (line, head, value) => head + value.split(':').map((part) => {
@@ -66,9 +65,7 @@ function movedShim(text, SRC, REPO) {
 // export NODE_PATH="/deps/src/node_modules/.pnpm/…"; SHIM_REWRITE_JS) to the same paths under
 // /work/repo: a module a tool finds only through NODE_PATH is then the project's instance, as
 // everything else it loads (a repo view's dependencies are real folders under /work/repo; with
-// links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before). Last, the
-// step prints the installed root lockfiles' hashes (lockfiles.ts: a cache hit then knows which
-// ones the install rewrote).
+// links, /work/repo/node_modules/.pnpm leads to the same /deps/src folder as before).
 const RELINK_JS = `
 const fs = require('fs'), path = require('path'), crypto = require('crypto');
 const SRC = ${JSON.stringify(DEPS_SRC)}, REPO = ${JSON.stringify(REPO_DIR)};
@@ -84,8 +81,8 @@ function shimNodePath(file) {
   if (!text.startsWith('#!/bin/sh')) return;
   const moved = movedShim(text, SRC, REPO);
   if (moved === text) return;
-  fs.writeFileSync(file, moved, 'latin1');
-  shims++;
+  // A shim the install made read-only keeps its paths: the walk goes on.
+  try { fs.writeFileSync(file, moved, 'latin1'); shims++; } catch {}
 }
 function vitestBuildInfo(dir) {
   const file = path.join(dir, TSBUILDINFO.file);
@@ -123,7 +120,7 @@ function walk(dir, depth) {
 walk(SRC, 0);
 if (rewritten) console.log('ca-sandbox: ' + rewritten + ' workspace link(s) now point into ' + REPO);
 if (shims) console.log('ca-sandbox: NODE_PATH of ' + shims + ' bin shim(s) now names ' + REPO);
-${LOCKFILE_HASHES_JS}`;
+`;
 
 /**
  * Where node and its headers live in the official node images (and the seeded stand-in): node-gyp

@@ -10,19 +10,25 @@ describe('changedLocksFromOutput', () => {
 
   it("names the repo's lockfiles whose installed bytes differ, in a fixed order", () => {
     const lines = [
+      `${LOCKFILE_MARKER}-`,
       `${LOCKFILE_MARKER}yarn.lock ${sha('installed')}`,
       `  ${LOCKFILE_MARKER}pnpm-lock.yaml ${sha('same')}`,
     ];
     expect(changedLocksFromOutput(lines, files)).toEqual(['yarn.lock']);
   });
 
-  it('the last line per name wins (ours come after the install)', () => {
-    const lines = [`${LOCKFILE_MARKER}yarn.lock ${sha('x')}`, `${LOCKFILE_MARKER}yarn.lock ${sha('repo')}`];
-    expect(changedLocksFromOutput(lines, files)).toEqual([]);
+  it('reads only the lines after the last begin line (ours, printed after the install is gone)', () => {
+    const forged = [`${LOCKFILE_MARKER}-`, `${LOCKFILE_MARKER}pnpm-lock.yaml ${sha('forged')}`];
+    const ours = [`${LOCKFILE_MARKER}-`, `${LOCKFILE_MARKER}yarn.lock ${sha('repo')}`];
+    expect(changedLocksFromOutput([...forged, ...ours], files)).toEqual([]);
+    expect(changedLocksFromOutput(forged, files)).toEqual(['pnpm-lock.yaml']);
+    // No begin line at all (not a node install of ours): not recorded.
+    expect(changedLocksFromOutput([`${LOCKFILE_MARKER}yarn.lock ${sha('x')}`], files)).toBeUndefined();
   });
 
   it('a lockfile the repo lacks (the install made it), unknown names and malformed lines count for nothing', () => {
     const lines = [
+      `${LOCKFILE_MARKER}-`,
       `${LOCKFILE_MARKER}package-lock.json ${sha('made')}`,
       `${LOCKFILE_MARKER}../../etc/passwd ${sha('x')}`,
       `${LOCKFILE_MARKER}yarn.lock not-a-hash`,

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { DEPS_SRC } from '@ca-sandbox/docker';
+import { shellQuote } from '../../_utils.js';
 import type { ManifestFile } from '../../manifests.js';
 
 /**
@@ -18,8 +20,12 @@ export const CHECKED_LOCKFILES = [
 ] as const;
 export type CheckedLockfile = (typeof CHECKED_LOCKFILES)[number];
 
-/** Printed by the install's last step: `<marker><name> <sha256 hex>` per installed root lockfile. */
+/**
+ * Printed by the install step after the install: `<marker>-` first, then `<marker><name> <sha256
+ * hex>` per installed root lockfile.
+ */
 export const LOCKFILE_MARKER = 'ca-sandbox-installed-lockfile: ';
+const LOCKFILES_BEGIN = `${LOCKFILE_MARKER}-`;
 
 /** Label of a deps image: the root lockfiles its install rewrote, comma-joined ('' none; absent: not recorded). */
 export const LABEL_CHANGED_LOCKS = 'ca.sandbox.cache.changed-locks';
@@ -27,16 +33,25 @@ export const LABEL_CHANGED_LOCKS = 'ca.sandbox.cache.changed-locks';
 /** Largest lockfile compared (the link's comparison in the box reads no more either). */
 export const MAX_COMPARED_LOCKFILE = 64 * 1024 * 1024;
 
-/** Node source for the install's last step (SRC and crypto defined by the caller's script). */
-export const LOCKFILE_HASHES_JS = `
+/**
+ * The install step's line that prints them: after every process of the install is gone
+ * (InstallRecipe.afterInstall), so the bytes it hashes are the image's and no line of the
+ * install's follows it; with the base's node, never a `node` bin of a dependency.
+ */
+export const LOCKFILE_HASHES = `PATH=/usr/local/bin:/usr/bin:/bin node -e ${shellQuote(
+  `
+const fs = require('fs'), crypto = require('crypto');
+console.log(${JSON.stringify(LOCKFILES_BEGIN)});
 for (const name of ${JSON.stringify(CHECKED_LOCKFILES)}) {
-  const file = SRC + '/' + name;
-  let stat;
-  try { stat = fs.lstatSync(file); } catch { continue; }
-  if (!stat.isFile() || stat.size > ${MAX_COMPARED_LOCKFILE}) continue;
-  console.log(${JSON.stringify(LOCKFILE_MARKER)} + name + ' ' + crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex'));
+  const file = ${JSON.stringify(DEPS_SRC)} + '/' + name;
+  try {
+    const stat = fs.lstatSync(file);
+    if (!stat.isFile() || stat.size > ${MAX_COMPARED_LOCKFILE}) continue;
+    console.log(${JSON.stringify(LOCKFILE_MARKER)} + name + ' ' + crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex'));
+  } catch {}
 }
-`;
+`.trim(),
+)}`;
 
 const MARKED = new RegExp(
   `^${LOCKFILE_MARKER}(${CHECKED_LOCKFILES.map((name) => name.replace(/\./g, '\\.')).join('|')}) ([0-9a-f]{64})$`,
@@ -44,16 +59,19 @@ const MARKED = new RegExp(
 
 /**
  * The repo's root lockfiles (of `files`, the manifests the image was built from) that the install
- * left with other bytes, by the marker lines of the build's output (the last line per name wins:
- * ours are printed after the install). The repo's install code can print such a line too: the
- * worst it gains is a notice that is not true, or one missed.
+ * left with other bytes, by the marker lines of the build's output after the last `<marker>-`:
+ * ours are printed after every process of the install is gone, so nothing of the repo's follows
+ * them, and a marker line the repo printed before is not read. Undefined when the build printed
+ * none (not a node install of ours): not recorded.
  */
 export function changedLocksFromOutput(
   lines: readonly string[],
   files: readonly ManifestFile[],
-): CheckedLockfile[] {
+): CheckedLockfile[] | undefined {
   const installed = new Map<string, string>();
-  for (const line of lines) {
+  const begin = lines.findLastIndex((line) => line.trim() === LOCKFILES_BEGIN);
+  if (begin < 0) return undefined;
+  for (const line of lines.slice(begin + 1)) {
     const match = MARKED.exec(line.trim());
     if (match?.[1] && match[2]) installed.set(match[1], match[2]);
   }

@@ -5,6 +5,7 @@ import type { Detection } from '../../provider.js';
 import type { EnvEntry } from '../../recipe.js';
 import type { ProviderInstall, ProviderRecipe } from '../provider-recipe.js';
 import { BOX_TOOLS_BIN, NODE_FINISH, NODE_PREFIX, PM_PREFIX, USER_BIN } from './layout.js';
+import { LOCKFILE_HASHES } from './lockfiles.js';
 import { planPackageManager } from './package-manager.js';
 
 /** Node: the pinned package manager, its frozen install, deps under /deps/src linked into the box. */
@@ -116,5 +117,5 @@ function nodeInstall(files: readonly ManifestFile[], detection: Detection): Prov
       'workspace packages: each gets its node_modules; links between them resolve to their source in /work/repo',
     );
   }
-  return { install: [...install, ...NODE_FINISH], installEnv, notes, env };
+  return { install: [...install, ...NODE_FINISH], afterInstall: [LOCKFILE_HASHES], installEnv, notes, env };
 }
