@@ -59,7 +59,13 @@ import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
 import { runBuild } from './run-build.js';
 import { sourceKey } from './tag.js';
-import { formatToolchain, LABEL_TOOLCHAIN, type Toolchain, toolchainFromOutput } from './toolchain.js';
+import {
+  formatToolchain,
+  LABEL_TOOLCHAIN,
+  TOOLCHAIN_MARKER,
+  type Toolchain,
+  toolchainFromOutput,
+} from './toolchain.js';
 
 export interface BuildImageInput {
   opts: ResolvedPrepareOptions;
@@ -169,8 +175,15 @@ export async function buildImage(input: BuildImageInput): Promise<{
     // The installed lockfiles' hashes, from the whole output (the tail may have lost them); the
     // last few only: a repo printing the marker in a loop gains nothing but its own lines.
     const lockfileLines: string[] = [];
+    // The probe's line ends the install step; docker then commits what it wrote as the image's
+    // layer, file by file (about 0.45 ms a file here: 20 s for 43,000), printing nothing.
+    let committing = false;
     const build = runBuild({
-      onLine: (line) => {
+      onLine: (line, layerBytes) => {
+        if (!committing && line.startsWith(TOOLCHAIN_MARKER)) {
+          committing = true;
+          log(committingLine(layerBytes));
+        }
         if (confinement === undefined && line.startsWith(CONFINEMENT_MARKER)) confinement = line;
         if (line.startsWith(LOCKFILE_MARKER) && lockfileLines.push(line) > 16) lockfileLines.shift();
         scriptLines.push(line);
@@ -271,4 +284,13 @@ async function claudeImageFor(opts: ResolvedPrepareOptions, log: (line: string) 
     log,
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
+}
+
+/**
+ * Said once the install step printed its toolchain line (the repo's code could print one earlier:
+ * the note then comes early, nothing else changes): what the build waits for next, and why.
+ */
+export function committingLine(layerBytes: number): string {
+  const written = layerBytes > 0 ? ` (${formatSize(layerBytes)} written)` : '';
+  return `the install is done${written}: docker is saving it as the deps image's layer (later creates of this checkout start from it)`;
 }

@@ -43,6 +43,8 @@ export interface LayerWatch {
   stop(): Promise<void>;
   /** The size that crossed the cap (0 while none did). */
   readonly written: number;
+  /** The install layer's size at the last look (0 before the first). */
+  readonly seen: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export function watchInstallLayer(input: {
   onOverCap: () => void;
 }): LayerWatch {
   let written = 0;
+  let seen = 0;
   let watching = true;
   // The pause between looks ends at once on stop(): the build's end never waits out a poll.
   let wake: () => void = () => {};
@@ -73,9 +76,11 @@ export function watchInstallLayer(input: {
     while (watching && !input.stopped()) {
       await pause();
       if (!watching || input.stopped()) return;
-      const seen = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
-      if (seen > input.maxDepsSize) {
-        written = seen;
+      const looked = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
+      // A look after the step ended finds no running RUN container: the last size stays.
+      if (looked > 0) seen = looked;
+      if (looked > input.maxDepsSize) {
+        written = looked;
         input.onOverCap();
       }
     }
@@ -88,6 +93,9 @@ export function watchInstallLayer(input: {
     },
     get written() {
       return written;
+    },
+    get seen() {
+      return seen;
     },
   };
 }

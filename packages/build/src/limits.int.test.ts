@@ -15,6 +15,7 @@ import {
   prepareImage,
 } from './index.js';
 import { sanitiseRepoName } from './tag.js';
+import { TOOLCHAIN_MARKER } from './toolchain.js';
 
 const baseImages = { node: 'ca-sbx-base:node', plain: 'ca-sbx-base:debian' };
 const caCertificates = process.env.CA_SANDBOX_CA_CERTS ?? process.env.NODE_EXTRA_CA_CERTS;
@@ -89,6 +90,12 @@ describe('prepareImage: build limits (real engine)', () => {
     expect(lines).toContain(
       'install step confined: non-root-user, no-new-privileges, cap-drop-all, seccomp-confined, no-core-dumps, file-size-limit, process-limit (checked from inside it)',
     );
+    // Once, between the step's toolchain line and the checks after docker's commit of the layer.
+    const committing = lines.filter((line) => line.startsWith('the install is done'));
+    expect(committing).toHaveLength(1);
+    const at = lines.indexOf(committing[0] ?? '');
+    expect(at).toBeGreaterThan(lines.findIndex((line) => line.startsWith(TOOLCHAIN_MARKER)));
+    expect(at).toBeLessThan(lines.findIndex((line) => line.startsWith('install step confined')));
   });
 
   it('a memory bomb in the install code hits the memory limit and fails the build with a clear error', async () => {

@@ -20,8 +20,11 @@ export interface RunBuildInput {
   maxDepsSize: number;
   buildLabels: Record<string, string>;
   signal?: AbortSignal;
-  /** Every line, cleaned, as it comes (the returned tail holds the last TAIL_LINES only). */
-  onLine?: (line: string) => void;
+  /**
+   * Every line, cleaned, as it comes (the returned tail holds the last TAIL_LINES only), with the
+   * install layer's size at the watch's last look (0 before the first).
+   */
+  onLine?: (line: string, layerBytes: number) => void;
 }
 
 /** Where one line of build output is cut (a minified bundle printed by an install script). */
@@ -59,13 +62,11 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
     if (builderStderr) echoingScript = (echoingScript || clean.startsWith("The command '")) && !closesEcho;
     if (!echoed) tail.push(clean);
     if (tail.length > TAIL_LINES) tail.shift();
-    input.onLine?.(clean);
     // The kept log has everything; the caller sees the install's own output.
     input.installLog.write(clean);
     if (!isBuilderFraming(clean)) input.log(clean);
+    input.onLine?.(clean, watch.seen);
   };
-  pumpLines(child.stdout, (line) => onLine(line));
-  pumpLines(child.stderr, (line) => onLine(line, true));
   let stopped: StopReason | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   const stop = (why: StopReason) => {
@@ -84,6 +85,9 @@ export async function runBuild(input: RunBuildInput): Promise<string[]> {
     stopped: () => stopped !== undefined,
     onOverCap: () => stop('disk'),
   });
+  // Read from here on (the same tick as the spawn: nothing is lost), once `watch` exists.
+  pumpLines(child.stdout, (line) => onLine(line));
+  pumpLines(child.stderr, (line) => onLine(line, true));
   try {
     const result = await child;
     await watch.stop();
