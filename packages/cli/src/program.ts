@@ -72,7 +72,7 @@ function addCreateOptions(command: Command): Command {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addOption(new Option('--builder <builder>', 'how the deps image is built').choices([...BUILDERS]))
-    .option('--ref <ref>', 'branch, tag or commit to check out')
+    .option('--ref <ref>', 'branch, tag or full commit sha to check out')
     .addOption(new Option('--runtime <runtime>', 'container runtime (runsc = gVisor)').choices([...RUNTIMES]))
     .option(
       '--memory <size>',

@@ -71,6 +71,40 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
   });
 });
 
+describe.skipIf(!READY)('--ref with an abbreviated commit, through the bin (real engine)', () => {
+  const id = `sbx-${randomUUID().slice(0, 8)}`;
+  const dir = mkdtempSync(join(tmpdir(), 'ca-short-ref-'));
+  afterAll(() => {
+    forceRemoveSandbox(id);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exits 1 saying a commit is named by its full sha, with the command that gives it, and leaves nothing', async () => {
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: dir });
+    git('init', '-q', '-b', 'main');
+    writeFileSync(join(dir, 'f'), 'v1\n');
+    git('add', 'f');
+    git('commit', '-qm', '1');
+    const short = git('rev-parse', '--short=8', 'HEAD').toString().trim();
+    const result = await runBin(['create', dir, '--name', id, '--ref', short, '--json']);
+    expect(result.code).toBe(1);
+    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
+      code: string;
+      message: string;
+      hint?: string;
+    };
+    expect(error.code).toBe('CLONE_FAILED');
+    expect(error.message).toContain(
+      `(--ref ${short} looks like an abbreviated commit: a commit is named by its full sha)`,
+    );
+    expect(error.hint).toBe(
+      `give the full sha: \`git rev-parse ${short}\` in a clone of the repository prints it (40 hex digits, 64 in a sha256 repository)`,
+    );
+    expect(remainingObjects(id)).toEqual([]);
+  }, 180_000);
+});
+
 describe.skipIf(!READY)('a local partial clone (git clone --filter), through the bin (real engine)', () => {
   const ids: string[] = [];
   const dirs: string[] = [];

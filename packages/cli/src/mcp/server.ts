@@ -106,7 +106,7 @@ const createShape = {
       'with network allowlist: destinations the box may reach through the egress gateway: domains (*.example.com for subdomains), IPs or CIDRs, each with an optional :port (default 443 and 80); addresses only, without a port, use EXPERIMENTAL host firewall rules instead',
     ),
   builder: z.enum(BUILDERS).optional(),
-  ref: z.string().optional().describe('branch, tag or commit'),
+  ref: z.string().optional().describe('branch, tag or full commit sha (40 hex digits)'),
   runtime: z
     .enum(RUNTIMES)
     .optional()

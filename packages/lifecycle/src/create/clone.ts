@@ -29,6 +29,32 @@ import { createOwnVolume, startHelper } from './workspace.js';
  * `early`: the box started beside the clone (speculate.ts), once the volume exists.
  */
 export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): Promise<string> {
+  try {
+    return await cloneInto(ctx, early);
+  } catch (error) {
+    throw error instanceof CloneFailedError ? withShortShaHint(error, ctx.options.ref) : error;
+  }
+}
+
+/** 7 to 39 hex digits: what `git log --oneline` shows of a commit, never a full sha. */
+const ABBREVIATED_SHA = /^[0-9a-f]{7,39}$/;
+
+/**
+ * `--ref 7106ce60`: a commit as `git log --oneline` shows it, which the clone takes for a branch
+ * or tag (a fetch needs a commit's full name, and a branch of that name may exist), so git says
+ * only "Remote branch 7106ce60 not found". The failure then says what --ref wants.
+ */
+function withShortShaHint(error: CloneFailedError, ref: CreateContext['options']['ref']): CloneFailedError {
+  if (!ref || ref.commit || !ABBREVIATED_SHA.test(ref.ref)) return error;
+  return new CloneFailedError(
+    `${error.message} (--ref ${ref.ref} looks like an abbreviated commit: a commit is named by its full sha)`,
+    {
+      hint: `give the full sha: \`git rev-parse ${ref.ref}\` in a clone of the repository prints it (40 hex digits, 64 in a sha256 repository)`,
+    },
+  );
+}
+
+async function cloneInto(ctx: CreateContext, early?: SpeculativeBox): Promise<string> {
   const { source, options } = ctx;
   const scan = source.kind === 'local' ? await scanDirectory(source.path, options.sourceLimits) : undefined;
   ctx.checkAborted();
