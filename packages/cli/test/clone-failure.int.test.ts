@@ -157,6 +157,21 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
     expect(inBox).toMatchObject({ code: 0, stdout: 'v2\nshallow\n' });
   }, 180_000);
 
+  it('an abbreviated commit from a partial clone: the error is the abbreviation, not the missing objects', async () => {
+    const { partial, first } = partialClone();
+    const id = `sbx-${randomUUID().slice(0, 8)}`;
+    const result = await runBin(['create', partial, '--name', id, '--ref', first.slice(0, 8), '--json']);
+    expect(result.code).toBe(1);
+    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
+      message: string;
+      hint?: string;
+    };
+    expect(error.message).toContain('looks like an abbreviated commit');
+    expect(error.message).not.toContain('partial clone');
+    expect(error.hint).toMatch(/^give the full sha: `git rev-parse /);
+    expect(remainingObjects(id)).toEqual([]);
+  }, 180_000);
+
   it('a commit ref deeper than the last one: exits 1 saying it is a partial clone (not only git\'s "pack-objects died"), and leaves nothing', async () => {
     const { partial, first } = partialClone();
     const id = `sbx-${randomUUID().slice(0, 8)}`;

@@ -39,13 +39,17 @@ export async function cloneSource(ctx: CreateContext, early?: SpeculativeBox): P
 /** 7 to 39 hex digits: what `git log --oneline` shows of a commit, never a full sha. */
 const ABBREVIATED_SHA = /^[0-9a-f]{7,39}$/;
 
+function looksAbbreviated(ref: CreateContext['options']['ref']): boolean {
+  return ref !== undefined && !ref.commit && ABBREVIATED_SHA.test(ref.ref);
+}
+
 /**
  * `--ref 7106ce60`: a commit as `git log --oneline` shows it, which the clone takes for a branch
  * or tag (a fetch needs a commit's full name, and a branch of that name may exist), so git says
  * only "Remote branch 7106ce60 not found". The failure then says what --ref wants.
  */
 function withShortShaHint(error: CloneFailedError, ref: CreateContext['options']['ref']): CloneFailedError {
-  if (!ref || ref.commit || !ABBREVIATED_SHA.test(ref.ref)) return error;
+  if (!ref || !looksAbbreviated(ref)) return error;
   return new CloneFailedError(
     `${error.message} (--ref ${ref.ref} looks like an abbreviated commit: a commit is named by its full sha)`,
     {
@@ -137,7 +141,9 @@ async function cloneInto(ctx: CreateContext, early?: SpeculativeBox): Promise<st
     try {
       await fetchMeasureCheckout(ctx, plan, {}, unpack);
     } catch (error) {
-      throw error instanceof CloneFailedError && isPartialClone(scan) ? partialCloneError(error) : error;
+      // An abbreviated commit fails as an unknown branch whatever the clone: cloneSource says so.
+      const partial = isPartialClone(scan) && !looksAbbreviated(options.ref);
+      throw error instanceof CloneFailedError && partial ? partialCloneError(error) : error;
     }
     if (shallow)
       ctx.progress.notice(
