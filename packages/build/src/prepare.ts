@@ -20,6 +20,7 @@ import {
 } from './prepare-options.js';
 import { detectProvider, type Provider } from './provider.js';
 import type { CheckedLockfile } from './providers/node/lockfiles.js';
+import { bunSubstitution } from './providers/node/substitution.js';
 import { chooseRootProvider } from './root-sources.js';
 import { runtimeMismatches } from './runtime-pins.js';
 import { imageTag } from './tag.js';
@@ -124,7 +125,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: true,
       notes,
       linkNodeModules: detection.provider === 'node',
-      ...withToolchain(files, parseToolchain(cached.toolchain)),
+      ...withToolchain(files, parseToolchain(cached.toolchain), builder.name),
       trustedCa: cached.ca,
       installFallbacks: cached.installFallbacks,
       ...(cached.changedLocks ? { changedLocks: cached.changedLocks } : {}),
@@ -175,16 +176,23 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     depsInstalled: true,
     notes,
     linkNodeModules: recipe.linkNodeModules,
-    ...withToolchain(files, toolchain),
+    ...withToolchain(files, toolchain, builder.name),
     trustedCa: ca?.hash ?? '',
     installFallbacks,
     ...(changedLocks ? { changedLocks } : {}),
   };
 }
 
-/** The image's toolchain and what of the repo's runtime pins it misses. */
-function withToolchain(files: readonly ManifestFile[], toolchain: Toolchain) {
-  return { toolchain, runtimeMismatches: runtimeMismatches(files, toolchain) };
+/**
+ * The image's toolchain and what of the repo's runtime pins it misses; `installedBy`: the builder
+ * whose install the image holds (the built-in recipe installs a bun repo with npm).
+ */
+function withToolchain(files: readonly ManifestFile[], toolchain: Toolchain, installedBy?: string) {
+  const substituted = installedBy === 'builtin' ? bunSubstitution(files) : undefined;
+  return {
+    toolchain,
+    runtimeMismatches: [...runtimeMismatches(files, toolchain), ...(substituted ? [substituted] : [])],
+  };
 }
 
 /** What one manifest read of a checkout gave, with the entries it skipped (described). */

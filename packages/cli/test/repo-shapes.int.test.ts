@@ -81,6 +81,25 @@ describe.skipIf(!READY)('real repository shapes run their own tests in the box',
     await destroy(second.record.id);
   }, 600_000);
 
+  it('a bun repo (bun.lock only): npm installs it and every create says so, a cache hit too; `npm test` passes', async () => {
+    // Before, the substitution was a log line of the cold build only: a user saw versions drift
+    // from the lockfile's and no word of why (a new user's trial, react-hook-form/resolvers).
+    const repo = copyOf('bun-lock');
+    const said =
+      "warning: the repo installs with bun (bun.lock), which does not run here: npm installed its dependencies from package.json's version ranges, not bun.lock's versions, and the box has no bun";
+    const first = await create(repo);
+    expect(first.record.depsInstalled).toBe(true);
+    expect(first.stderr.split('\n')).toContain(said);
+    const test = await runBin(['exec', first.record.id, '--', 'npm', 'test']);
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+    expect(test.stdout).toMatch(/^is-number 7\.\d+\.\d+ true$/m);
+    const second = await create(repo);
+    expect(second.record).toMatchObject({ imageCacheHit: true, image: first.record.image });
+    expect(second.stderr.split('\n')).toContain(said);
+    await destroy(first.record.id);
+    await destroy(second.record.id);
+  }, 600_000);
+
   it('a dependency shipped as an archive in the repo (file:vendor/*.tgz): installed, `npm test` passes', async () => {
     // Before, the context held the manifests only and npm stopped with ENOENT on the archive.
     const repo = copyOf('npm-vendored-tarball');

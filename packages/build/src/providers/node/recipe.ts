@@ -104,7 +104,7 @@ function nodeInstall(files: readonly ManifestFile[], detection: Detection): Prov
       break;
     }
     default: {
-      if (pm.name === 'bun') notes.push('bun is not available in the build: dependencies installed with npm');
+      // bun: npm installs it (bunSubstitution says so on every create, a cache hit's too).
       const lock = has('package-lock.json') || has('npm-shrinkwrap.json');
       // A lockfile written by an older npm (or with --legacy-peer-deps) fails under npm 10 with
       // ERESOLVE; its developers install with --legacy-peer-deps: so does the install, then only.
