@@ -6,11 +6,23 @@ const limits = { maxBytes: 512 * 1024 * 1024, maxEntries: 200_000 };
 
 describe('checkoutVerdict', () => {
   it('under both caps: the size of the checkout', () => {
-    expect(checkoutVerdict('ok 12 3456\n', 0, '', 'HEAD', limits)).toEqual({
+    expect(checkoutVerdict('ok 12 3456 0\n', 0, '', 'HEAD', limits)).toEqual({
       entries: 12,
       bytes: 3456,
       empty: false,
+      submodules: { count: 0, named: [] },
     });
+  });
+
+  it('counts the gitlinks (submodules the box will not get) and names the first, sanitised', () => {
+    const stdout = 'submodule tests/suite\nsubmodule "evil\\033[2J"\nsubmodule vendor/x\nok 40 100 5\n';
+    expect(checkoutVerdict(stdout, 0, '', 'HEAD', limits).submodules).toEqual({
+      count: 5,
+      named: ['tests/suite', '"evil\\033[2J"', 'vendor/x'],
+    });
+    // A control character git would have quoted still never reaches a terminal.
+    const raw = checkoutVerdict('submodule a\u001b[2Jb\nok 2 0 1\n', 0, '', 'HEAD', limits);
+    expect(raw.submodules.named[0]).not.toContain('\u001b');
   });
 
   it('over the byte cap: a usage error naming the cap, with its own code', () => {
@@ -38,6 +50,7 @@ describe('checkoutVerdict', () => {
       entries: 0,
       bytes: 0,
       empty: true,
+      submodules: { count: 0, named: [] },
     });
     expect(() => checkoutVerdict('missing\n', 0, '', 'a'.repeat(40), limits)).toThrow(CloneFailedError);
   });

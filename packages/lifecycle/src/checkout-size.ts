@@ -1,4 +1,5 @@
 import { SH_BIN } from '@ca-sandbox/docker';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { REPO_DIR } from '@ca-sandbox/docker/process';
 import { type CloneStep, firstLine, gitCommand } from './clone-plan.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
@@ -12,6 +13,9 @@ import type { PackLimits } from './pack-local.js';
  */
 export const CHECKOUT_ATTRIBUTES = '* -text -eol -ident -filter -working-tree-encoding';
 
+/** Submodules the measure names (it counts them all). */
+const SUBMODULES_NAMED = 3;
+
 /**
  * Runs in the helper at /work/repo. `$1` entries cap, `$2` bytes cap, `$3` revision, then the
  * hardened git command. awk adds up `git ls-tree -r -t -l` (trees, blobs, symlinks, gitlinks: one
@@ -23,8 +27,9 @@ shift 3
 mkdir -p .git/info && printf '%s\\n' '${CHECKOUT_ATTRIBUTES}' > .git/info/attributes || exit 3
 "$@" rev-parse --quiet --verify "$rev^{tree}" >/dev/null || { echo missing; exit 0; }
 { "$@" ls-tree -r -t -l "$rev"; echo "END $?"; } | awk -v e="$e" -v b="$b" '
-$1 == "END" { if ($2 != 0) { print "failed", $2; exit 0 } printf "ok %d %.0f\\n", n, s; exit 0 }
+$1 == "END" { if ($2 != 0) { print "failed", $2; exit 0 } printf "ok %d %.0f %d\\n", n, s, g; exit 0 }
 { n++; if ($4 != "-") s += $4
+  if ($2 == "commit") { g++; if (g <= ${SUBMODULES_NAMED}) print "submodule", substr($0, index($0, "\\t") + 1) }
   if (n > e + 0) { printf "entries %d %.0f\\n", n, s; exit 0 }
   if (s > b + 0) { printf "bytes %d %.0f\\n", n, s; exit 0 } }'
 `;
@@ -36,6 +41,11 @@ export interface CheckoutSize {
   bytes: number;
   /** `HEAD` of an empty repository: there is nothing to check out. */
   empty: boolean;
+  /**
+   * Gitlinks in the tree: the clone never fetches a submodule, so each is an empty folder in the
+   * box. `named`: the first few paths, as git prints them (the repo's: shown sanitised).
+   */
+  submodules: { count: number; named: string[] };
 }
 
 /** The argv of the measure (`/bin/sh -c` with its caps, revision and hardened git). */
@@ -70,12 +80,14 @@ export function checkoutVerdict(
   revision: string,
   limits: PackLimits,
 ): CheckoutSize {
-  const last = stdout.trim().split('\n').at(-1)?.trim() ?? '';
-  const [verdict = '', first = '', second = ''] = last.split(/\s+/);
+  const lines = stdout.trim().split('\n');
+  const last = lines.at(-1)?.trim() ?? '';
+  const [verdict = '', first = '', second = '', third = '0'] = last.split(/\s+/);
   const entries = Number(first);
   const bytes = Number(second);
+  const none = { count: 0, named: [] };
   if (exitCode === 0 && verdict === 'missing') {
-    if (revision === 'HEAD') return { entries: 0, bytes: 0, empty: true };
+    if (revision === 'HEAD') return { entries: 0, bytes: 0, empty: true, submodules: none };
     throw new CloneFailedError(
       `git checkout failed in the helper: ${revision} is not in the fetched history`,
     );
@@ -84,8 +96,20 @@ export function checkoutVerdict(
     throw new CheckoutTooLargeError('entries', limits, { entries, bytes });
   if (exitCode === 0 && verdict === 'bytes')
     throw new CheckoutTooLargeError('bytes', limits, { entries, bytes });
-  if (exitCode === 0 && verdict === 'ok' && Number.isSafeInteger(entries) && Number.isFinite(bytes))
-    return { entries, bytes, empty: false };
+  if (exitCode === 0 && verdict === 'ok' && Number.isSafeInteger(entries) && Number.isFinite(bytes)) {
+    const count = Number(third);
+    const named = lines
+      .slice(0, -1)
+      .filter((line) => line.startsWith('submodule '))
+      .slice(0, SUBMODULES_NAMED)
+      .map((line) => sanitizeName(line.slice('submodule '.length), 120));
+    return {
+      entries,
+      bytes,
+      empty: false,
+      submodules: Number.isSafeInteger(count) && count > 0 ? { count, named } : none,
+    };
+  }
   const code = verdict === 'failed' ? Number(first) : exitCode;
   const why = code === 137 ? 'the time limit was reached' : firstLine(stderr) || `exit code ${code}`;
   throw new CloneFailedError(`measuring the checkout failed in the helper: ${why}`);

@@ -212,4 +212,11 @@ async function fetchMeasureCheckout(
       ? 'the repository is empty: nothing to check out'
       : `checkout: ${size.entries} entries, ${size.bytes} bytes of files`,
   );
+  const { count, named } = size.submodules;
+  if (count > 0) {
+    const more = count > named.length ? `, ${count - named.length} more` : '';
+    ctx.progress.notice(
+      `the repository has ${count} git submodule${count === 1 ? '' : 's'} (${named.join(', ')}${more}): ${count === 1 ? 'its folder is' : 'their folders are'} empty in the box (submodules are not cloned)`,
+    );
+  }
 }
