@@ -43,6 +43,7 @@ import {
   installScriptsFromOutput,
   LABEL_INSTALL_SCRIPTS,
   LABEL_SKIPPED_SCRIPTS,
+  parseSkippedScripts,
 } from './install-scripts.js';
 import type { ManifestFile } from './manifests.js';
 import { ensurePrepImage } from './prep-image.js';
@@ -95,6 +96,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
   toolchain: Toolchain;
   installFallbacks: InstallFallback[];
   changedLocks: CheckedLockfile[] | undefined;
+  skippedScripts: string[];
 }> {
   const { opts, builder, image, emit } = input;
   const secrets = registrySecrets(opts.registries);
@@ -258,7 +260,13 @@ export async function buildImage(input: BuildImageInput): Promise<{
     }
     emit({ type: 'built', image });
     await installLog.discard();
-    return { recipe, toolchain, installFallbacks, changedLocks };
+    return {
+      recipe,
+      toolchain,
+      installFallbacks,
+      changedLocks,
+      skippedScripts: parseSkippedScripts(skipped),
+    };
   } catch (error) {
     await installLog?.close();
     emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });

@@ -8,6 +8,7 @@ import {
 } from '@ca-sandbox/docker';
 import { LABEL_CA } from './ca-trust.js';
 import { type InstallFallback, LABEL_INSTALL_FALLBACKS, parseInstallFallbacks } from './install-fallbacks.js';
+import { LABEL_SKIPPED_SCRIPTS, parseSkippedScripts } from './install-scripts.js';
 import { type CheckedLockfile, LABEL_CHANGED_LOCKS, parseChangedLocks } from './providers/node/lockfiles.js';
 import { LABEL_TOOLCHAIN } from './toolchain.js';
 
@@ -19,6 +20,8 @@ export interface CachedImage {
   installFallbacks: InstallFallback[];
   /** The root lockfiles its install rewrote (label ca.sandbox.cache.changed-locks); undefined: not recorded. */
   changedLocks: CheckedLockfile[] | undefined;
+  /** The repo's own lifecycle scripts its install skipped (label ca.sandbox.cache.skipped-scripts). */
+  skippedScripts: string[];
 }
 
 export const LABEL_CACHE_PROVIDER = 'ca.sandbox.cache.provider';
@@ -54,5 +57,6 @@ export function cacheImageLabels(
     ca: labels[LABEL_CA] ?? '',
     installFallbacks: parseInstallFallbacks(labels[LABEL_INSTALL_FALLBACKS]),
     changedLocks: parseChangedLocks(labels[LABEL_CHANGED_LOCKS]),
+    skippedScripts: parseSkippedScripts(labels[LABEL_SKIPPED_SCRIPTS]),
   };
 }

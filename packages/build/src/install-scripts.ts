@@ -292,3 +292,8 @@ export function parseInstallScripts(label: string | undefined): {
   }
   return { scripts, more, incomplete };
 }
+
+/** LABEL_SKIPPED_SCRIPTS's value as its entries (`package.json (prepare)`); none: []. */
+export function parseSkippedScripts(label: string | undefined): string[] {
+  return (label ?? '').split('; ').filter(Boolean);
+}

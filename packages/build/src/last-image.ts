@@ -69,6 +69,7 @@ export async function lastDepsImage(cache: CacheSource): Promise<LastDepsImage |
       imageSource: cache.imageSource,
       toolchain: parseToolchain(cached.toolchain),
       installFallbacks: cached.installFallbacks,
+      skippedScripts: cached.skippedScripts,
       ...(cached.changedLocks ? { changedLocks: cached.changedLocks } : {}),
       // The guess reads nothing of the repo: the dephash's prepareImage says what its pins miss.
       runtimeMismatches: [],

@@ -57,6 +57,11 @@ export interface PreparedImage {
    */
   installFallbacks: InstallFallback[];
   /**
+   * The repo's own lifecycle scripts the install skipped (`package.json (prepare)`): the repo's
+   * code runs in the box only. A cache hit reads them from the image's label.
+   */
+  skippedScripts: string[];
+  /**
    * The root lockfiles the install rewrote (lockfiles.ts), from the image's label; undefined when the
    * image does not say (no install, or built before BUILTIN_VERSION 11): the box's link compares then.
    */
@@ -128,6 +133,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       ...withToolchain(files, parseToolchain(cached.toolchain), builder.name),
       trustedCa: cached.ca,
       installFallbacks: cached.installFallbacks,
+      skippedScripts: cached.skippedScripts,
       ...(cached.changedLocks ? { changedLocks: cached.changedLocks } : {}),
     };
   }
@@ -149,11 +155,12 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       ...withToolchain(files, await imageToolchain(base.image)),
       trustedCa: '',
       installFallbacks: [],
+      skippedScripts: [],
     };
   }
   // The cold path's code (context writing, Dockerfile, install log, the recipes) loads only here.
   const { buildImage } = await import('./build-image.js');
-  const { recipe, toolchain, installFallbacks, changedLocks } = await buildImage({
+  const { recipe, toolchain, installFallbacks, changedLocks, skippedScripts } = await buildImage({
     opts,
     files,
     detection,
@@ -179,6 +186,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     ...withToolchain(files, toolchain, builder.name),
     trustedCa: ca?.hash ?? '',
     installFallbacks,
+    skippedScripts,
     ...(changedLocks ? { changedLocks } : {}),
   };
 }

@@ -100,6 +100,25 @@ describe.skipIf(!READY)('real repository shapes run their own tests in the box',
     await destroy(second.record.id);
   }, 600_000);
 
+  it("the repo's own prepare (it builds dist/): skipped by the install, said by every create; run in the box, the tests pass", async () => {
+    const repo = copyOf('npm-prepare-dist');
+    const said =
+      "warning: the install did not run the repo's own lifecycle scripts (package.json (prepare)): run them in the box if its tests need what they make";
+    const first = await create(repo);
+    expect(first.stderr.split('\n')).toContain(said);
+    const before = await runBin(['exec', first.record.id, '--', 'npm', 'test']);
+    expect(before.code).not.toBe(0);
+    const after = await runBin(['exec', first.record.id, '--', 'sh', '-c', 'npm run prepare && npm test']);
+    expect(after.code, after.stdout + after.stderr).toBe(0);
+    expect(after.stdout).toContain('built by prepare');
+    // A cache hit says it too (the image's label).
+    const second = await create(repo);
+    expect(second.record.imageCacheHit).toBe(true);
+    expect(second.stderr.split('\n')).toContain(said);
+    await destroy(first.record.id);
+    await destroy(second.record.id);
+  }, 600_000);
+
   it('a dependency shipped as an archive in the repo (file:vendor/*.tgz): installed, `npm test` passes', async () => {
     // Before, the context held the manifests only and npm stopped with ENOENT on the archive.
     const repo = copyOf('npm-vendored-tarball');

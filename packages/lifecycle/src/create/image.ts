@@ -4,6 +4,7 @@ import {
   type PreparedImage,
   prepareImage,
 } from '@ca-sandbox/build';
+import { sanitizeName } from '@ca-sandbox/docker/contracts';
 import { claudeInstallEgressRules, installEgressRules } from '@ca-sandbox/network';
 import { GATEWAY_REFUSED } from '../egress.js';
 import { redactUserinfo } from '../source.js';
@@ -72,6 +73,7 @@ export async function prepareBoxImage(
   for (const note of prepared.notes) ctx.log(note);
   for (const mismatch of prepared.runtimeMismatches) progress.notice(mismatch);
   for (const fallback of prepared.installFallbacks) progress.notice(describeInstallFallback(fallback));
+  if (prepared.skippedScripts.length > 0) progress.notice(skippedScriptsNotice(prepared.skippedScripts));
   progress.done(prepared.selection ? `${image} (${prepared.selection})` : image);
   ctx.checkAborted();
   return prepared;
@@ -89,4 +91,15 @@ async function withGatewaySide(ctx: CreateContext, error: ImageBuildError): Prom
     : '';
   error.message = `${error.message} (egress gateway: ${why}${refused})`;
   return error;
+}
+
+/**
+ * The repo's own lifecycle scripts (its `prepare` that builds `dist`, say) run in the box only,
+ * never in the shared install: tests that import what they make fail until the user runs them.
+ * Entries are the repo's paths and script names: shown sanitised, the first few.
+ */
+export function skippedScriptsNotice(skipped: readonly string[]): string {
+  const shown = skipped.slice(0, 3).map((entry) => sanitizeName(entry, 120));
+  const more = skipped.length > shown.length ? `, ${skipped.length - shown.length} more` : '';
+  return `the install did not run the repo's own lifecycle scripts (${shown.join('; ')}${more}): run them in the box if its tests need what they make`;
 }
