@@ -12,6 +12,11 @@ import { dockerReachable, forceRemoveSandbox, LIFECYCLE_BUILT, remainingObjects,
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
+/** The `--json` error object: the last line of stderr. */
+function lastJsonError(stderr: string): { code: string; message: string; hint?: string } {
+  return JSON.parse(stderr.trim().split('\n').at(-1) ?? '{}').error;
+}
+
 /**
  * This machine's own address on docker's default bridge, read off the bridge interface itself:
  * the engine's IPAM Gateway field is left out on some machines (a fresh Debian dockerd here).
@@ -41,10 +46,7 @@ describe.skipIf(!READY)('a URL clone the gateway cannot carry, through the bin (
     expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     const result = await runBin(['create', `https://${host}:9/x.git`, '--name', id, '--json']);
     expect(result.code).toBe(1);
-    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
-      code: string;
-      message: string;
-    };
+    const error = lastJsonError(result.stderr);
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(/CONNECT tunnel failed/);
     expect(error.message).toContain(`(egress gateway: ${host}:9: the gateway could not connect to it)`);
@@ -89,11 +91,7 @@ describe.skipIf(!READY)('--ref with an abbreviated commit, through the bin (real
     const short = git('rev-parse', '--short=8', 'HEAD').toString().trim();
     const result = await runBin(['create', dir, '--name', id, '--ref', short, '--json']);
     expect(result.code).toBe(1);
-    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
-      code: string;
-      message: string;
-      hint?: string;
-    };
+    const error = lastJsonError(result.stderr);
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toContain(
       `(--ref ${short} looks like an abbreviated commit: a commit is named by its full sha)`,
@@ -162,10 +160,7 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
     const id = `sbx-${randomUUID().slice(0, 8)}`;
     const result = await runBin(['create', partial, '--name', id, '--ref', first.slice(0, 8), '--json']);
     expect(result.code).toBe(1);
-    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
-      message: string;
-      hint?: string;
-    };
+    const error = lastJsonError(result.stderr);
     expect(error.message).toContain('looks like an abbreviated commit');
     expect(error.message).not.toContain('partial clone');
     expect(error.hint).toMatch(/^give the full sha: `git rev-parse /);
@@ -177,11 +172,7 @@ describe.skipIf(!READY)('a local partial clone (git clone --filter), through the
     const id = `sbx-${randomUUID().slice(0, 8)}`;
     const result = await runBin(['create', partial, '--name', id, '--ref', first, '--json']);
     expect(result.code).toBe(1);
-    const error = JSON.parse(result.stderr.trim().split('\n').at(-1) ?? '{}').error as {
-      code: string;
-      message: string;
-      hint?: string;
-    };
+    const error = lastJsonError(result.stderr);
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(/the repository is a partial clone, with a .promisor pack/);
     expect(error.hint).toMatch(/create from its URL instead/);
