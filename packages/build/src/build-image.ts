@@ -182,7 +182,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
     let committing = false;
     const build = runBuild({
       onLine: (line, layerBytes) => {
-        if (!committing && line.startsWith(TOOLCHAIN_MARKER)) {
+        if (!committing && installs && line.startsWith(TOOLCHAIN_MARKER)) {
           committing = true;
           log(committingLine(layerBytes));
         }
@@ -216,7 +216,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
     const changedLocks = changedLocksFromOutput(lockfileLines, input.files);
     const installScripts = installScriptsFromOutput(scriptLines.lines);
     // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
-    const skipped = (recipe.skippedScripts ?? []).join('; ').replace(/[^\x20-\x7e]/g, '?');
+    const skipped = skippedScriptsLabel(recipe.skippedScripts ?? []);
     try {
       const rows = installConfinementRows(confinement, opts.limits);
       const failures = rows.filter((row) => !row.pass);
@@ -247,7 +247,8 @@ export async function buildImage(input: BuildImageInput): Promise<{
         ...(changedLocks ? { [LABEL_CHANGED_LOCKS]: changedLocks.join(',') } : {}),
         // Present (maybe empty) on every image built from now on: its absence means "not recorded".
         [LABEL_INSTALL_SCRIPTS]: formatInstallScripts(installScripts, scriptLines.incomplete),
-        ...(skipped ? { [LABEL_SKIPPED_SCRIPTS]: skipped.slice(0, 4096) } : {}),
+        // Always set (maybe empty): a base that is itself a deps image must not lend its own.
+        [LABEL_SKIPPED_SCRIPTS]: skipped,
         // Always set: a base that is itself a deps image must not lend its label to this one.
         [LABEL_DEPS_VIEW]: depsView ? DEPS_VIEW_LABEL_VALUE : '0',
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
@@ -296,9 +297,31 @@ async function claudeImageFor(opts: ResolvedPrepareOptions, log: (line: string) 
 
 /**
  * Said once the install step printed its toolchain line (the repo's code could print one earlier:
- * the note then comes early, nothing else changes): what the build waits for next, and why.
+ * the note then comes early, nothing else changes): what the build waits for next, and why. The
+ * step still empties its /tmp (pnpm's store: seconds for a big monorepo) and checks /deps/src.
  */
 export function committingLine(layerBytes: number): string {
   const written = layerBytes > 0 ? ` (${formatSize(layerBytes)} written)` : '';
-  return `the install is done${written}: docker is saving it as the deps image's layer (later creates of this checkout start from it)`;
+  return `the install is done${written}: cleaning up, then docker saves it as the deps image's layer (later creates of this checkout start from it)`;
+}
+
+/** Characters of the skipped-scripts label (a label must stay small). */
+const SKIPPED_LABEL_MAX = 4096;
+
+/**
+ * The repo's own skipped scripts as the label holds them (`; `-joined, printable ASCII only in a
+ * Dockerfile LABEL line: repo-chosen paths), whole entries only, so the cold create and a cache
+ * hit (parseSkippedScripts of the label) name the same ones.
+ */
+export function skippedScriptsLabel(entries: readonly string[]): string {
+  const kept: string[] = [];
+  let length = 0;
+  for (const entry of entries) {
+    // `;` too: the label's separator never stands inside an entry.
+    const clean = entry.replace(/[^\x20-\x7e]|;/g, '?');
+    length += (kept.length ? 2 : 0) + clean.length;
+    if (length > SKIPPED_LABEL_MAX) break;
+    kept.push(clean);
+  }
+  return kept.join('; ');
 }

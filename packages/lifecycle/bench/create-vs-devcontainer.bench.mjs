@@ -147,7 +147,7 @@ async function devcontainerOnce() {
 const ours = [];
 const theirs = [];
 const theirsWithClone = [];
-/** Per round: from the install's last line to the image (docker's commit of the layer). */
+/** Per round: from the install's last line to the image (the step's clean-up, docker's commit). */
 const saves = [];
 for (let round = 0; round < rounds; round += 1) {
   // Alternate who goes first: the registry's and the engine's caches warm for both alike.
@@ -165,7 +165,7 @@ for (let round = 0; round < rounds; round += 1) {
   if (installDone !== undefined && layerSaved !== undefined) {
     saves.push(layerSaved - installDone);
     console.log(
-      `  ours: install done at ${(installDone / 1000).toFixed(1)} s, its layer saved ${((layerSaved - installDone) / 1000).toFixed(1)} s later (docker's commit), box ready ${((mine.ms - layerSaved) / 1000).toFixed(1)} s after that`,
+      `  ours: install done at ${(installDone / 1000).toFixed(1)} s, its layer saved ${((layerSaved - installDone) / 1000).toFixed(1)} s later (clean-up and docker's commit), box ready ${((mine.ms - layerSaved) / 1000).toFixed(1)} s after that`,
     );
   }
   theirs.push(dc.upMs);
@@ -181,7 +181,7 @@ console.log(
 console.log(`ratio ${ratio.toFixed(2)}x (goal <= 1.00x) ${ratio <= 1 ? 'ok' : 'OVER'}`);
 if (saves.length)
   console.log(
-    `of ours, the layer's save after the install: median ${median(saves).toFixed(0)} ms (docs/cold-create.md)`,
+    `of ours, the layer's save after the install (clean-up and commit): median ${median(saves).toFixed(0)} ms (docs/cold-create.md)`,
   );
 // Information, not the goal: ours clones the repo inside create, a devcontainer user clones first.
 console.log(

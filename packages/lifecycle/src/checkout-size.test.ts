@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHECKOUT_ATTRIBUTES, checkoutVerdict, measureStep } from './checkout-size.js';
 import { CheckoutTooLargeError, CloneFailedError } from './errors.js';
@@ -80,5 +84,38 @@ describe('measureStep', () => {
     expect(rest.slice(0, 4)).toEqual(['ca-sbx-measure', '200000', String(512 * 1024 * 1024), 'HEAD']);
     expect(rest.slice(4, 9)).toEqual(['/usr/bin/timeout', '-s', 'KILL', '600', '/usr/bin/git']);
     expect(rest).toContain('protocol.allow=never');
+  });
+});
+
+describe('the measure script itself (host sh, git and awk over a repo of our own)', () => {
+  it('counts every gitlink and prints at most three paths, each cut to 300 characters', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ca-measure-'));
+    try {
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], {
+          cwd: dir,
+        });
+      git('init', '-q', '-b', 'main');
+      writeFileSync(join(dir, 'f'), 'x\n');
+      git('add', 'f');
+      // A gitlink names a commit of another repository: git never looks for it here.
+      const commit = 'a'.repeat(40);
+      // A path git allows, far longer than anything shown: nested folders of long names (first
+      // in git's order: upper case sorts before 'a').
+      const deep = Array.from({ length: 8 }, (_, i) => `${'D'.repeat(200)}${i}`).join('/');
+      for (const path of [`${deep}/sub`, 'a', 'b', 'c'])
+        git('update-index', '--add', '--cacheinfo', `160000,${commit},${path}`);
+      git('commit', '-qm', 'gitlinks');
+      const argv = measureStep('HEAD', limits, 60).argv;
+      const out = execFileSync(argv[0] ?? '', argv.slice(1), { cwd: dir }).toString();
+      const lines = out.trim().split('\n');
+      expect(lines.at(-1)).toMatch(/^ok 1[0-9] 2 4$/);
+      const named = lines.filter((line) => line.startsWith('submodule '));
+      expect(named).toHaveLength(3);
+      expect(Math.max(...named.map((line) => line.length))).toBe('submodule '.length + 300);
+      expect(checkoutVerdict(out, 0, '', 'HEAD', limits).submodules.count).toBe(4);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

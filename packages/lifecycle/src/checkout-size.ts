@@ -15,6 +15,11 @@ export const CHECKOUT_ATTRIBUTES = '* -text -eol -ident -filter -working-tree-en
 
 /** Submodules the measure names (it counts them all). */
 const SUBMODULES_NAMED = 3;
+/**
+ * Characters of a named submodule's path the measure prints: git sets no bound on a path (nested
+ * trees of long names, each byte quoted as four), and the exec's stdout is read whole.
+ */
+const SUBMODULE_PATH_MAX = 300;
 
 /**
  * Runs in the helper at /work/repo. `$1` entries cap, `$2` bytes cap, `$3` revision, then the
@@ -29,7 +34,7 @@ mkdir -p .git/info && printf '%s\\n' '${CHECKOUT_ATTRIBUTES}' > .git/info/attrib
 { "$@" ls-tree -r -t -l "$rev"; echo "END $?"; } | awk -v e="$e" -v b="$b" '
 $1 == "END" { if ($2 != 0) { print "failed", $2; exit 0 } printf "ok %d %.0f %d\\n", n, s, g; exit 0 }
 { n++; if ($4 != "-") s += $4
-  if ($2 == "commit") { g++; if (g <= ${SUBMODULES_NAMED}) print "submodule", substr($0, index($0, "\\t") + 1) }
+  if ($2 == "commit") { g++; if (g <= ${SUBMODULES_NAMED}) print "submodule", substr($0, index($0, "\\t") + 1, ${SUBMODULE_PATH_MAX}) }
   if (n > e + 0) { printf "entries %d %.0f\\n", n, s; exit 0 }
   if (s > b + 0) { printf "bytes %d %.0f\\n", n, s; exit 0 } }'
 `;

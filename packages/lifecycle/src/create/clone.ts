@@ -43,13 +43,20 @@ function looksAbbreviated(ref: CreateContext['options']['ref']): boolean {
   return ref !== undefined && !ref.commit && ABBREVIATED_SHA.test(ref.ref);
 }
 
+/** git's words for a ref the remote does not have (clone --branch, fetch of a ref). */
+const REF_NOT_FOUND = /Remote branch \S+ not found|couldn't find remote ref/;
+
 /**
  * `--ref 7106ce60`: a commit as `git log --oneline` shows it, which the clone takes for a branch
  * or tag (a fetch needs a commit's full name, and a branch of that name may exist), so git says
  * only "Remote branch 7106ce60 not found". The failure then says what --ref wants.
  */
-function withShortShaHint(error: CloneFailedError, ref: CreateContext['options']['ref']): CloneFailedError {
-  if (!ref || !looksAbbreviated(ref)) return error;
+export function withShortShaHint(
+  error: CloneFailedError,
+  ref: CreateContext['options']['ref'],
+): CloneFailedError {
+  // Only git's "no such ref": `--ref 20240115` may be a real tag that failed for another reason.
+  if (!ref || !looksAbbreviated(ref) || !REF_NOT_FOUND.test(error.message)) return error;
   return new CloneFailedError(
     `${error.message} (--ref ${ref.ref} looks like an abbreviated commit: a commit is named by its full sha)`,
     {
@@ -142,8 +149,13 @@ async function cloneInto(ctx: CreateContext, early?: SpeculativeBox): Promise<st
       await fetchMeasureCheckout(ctx, plan, {}, unpack);
     } catch (error) {
       // An abbreviated commit fails as an unknown branch whatever the clone: cloneSource says so.
-      const partial = isPartialClone(scan) && !looksAbbreviated(options.ref);
-      throw error instanceof CloneFailedError && partial ? partialCloneError(error) : error;
+      const unknownRef =
+        error instanceof CloneFailedError &&
+        looksAbbreviated(options.ref) &&
+        REF_NOT_FOUND.test(error.message);
+      throw error instanceof CloneFailedError && isPartialClone(scan) && !unknownRef
+        ? partialCloneError(error)
+        : error;
     }
     if (shallow)
       ctx.progress.notice(
