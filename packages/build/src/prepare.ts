@@ -18,7 +18,7 @@ import {
   type ResolvedPrepareOptions,
   resolvePrepareOptions,
 } from './prepare-options.js';
-import { detectProvider, type Provider } from './provider.js';
+import { type Detection, detectProvider, type Provider } from './provider.js';
 import type { CheckedLockfile } from './providers/node/lockfiles.js';
 import { bunSubstitution } from './providers/node/substitution.js';
 import { chooseRootProvider } from './root-sources.js';
@@ -130,7 +130,11 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
       depsInstalled: true,
       notes,
       linkNodeModules: detection.provider === 'node',
-      ...withToolchain(files, parseToolchain(cached.toolchain), builder.name),
+      ...withToolchain(
+        files,
+        parseToolchain(cached.toolchain),
+        builder.name === 'builtin' ? detection : undefined,
+      ),
       trustedCa: cached.ca,
       installFallbacks: cached.installFallbacks,
       skippedScripts: cached.skippedScripts,
@@ -183,7 +187,7 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
     depsInstalled: true,
     notes,
     linkNodeModules: recipe.linkNodeModules,
-    ...withToolchain(files, toolchain, builder.name),
+    ...withToolchain(files, toolchain, builder.name === 'builtin' ? detection : undefined),
     trustedCa: ca?.hash ?? '',
     installFallbacks,
     skippedScripts,
@@ -192,11 +196,11 @@ export async function prepareImage(input: PrepareImageOptions): Promise<Prepared
 }
 
 /**
- * The image's toolchain and what of the repo's runtime pins it misses; `installedBy`: the builder
- * whose install the image holds (the built-in recipe installs a bun repo with npm).
+ * The image's toolchain and what of the repo's runtime pins it misses; `builtinInstall`: the
+ * detection the built-in recipe installed from (it installs a bun repo with npm).
  */
-function withToolchain(files: readonly ManifestFile[], toolchain: Toolchain, installedBy?: string) {
-  const substituted = installedBy === 'builtin' ? bunSubstitution(files) : undefined;
+function withToolchain(files: readonly ManifestFile[], toolchain: Toolchain, builtinInstall?: Detection) {
+  const substituted = builtinInstall ? bunSubstitution(files, builtinInstall) : undefined;
   return {
     toolchain,
     runtimeMismatches: [...runtimeMismatches(files, toolchain), ...(substituted ? [substituted] : [])],

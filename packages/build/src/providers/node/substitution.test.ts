@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ManifestFile } from '../../manifests.js';
-import { bunSubstitution } from './substitution.js';
+import { detectProvider } from '../../provider.js';
+import { bunSubstitution as substitution } from './substitution.js';
+
+/** As prepareImage calls it: with the detection of the same manifests. */
+const bunSubstitution = (files: ManifestFile[]) => substitution(files, detectProvider(files));
 
 const f = (path: string, content = ''): ManifestFile => ({ path, content: Buffer.from(content) });
 
