@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
-import { NO_NEW_PRIVS, renderDockerfile, renderPrepDockerfile } from './dockerfile.js';
+import { installCommand, NO_NEW_PRIVS, renderDockerfile, renderPrepDockerfile } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe } from './recipe.js';
@@ -53,24 +53,25 @@ describe('deps Dockerfile hardening', () => {
     expect(prep.split('\n').slice(1, 3)).toEqual(['LABEL ca.sandbox.build=1', 'USER 0:0']);
     const deps = render(node);
     expect(deps.split('\n')[0]).toBe('FROM ca-sbx-base:node');
-    const runs = runCommands(deps);
-    expect(runs).toHaveLength(1);
-    const [install] = runs;
-    expect(install?.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
-    expect(install?.[5]).toContain('npm ci');
-    expect(install?.[5]).toContain(TOOLCHAIN_MARKER);
-    // The install user is set in the deps Dockerfile itself, before the install.
-    expect(deps.indexOf('\nUSER 1000:1000\n')).toBeLessThan(deps.indexOf('RUN '));
+    // The Dockerfile runs nothing: the install is a container of its image (run-install.ts).
+    expect(runCommands(deps)).toEqual([]);
+    const install = installCommand(builtinRecipe(node, detectProvider(node)));
+    expect(install.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
+    expect(install[5]).toContain('npm ci');
+    expect(install[5]).toContain(TOOLCHAIN_MARKER);
+    // The install user is the image's (its container runs as it too).
+    expect(deps).toContain('\nUSER 1000:1000\n');
     // Both are recognisable as ours when a killed build leaves them behind.
     expect(isOwnBuildCommand(setup)).toBe(true);
     expect(isOwnBuildCommand(install)).toBe(true);
   });
 
   it('without an install step the toolchain probe is the step, under setpriv too', () => {
-    const runs = runCommands(render([f('README.md')]));
-    expect(runs).toHaveLength(1);
-    expect(runs[0]?.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
-    expect(runs[0]?.[5]).toContain(TOOLCHAIN_MARKER);
+    const readme = [f('README.md')];
+    const probe = installCommand(builtinRecipe(readme, detectProvider(readme)));
+    expect(probe.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
+    expect(probe[5]).toContain(TOOLCHAIN_MARKER);
+    expect(isOwnBuildCommand(probe)).toBe(true);
   });
 
   it('isOwnBuildCommand: only our two RUN shapes', () => {

@@ -12,11 +12,14 @@ import {
   CACHE_LABEL_SOURCE,
   CONFINEMENT_MARKER,
   DEPS_VIEW_LABEL_VALUE,
+  DockerNotFoundError,
+  engine,
   formatSize,
   installConfinementRows,
   LABEL_DEPS_VIEW,
   UNOWNED_IMAGE_LABELS,
 } from '@ca-sandbox/docker';
+import { InvariantError } from '@ca-sandbox/docker/contracts';
 import { ensureBaseImage, resolveBaseImage } from './base-image.js';
 import { buildArgv } from './build-argv.js';
 import { removeBuildImages, removeImage } from './build-cleanup.js';
@@ -27,10 +30,10 @@ import { type ExtraCa, LABEL_CA } from './ca-trust.js';
 import { ensureClaudeImage } from './claude-code.js';
 import { depsImageBytes } from './deps-size.js';
 import { assertDepsViewLower } from './deps-view-check.js';
-import { LABEL_BUILD_ID, renderDockerfile } from './dockerfile.js';
+import { installCommand, LABEL_BUILD_ID, type RenderOptions, renderDockerfile } from './dockerfile.js';
 import { DepsImageTooLargeError, InstallConfinementError } from './errors.js';
 import { LABEL_CACHE_BUILDER, LABEL_CACHE_PROVIDER } from './image-cache.js';
-import { imageToolchain, labelImage } from './image-toolchain.js';
+import { imageToolchain } from './image-toolchain.js';
 import {
   type InstallFallback,
   installFallbacksFromOutput,
@@ -56,9 +59,10 @@ import {
   LOCKFILE_MARKER,
 } from './providers/node/lockfiles.js';
 import { nodeRuntimeFor, withNodeRuntime } from './providers/node/runtime.js';
+import { runQuietBuild } from './quiet-build.js';
 import type { InstallRecipe } from './recipe.js';
 import { maskSecrets, registrySecrets } from './registries.js';
-import { runBuild } from './run-build.js';
+import { removeInstallContainer, runInstall } from './run-install.js';
 import { sourceKey } from './tag.js';
 import {
   formatToolchain,
@@ -140,7 +144,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
     // /deps/src/node_modules (NODE_FINISH): that layer's /deps/src can be the lower of a box's
     // repo view (@ca-sandbox/docker repo-view.ts), and the image says so.
     const depsView = builder.name === 'builtin' && recipe.linkNodeModules && recipe.install.length > 0;
-    const dockerfile = renderDockerfile(prepImage, recipe, {
+    const renderOptions: RenderOptions = {
       ...(depsView ? { depsViewLower: true } : {}),
       ...(claudeImage ? { claudeImage } : {}),
       extraCa: input.ca !== undefined,
@@ -149,25 +153,28 @@ export async function buildImage(input: BuildImageInput): Promise<{
       buildLabels,
       image,
       limits: opts.limits,
-    });
+    };
+    const dockerfile = renderDockerfile(prepImage, recipe, renderOptions);
     const dockerfilePath = await writeDockerfile(context, dockerfile);
     const installs = recipe.install.length > 0;
     const egress = installs && opts.egress ? await opts.egress(input.detection.provider) : undefined;
     const network = installs ? (egress?.network ?? 'bridge') : 'none';
-    // No tag and no `--label` here: the labelled child gets the tag (labelImage), so the tag
-    // appears only on the complete image, and all labels are one step instead of one per flag.
+    const startedAt = Date.now();
+    // The image the install runs in: the manifests, the install user, the ENV. Nothing of the
+    // repo's runs in its build (no RUN), so it needs no network. Untagged: named by its id.
     const iidFile = join(context, 'image.id');
-    const argv = buildArgv({
-      network,
-      iidFile,
-      dockerfile: dockerfilePath,
-      context,
-      ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
-      limits: opts.limits,
+    await runQuietBuild({
+      argv: buildArgv({ network: 'none', iidFile, dockerfile: dockerfilePath, context, limits: opts.limits }),
+      image,
+      timeoutMs: opts.buildTimeoutMs,
+      memory: opts.buildMemory,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      cleanup: () => removeBuildImages(buildId),
     });
+    const preInstallImage = (await readFile(iidFile, 'utf8')).trim();
     emit({ type: 'build', image, network });
     log(
-      `docker build ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
+      `install for ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
     );
     installLog = await InstallLog.open(`${opts.repoPart}-${input.dephash}-${Date.now()}`);
     // pip's build lines and the walks' markers, from the whole output (InstallScriptsLines).
@@ -180,7 +187,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
     // The probe's line ends the install step; docker then commits what it wrote as the image's
     // layer, file by file (about 0.45 ms a file here: 20 s for 43,000), printing nothing.
     let committing = false;
-    const build = runBuild({
+    const install = runInstall({
       onLine: (line, layerBytes) => {
         if (!committing && installs && line.startsWith(TOOLCHAIN_MARKER)) {
           committing = true;
@@ -190,21 +197,23 @@ export async function buildImage(input: BuildImageInput): Promise<{
         if (line.startsWith(LOCKFILE_MARKER) && lockfileLines.push(line) > 16) lockfileLines.shift();
         scriptLines.push(line);
       },
-      argv,
       image,
+      preInstallImage,
+      command: installCommand(recipe, { ...renderOptions, ...(egress ? { proxyUrl: egress.proxyUrl } : {}) }),
+      network,
+      limits: opts.limits,
+      labels: { ...buildLabels, [LABEL_BUILD_ID]: buildId },
+      buildId,
       log,
       installLog,
-      timeoutMs: opts.buildTimeoutMs,
-      memory: opts.buildMemory,
-      baseImage: input.baseImage,
-      dockerfile,
-      buildId,
+      // What the pre-install build took is the install's less.
+      timeoutMs: Math.max(1000, opts.buildTimeoutMs - (Date.now() - startedAt)),
+      timeLimitMs: opts.buildTimeoutMs,
       maxDepsSize: opts.maxDepsSize,
-      buildLabels,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     // A step its guard stopped (confinementGuard) fails the build: the error names the rows.
-    const lines = await build.catch((error: unknown) => {
+    const { container, tail: lines } = await install.catch((error: unknown) => {
       const failures = installConfinementRows(confinement, opts.limits).filter((row) => !row.pass);
       throw confinement !== undefined && failures.length
         ? new InstallConfinementError(image, failures)
@@ -215,24 +224,14 @@ export async function buildImage(input: BuildImageInput): Promise<{
     // Node's install step prints its root lockfiles' hashes; other providers and builders none.
     const changedLocks = changedLocksFromOutput(lockfileLines, input.files);
     const installScripts = installScriptsFromOutput(scriptLines.lines);
-    // Repo-chosen paths: printable ASCII only in a Dockerfile LABEL line.
+    // Repo-chosen paths: printable ASCII only, as in a Dockerfile LABEL line before.
     const skipped = skippedScriptsLabel(recipe.skippedScripts ?? []);
     try {
       const rows = installConfinementRows(confinement, opts.limits);
       const failures = rows.filter((row) => !row.pass);
       if (failures.length) throw new InstallConfinementError(image, failures);
       log(`install step confined: ${rows.map((row) => row.id).join(', ')} (checked from inside it)`);
-      const built = (await readFile(iidFile, 'utf8')).trim();
-      // A write between two looks of the watch: the image itself is held to the cap too.
-      const added = await depsImageBytes(built, input.baseImage);
-      if (added > opts.maxDepsSize) throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
-      // A repo view's lower is resolved on the host: /deps and /deps/src must be directories.
-      if (depsView)
-        await assertDepsViewLower(built, image, `ca-sbx_check-${buildId}`, {
-          ...buildLabels,
-          [LABEL_BUILD_ID]: buildId,
-        });
-      await labelImage(built, image, {
+      const built = await commitInstall(container, preInstallImage, {
         [CACHE_LABEL]: '1',
         [CACHE_LABEL_DEPHASH]: input.dephash,
         [CACHE_LABEL_REPO]: opts.repoPart,
@@ -253,11 +252,24 @@ export async function buildImage(input: BuildImageInput): Promise<{
         [LABEL_DEPS_VIEW]: depsView ? DEPS_VIEW_LABEL_VALUE : '0',
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
+      // A write between two looks of the watch: the image itself is held to the cap too.
+      const added = await depsImageBytes(built, input.baseImage);
+      if (added > opts.maxDepsSize) throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
+      // A repo view's lower is resolved on the host: /deps and /deps/src must be directories.
+      if (depsView)
+        await assertDepsViewLower(built, image, `ca-sbx_check-${buildId}`, {
+          ...buildLabels,
+          [LABEL_BUILD_ID]: buildId,
+        });
+      // The tag last: it names a complete, checked image only.
+      await tagImage(built, image);
     } catch (error) {
-      // Every image of this build carries its id (the labelled one too, by inheritance).
+      // Every image of this build carries its id (the committed one too, from its container).
       await removeImage(image);
       await removeBuildImages(buildId);
       throw error;
+    } finally {
+      await removeInstallContainer(container);
     }
     emit({ type: 'built', image });
     await installLog.discard();
@@ -324,4 +336,30 @@ export function skippedScriptsLabel(entries: readonly string[]): string {
     kept.push(clean);
   }
   return kept.join('; ');
+}
+
+/**
+ * The install's layer as an untagged image with the cache labels (one commit: no label step).
+ * The engine would keep the container's command (the install step) as the image's CMD: it gets
+ * the pre-install image's (a shell when that has none), and its ENTRYPOINT.
+ */
+async function commitInstall(
+  container: string,
+  preInstallImage: string,
+  labels: Record<string, string>,
+): Promise<string> {
+  const preInstall = await engine.image.inspect(preInstallImage);
+  if (!preInstall) throw new DockerNotFoundError('image inspect', `No such image: ${preInstallImage}`);
+  return engine.container.commit(container, {
+    labels,
+    cmd: preInstall.Config.Cmd.length ? preInstall.Config.Cmd : ['/bin/sh'],
+    entrypoint: preInstall.Config.Entrypoint,
+  });
+}
+
+/** Tags `image` (`repository:tag`) on the image `id`. */
+async function tagImage(id: string, image: string): Promise<void> {
+  const at = image.lastIndexOf(':');
+  if (at <= 0 || image.lastIndexOf('/') > at) throw new InvariantError(`invalid image name ${image}`);
+  await engine.image.tag(id, image.slice(0, at), image.slice(at + 1));
 }

@@ -1,31 +1,12 @@
-import { DockerNotFoundError, engine, mayBeBuildStep } from '@ca-sandbox/docker';
+import { DockerNotFoundError, engine } from '@ca-sandbox/docker';
 
 /** How often the running install's layer is measured (each look walks the layer: not too often). */
 export const DEPS_SIZE_POLL_MS = 1500;
 
-/**
- * The largest writable layer (`SizeRw`, bytes) among the running RUN containers of one build:
- * they carry its build labels (a sandbox's only with role build) and run one of the Dockerfile's RUN lines.
- */
-export async function largestBuildLayer(
-  buildLabels: Record<string, string>,
-  dockerfile: string,
-): Promise<number> {
-  const labels = Object.entries(buildLabels).map(([key, value]) => `${key}=${value}`);
-  const listed = await engine.container.list({ labels, all: false }).catch(() => []);
-  if (listed.length === 0) return 0;
-  // A container gone meanwhile is skipped; each look walks its layer (`size`).
-  const docs = await Promise.all(
-    listed.map((item) => engine.container.inspect(item.id, { size: true }).catch(() => undefined)),
-  );
-  const runLines = new Set(dockerfile.split('\n').filter((line) => line.startsWith('RUN [')));
-  let largest = 0;
-  for (const d of docs) {
-    if (!d || !mayBeBuildStep(d.Config.Labels)) continue;
-    if (!runLines.has(`RUN ${JSON.stringify(d.Config.Cmd)}`)) continue;
-    if (typeof d.SizeRw === 'number' && d.SizeRw > largest) largest = d.SizeRw;
-  }
-  return largest;
+/** Bytes written in a container's layer (`SizeRw`), 0 when it is gone or the engine says nothing. */
+export async function layerBytes(container: string): Promise<number> {
+  const doc = await engine.container.inspect(container, { size: true }).catch(() => undefined);
+  return typeof doc?.SizeRw === 'number' ? doc.SizeRw : 0;
 }
 
 /** Bytes an image adds on top of its base (`Size` of each, as `docker image inspect` reports). */
@@ -48,13 +29,12 @@ export interface LayerWatch {
 }
 
 /**
- * Measures the build's running RUN layer every DEPS_SIZE_POLL_MS and calls `onOverCap` once it
- * holds more than `maxDepsSize`: the install's writes land in its RUN container's layer, so a disk
+ * Measures the install container's layer every DEPS_SIZE_POLL_MS and calls `onOverCap` once it
+ * holds more than `maxDepsSize`: the install's writes land in its container's layer, so a disk
  * fill is stopped near the cap instead of running until the time limit. `stopped()` ends it early.
  */
 export function watchInstallLayer(input: {
-  buildLabels: Record<string, string>;
-  dockerfile: string;
+  container: string;
   maxDepsSize: number;
   stopped: () => boolean;
   onOverCap: () => void;
@@ -76,8 +56,8 @@ export function watchInstallLayer(input: {
     while (watching && !input.stopped()) {
       await pause();
       if (!watching || input.stopped()) return;
-      const looked = await largestBuildLayer(input.buildLabels, input.dockerfile).catch(() => 0);
-      // A look after the step ended finds no running RUN container: the last size stays.
+      const looked = await layerBytes(input.container);
+      // A look that found nothing (the container gone) keeps the last size.
       if (looked > 0) seen = looked;
       if (looked > input.maxDepsSize) {
         written = looked;

@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { CA_BUNDLE_PATH, CA_TRUST_DIR, CA_TRUST_ENV, EXTRA_CA_PATH } from './ca-trust.js';
 import { renderClaudeDockerfile } from './claude-code.js';
 import { CLAUDE_CODE_VERSION } from './claude-code-pin.js';
+import type { RenderOptions } from './dockerfile.js';
 import {
   DEPS_SRC_IS_A_DIRECTORY,
   END_INSTALL_PROCESSES,
   envLines,
   envValue,
+  installCommand,
   installScript,
   PREP_SCRIPT,
   renderDockerfile,
@@ -25,8 +27,16 @@ const envEntries = (text: string): string[] =>
     .split('\n')
     .filter((line) => line.startsWith('ENV '))
     .flatMap((line) => [...line.matchAll(/([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => m[0]));
-const render = (files: ManifestFile[], base = 'ca-sbx-base:debian') =>
-  renderDockerfile(base, builtinRecipe(files, detectProvider(files)));
+/** What a deps build runs: its Dockerfile (no RUN: the install is a container) and the install's script. */
+const build = (base: string, recipe: ReturnType<typeof builtinRecipe>, options: RenderOptions = {}) => {
+  const command = installCommand(recipe, options);
+  return { dockerfile: renderDockerfile(base, recipe, options), command, script: command.at(-1) as string };
+};
+/** The Dockerfile, then the install's script. */
+const render = (files: ManifestFile[], base = 'ca-sbx-base:debian', options: RenderOptions = {}) => {
+  const { dockerfile, script } = build(base, builtinRecipe(files, detectProvider(files)), options);
+  return `${dockerfile}\n${script}`;
+};
 
 describe('renderDockerfile (built-in builder)', () => {
   it('node: manifests only, install as 1000 into /deps, exports NODE_PATH and .bin, no ARG', () => {
@@ -62,16 +72,30 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(lines.indexOf('USER 1000:1000')).toBeLessThan(lines.findIndex((l) => l.includes('npm ci')));
   });
 
-  it('the install RUN line names the image: concurrent builds of other repos never share it', () => {
+  it('the install step names the image: concurrent builds of other repos never share it', () => {
     const files = [f('package.json', '{}'), f('package-lock.json', '{}')];
     const recipe = builtinRecipe(files, detectProvider(files));
-    const run = (image: string) =>
-      renderDockerfile('node:22', recipe, { image })
-        .split('\n')
-        .find((line) => line.startsWith('RUN') && line.includes('npm ci'));
+    const run = (image: string) => build('node:22', recipe, { image }).script;
     expect(run('ca-sbx:a-1')).toContain(': ca-sandbox install for ca-sbx:a-1');
     expect(run('ca-sbx:a-1')).not.toBe(run('ca-sbx:b-2'));
-    expect(() => renderDockerfile('node:22', recipe, { image: 'x\nRUN evil' })).toThrow(/invalid image/);
+    expect(() => installCommand(recipe, { image: 'x\nRUN evil' })).toThrow(/invalid image/);
+  });
+
+  it('the install step exports the gateway as its proxy (never the image ENV), the other proxy variables empty', () => {
+    const files = [f('package.json', '{}'), f('package-lock.json', '{}')];
+    const recipe = builtinRecipe(files, detectProvider(files));
+    const { dockerfile, script } = build('node:22', recipe, {
+      proxyUrl: 'http://172.30.0.2:3128',
+    } as RenderOptions);
+    const exports = script.split('\n').filter((line) => /^export [A-Za-z_]*(proxy|PROXY)=/.test(line));
+    expect(exports).toContain("export HTTPS_PROXY='http://172.30.0.2:3128'");
+    expect(exports).toContain("export http_proxy='http://172.30.0.2:3128'");
+    expect(exports).toContain("export NO_PROXY=''");
+    expect(exports).toContain("export ALL_PROXY=''");
+    // Before anything of the repo's runs, and never in the image's ENV (a commit keeps a container's Env).
+    expect(script.indexOf('HTTPS_PROXY=')).toBeLessThan(script.indexOf('npm ci'));
+    expect(dockerfile).not.toMatch(/proxy/i);
+    expect(() => installCommand(recipe, { proxyUrl: "http://x:1' ; id ; '" })).toThrow(/invalid proxy/);
   });
 
   it("a repo view's install ends, after the last kill, by checking /deps/src is a directory of its own", () => {
@@ -264,8 +288,14 @@ describe('renderDockerfile (built-in builder)', () => {
   });
 
   it('plain: no install step', () => {
-    const text = render([f('Gemfile')]);
-    expect(text).not.toContain('RUN ["/bin/sh","-c","set -eu');
+    const { dockerfile, script } = build(
+      'ca-sbx-base:debian',
+      builtinRecipe([f('Gemfile')], detectProvider([f('Gemfile')])),
+    );
+    expect(dockerfile).not.toMatch(/^RUN /m);
+    // The probe alone, as the step.
+    expect(script).not.toContain('set -eu');
+    expect(script).toContain(TOOLCHAIN_MARKER);
   });
 
   it('refuses an invalid base image and escapes env values', () => {
@@ -285,20 +315,19 @@ describe('renderDockerfile (built-in builder)', () => {
   it('keys the install step by the source, so the layer cache is never shared across sources', () => {
     const files = [f('package.json', '{"scripts":{"postinstall":"x"}}')];
     const recipe = builtinRecipe(files, detectProvider(files));
-    const a = renderDockerfile('node:22', recipe, { sourceKey: 'aaaa000011112222' });
-    const b = renderDockerfile('node:22', recipe, { sourceKey: 'bbbb000011112222' });
-    const runs = (text: string) => text.split('\n').filter((line) => line.startsWith('RUN '));
-    const keyed = runs(a).filter((line) => line.includes('# ca-sbx source aaaa000011112222'));
-    // The key sits in the install step itself (the one that runs npm), nowhere else.
-    expect(keyed).toHaveLength(1);
-    expect(keyed[0]).toContain('npm');
-    expect(runs(a)).not.toEqual(runs(b));
-    expect(() => renderDockerfile('node:22', recipe, { sourceKey: 'x\nRUN evil' })).toThrow(/source key/);
+    const a = build('node:22', recipe, { sourceKey: 'aaaa000011112222' });
+    const b = build('node:22', recipe, { sourceKey: 'bbbb000011112222' });
+    // The key sits in the install step itself (the one that runs npm), not in the Dockerfile.
+    expect(a.script).toContain('# ca-sbx source aaaa000011112222');
+    expect(a.script).toContain('npm');
+    expect(a.dockerfile).not.toContain('aaaa000011112222');
+    expect(a.script).not.toEqual(b.script);
+    expect(() => installCommand(recipe, { sourceKey: 'x\nRUN evil' })).toThrow(/source key/);
   });
 
   it('the install step trusts the CA bundle baked in the prep image; the image ENV stays without it', () => {
     const files = [f('package.json', '{}')];
-    const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), { extraCa: true });
+    const text = render(files, 'node:22', { extraCa: true });
     // The bundle is the prep image's (root's): the deps build copies nothing of it.
     expect(text).not.toContain('extra-ca.pem /');
     for (const [name, value] of Object.entries(CA_TRUST_ENV))
@@ -308,7 +337,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(envEntries(text).filter((entry) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)=/.test(entry))).toEqual(
       [],
     );
-    const without = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)));
+    const without = render(files, 'node:22');
     expect(without).not.toContain('NODE_EXTRA_CA_CERTS');
   });
 
@@ -335,16 +364,14 @@ describe('renderDockerfile (built-in builder)', () => {
   it('--with-claude: the binary is copied as root before the install, and the probe must run it', () => {
     const claudeImage = 'ca-sbx:_claude-code-2.1.332-0123456789ab';
     const python = (files: ManifestFile[], options = { claudeImage }) =>
-      renderDockerfile('python:3.11', builtinRecipe(files, detectProvider(files)), options);
-    const lastRun = (text: string) =>
-      JSON.parse(
-        text
-          .split('\n')
-          .filter((line) => line.startsWith('RUN '))
-          .at(-1)
-          ?.slice(4) ?? '[]',
-      ).at(-1) as string;
-    const text = python([f('requirements.txt', 'six\n')]);
+      render(files, 'python:3.11', options);
+    const lastRun = (files: ManifestFile[]) =>
+      build('python:3.11', builtinRecipe(files, detectProvider(files)), { claudeImage }).script;
+    const text = build(
+      'python:3.11',
+      builtinRecipe([f('requirements.txt', 'six\n')], detectProvider([f('requirements.txt', 'six\n')])),
+      { claudeImage },
+    ).dockerfile;
     const lines = text.split('\n');
     const copy = lines.findIndex((line) => line.startsWith(`COPY --from=${claudeImage} --chown=0:0 `));
     expect(lines[copy]).toMatch(/ \/usr\/local\/bin\/claude$/);
@@ -353,7 +380,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(envEntries(text)).toContain('DISABLE_AUTOUPDATER="1"');
     // Checked before any code of the repo runs (a failure is the step's only line), and its
     // version joins the probe's marked line before the line ends.
-    const script = lastRun(text);
+    const script = lastRun([f('requirements.txt', 'six\n')]);
     const check = script.indexOf('/usr/local/bin/claude --version');
     expect(check).toBeGreaterThan(-1);
     expect(check).toBeLessThan(script.indexOf('pip install'));
@@ -362,7 +389,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(pair).toBeGreaterThan(script.indexOf(TOOLCHAIN_MARKER));
     expect(pair).toBeLessThan(script.indexOf('\necho\n'));
     // Without an install step the probe is the step, with the same check first.
-    const bare = lastRun(python([f('README.md')]));
+    const bare = lastRun([f('README.md')]);
     expect(bare.indexOf('/usr/local/bin/claude --version')).toBeLessThan(bare.indexOf(TOOLCHAIN_MARKER));
     expect(bare).toContain('printf "%s=%s," claude "$ca_sbx_claude"');
     expect(python([f('requirements.txt', 'six\n')], {} as { claudeImage: string })).not.toContain('claude');
@@ -373,13 +400,12 @@ describe('renderDockerfile (built-in builder)', () => {
 
   it('the toolchain probe runs in the install step, after every process of the install is killed', () => {
     const files = [f('package.json', '{}'), f('package-lock.json', '{}')];
-    const text = renderDockerfile('node:22', builtinRecipe(files, detectProvider(files)), {
+    const { dockerfile, script } = build('node:22', builtinRecipe(files, detectProvider(files)), {
       sourceKey: 'aaaa000011112222',
     });
-    const runs = text.split('\n').filter((line) => line.startsWith('RUN '));
-    // The install alone (the root set-up is the prep image's): no step of its own for the probe.
-    expect(runs).toHaveLength(1);
-    const script = JSON.parse(runs[0]?.slice(4) ?? '[]').at(-1) as string;
+    // No RUN in the Dockerfile (the root set-up is the prep image's, the install a container of
+    // its own): the probe is in the install's script, no step of its own.
+    expect(dockerfile).not.toMatch(/^RUN /m);
     const at = (needle: string) => script.indexOf(needle);
     // The install's lines in a subshell (their exports stay there), then the kill, then the probe.
     expect(at('\n(\nif [ -n "${HTTPS_PROXY')).toBeGreaterThan(-1);
@@ -389,7 +415,7 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(script).toContain(TOOLCHAIN_PROBE);
     // The install runs in /deps/src without a WORKDIR step (the prep image's WORKDIR is /work/repo).
     expect(script).toContain('\ncd /deps/src\n');
-    expect(text).not.toMatch(/^WORKDIR /m);
+    expect(dockerfile).not.toMatch(/^WORKDIR /m);
   });
 
   it('the Claude Code image installs the pinned package as 1000 without new privileges and checks the binary', () => {

@@ -4,6 +4,7 @@ import {
   confinementGuard,
   DEPS_DIR,
   DEPS_SRC,
+  DOCKER_CLI_PROXY_VARIABLES,
   ENV_NAME_PATTERN,
   type ProcessLimits,
   REPO_DIR,
@@ -257,7 +258,11 @@ function probe(options: RenderOptions): string {
  * (parseToolchain). A failed install never reaches the probe: the error's details are the
  * install's lines, as before.
  */
-export function installScript(recipe: InstallRecipe, options: RenderOptions = {}): string {
+export function installScript(
+  recipe: InstallRecipe,
+  options: RenderOptions = {},
+  proxies: readonly string[] = [],
+): string {
   if (options.sourceKey !== undefined && !/^[0-9a-f]{1,64}$/.test(options.sourceKey))
     throw new InvariantError('invalid source key');
   if (options.image !== undefined && !/^[a-z0-9][a-z0-9._:-]{0,200}$/.test(options.image))
@@ -265,6 +270,7 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
   return [
     ...(options.sourceKey ? [`# ca-sbx source ${options.sourceKey}`] : []),
     'set -eu',
+    ...proxies,
     // First, before anything of the repo's runs: what the step sees of its own confinement.
     ...confinement(options),
     ...(options.image ? [`: ca-sandbox install for ${options.image}`] : []),
@@ -287,11 +293,12 @@ export function installScript(recipe: InstallRecipe, options: RenderOptions = {}
 }
 
 /**
- * The deps-only Dockerfile, FROM the base's prep image (renderPrepDockerfile: /deps/src and
- * /work/repo made, setuid bits stripped, WORKDIR /work/repo): the context is the manifests alone,
- * copied to /deps/src; the install runs as 1000:1000 and what it leaves is under /deps (its step
- * empties /tmp and /work/repo), and the image runs
- * as 1000:1000 with HOME on the tmpfs. No ARG, no host value.
+ * The deps image's Dockerfile up to its install, FROM the base's prep image (renderPrepDockerfile:
+ * /deps/src and /work/repo made, setuid bits stripped, WORKDIR /work/repo): the context is the
+ * manifests alone, copied to /deps/src, then the install user and the image's ENV. It runs
+ * nothing of the repo's (no RUN): the install is a container of this image (installCommand, run by
+ * run-install.ts), whose layer is committed as the deps image. The image runs as 1000:1000 with
+ * HOME on the tmpfs. No ARG, no host value.
  */
 export function renderDockerfile(
   prepImage: string,
@@ -322,16 +329,47 @@ export function renderDockerfile(
     // The box reaches the API alone: no update check, telemetry or error reports to try (and fail).
     ...envLines([...recipe.env, ...(options.claudeImage ? CLAUDE_CODE_ENV : [])]),
   ];
-  // Every step that runs the repo's code (the install, and the probe: it runs the toolchain found
-  // on the image's PATH, /deps bins first) gains no privilege. The probe is part of the install
-  // step (see installScript); without an install it is the step.
-  if (recipe.install.length > 0) lines.push(runLine(installScript(recipe, options), NO_NEW_PRIVS));
-  else {
-    const check = options.claudeImage ? CLAUDE_VERSION : [];
-    lines.push(
-      runLine([...confinement(options), ...check, probe(options), CLEAN_TMP].join('\n'), NO_NEW_PRIVS),
-    );
-  }
   lines.push('');
   return lines.join('\n');
+}
+
+/**
+ * The proxy variables of the install (the docker CLI's set, see @ca-sandbox/docker): HTTP(S) name
+ * the egress gateway, the rest are empty. Exported by the step itself, never the container's Env:
+ * a commit keeps the container's Env in the image.
+ */
+function proxyExports(proxyUrl: string | undefined): string[] {
+  return shellEnv(
+    DOCKER_CLI_PROXY_VARIABLES.map((name) => ({
+      name,
+      value: proxyUrl && /^https?_proxy$/i.test(name) ? proxyUrl : '',
+    })),
+  );
+}
+
+/**
+ * The install container's command: the step's script under no-new-privileges (setpriv: no setuid
+ * or file-capability binary raises the privileges of anything it runs; the engine's
+ * no-new-privileges holds as well). Every step that runs the repo's code (the install, and the
+ * probe: it runs the toolchain found on the image's PATH, /deps bins first) is this one; without
+ * an install the probe is the step.
+ */
+export function installCommand(
+  recipe: InstallRecipe,
+  options: RenderOptions & { proxyUrl?: string } = {},
+): string[] {
+  if (options.proxyUrl !== undefined && !/^http:\/\/[A-Za-z0-9.-]{1,200}:[0-9]{1,5}$/.test(options.proxyUrl))
+    throw new InvariantError(`invalid proxy ${JSON.stringify(options.proxyUrl.slice(0, 100))}`);
+  const proxies = proxyExports(options.proxyUrl);
+  const script =
+    recipe.install.length > 0
+      ? installScript(recipe, options, proxies)
+      : [
+          ...proxies,
+          ...confinement(options),
+          ...(options.claudeImage ? CLAUDE_VERSION : []),
+          probe(options),
+          CLEAN_TMP,
+        ].join('\n');
+  return [...NO_NEW_PRIVS, '/bin/sh', '-c', script];
 }

@@ -85,9 +85,11 @@ export interface BuildFailureReport {
   details?: string[];
   /** The full build output on the host (under the user's state dir). */
   logFile?: string;
+  /** What failed, for the message: `docker build` (our own images) unless said (`the install step`). */
+  step?: string;
 }
 
-/** `docker build` of the dependency image failed: the message names the cause, `details` the lines. */
+/** The dependency image's install (or a build of ours) failed: the message names the cause, `details` the lines. */
 export class ImageBuildError extends CaSandboxError {
   readonly kind = 'failure';
   readonly code = 'IMAGE_BUILD_FAILED';
@@ -103,7 +105,7 @@ export class ImageBuildError extends CaSandboxError {
     const details = report.details ?? [];
     const cause = causeLine(details) ?? lastLine(output);
     super(
-      `dependency install failed (docker build of ${image} exited ${exitCode}): ${cause || 'no output'}` +
+      `dependency install failed (${report.step ?? 'docker build'} of ${image} exited ${exitCode}): ${cause || 'no output'}` +
         (memoryLimit && KILLED.test(output)
           ? ` (an install process was killed: likely over the memory limit ${memoryLimit}, option buildMemory)`
           : ''),
@@ -114,7 +116,7 @@ export class ImageBuildError extends CaSandboxError {
   }
 }
 
-/** `docker build` ran past its wall-clock limit: the client was killed and the build container removed. */
+/** The install (or a build of ours) ran past its wall-clock limit: it was killed and its container removed. */
 export class ImageBuildTimeoutError extends CaSandboxError {
   readonly kind = 'failure';
   readonly code = 'IMAGE_BUILD_TIMEOUT';
@@ -127,7 +129,7 @@ export class ImageBuildTimeoutError extends CaSandboxError {
     report: BuildFailureReport = {},
   ) {
     super(
-      `docker build of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
+      `${report.step ?? 'docker build'} of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
         `(buildTimeoutMs; setting build.timeoutSeconds or env CA_SANDBOX_BUILD_TIMEOUT, in seconds)`,
       { hint: logHint(report) },
     );

@@ -48,7 +48,7 @@ async function attempt(tree: Record<string, string>, options: Partial<PrepareIma
   } finally {
     // Whatever the outcome, the tag must not be left to a half-built image of ours.
     for (const line of lines) {
-      const tag = /^docker build (ca-sbx:\S+)/.exec(line)?.[1];
+      const tag = /^install for (ca-sbx:\S+)/.exec(line)?.[1];
       if (tag) images.add(tag);
     }
   }
@@ -106,12 +106,14 @@ describe('prepareImage: build limits (real engine)', () => {
     const failure = error as ImageBuildError;
     expect(failure.kind).toBe('failure');
     expect(failure.message).toMatch(
-      /^dependency install failed \(docker build of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ exited \d+\): /,
+      /^dependency install failed \(the install step of ca-sbx:build-limits-t[0-9a-f]{6}-\S+ exited \d+\): /,
     );
     expect(failure.message).toMatch(/memory limit 128m/);
     // The repo's install code ran, and it is what the limit killed.
     expect(lines).toContain(INSTALL_CODE_MARKER);
-    expect(lines.join('\n')).toMatch(/SIGKILL|137/);
+    expect(`${lines.join('\n')}\n${failure.message}`).toMatch(/SIGKILL|Killed/);
+    // SIGKILL's status, from the engine's wait of the install container.
+    expect(failure.exitCode).toBe(137);
     expect(await buildContainersLeft()).toEqual([]);
   });
 

@@ -217,7 +217,7 @@ describe('a failing install (real engine)', () => {
     const error = await prepare(fixture, 'fails').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImageBuildError);
     const failure = error as ImageBuildError;
-    expect(failure.message).toMatch(/^dependency install failed \(docker build of \S+ exited 1\): /);
+    expect(failure.message).toMatch(/^dependency install failed \(the install step of \S+ exited 1\): /);
     expect(failure.message).toMatch(/: npm error 404 Not Found - GET \S+ca-sbx-no-such-package-4f1c/);
     expect(failure.details.some((line) => /npm error (code E)?404/.test(line))).toBe(true);
     expect(failure.details.join('\n')).not.toMatch(/find \/tmp|returned a non-zero code/);

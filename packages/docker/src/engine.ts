@@ -52,6 +52,12 @@ import {
   parseAnswer,
   type VolumeInspect,
 } from './inspect.js';
+import {
+  type CommitChanges,
+  commitContainer,
+  createInstallContainer,
+  type InstallContainerConfig,
+} from './install-container.js';
 import type { InternalExecOptions } from './internal-exec.js';
 
 /** Selects objects by `key=value` labels (all must match) and other engine filters. */
@@ -220,6 +226,13 @@ export interface ContainerVerbs {
    * resolves when the container stops or kill() is called; never rejects (`error` says why not).
    */
   follow(ref: string, options?: { since?: Date; follow?: boolean }): LogFollow;
+  /**
+   * Creates a dependency install's container from the body @ca-sandbox/build made (its own shape:
+   * a writable root, no init; cap-drop ALL, no-new-privileges, no mount), not started; its id.
+   */
+  createInstall(name: string, config: InstallContainerConfig): Promise<string>;
+  /** Commits a stopped container as a new, untagged image (`changes` on top of its config); the image's id. */
+  commit(ref: string, changes: CommitChanges): Promise<string>;
 }
 
 /** A followed log: its two streams, and a stop. */
@@ -491,6 +504,8 @@ const container: ContainerVerbs = {
   create: createContainer,
   run: runContainerConfig,
   follow: followLogs,
+  createInstall: createInstallContainer,
+  commit: commitContainer,
 };
 
 const volume: VolumeVerbs = {

@@ -68,6 +68,14 @@ export {
   type VolumeInspect,
   VolumeInspectSchema,
 } from './inspect.js';
+export {
+  assertInstallConfig,
+  type CommitChanges,
+  INSTALL_LOG_CONFIG,
+  type InstallContainerConfig,
+  type InstallHostConfig,
+  installContainerName,
+} from './install-container.js';
 export * from './process.js';
 export {
   hasRepoView,

@@ -113,10 +113,15 @@ export const ImageInspectSchema = z.object({
   Size: z.number().optional(),
   Created: z.string().optional(),
   Config: z
-    .object({ Env: nullableArray(z.string()), Labels: nullableRecord(z.string()) })
+    .object({
+      Env: nullableArray(z.string()),
+      Labels: nullableRecord(z.string()),
+      Cmd: nullableArray(z.string()),
+      Entrypoint: nullableArray(z.string()),
+    })
     .loose()
     .nullish()
-    .transform((value) => value ?? { Env: [], Labels: {} }),
+    .transform((value) => value ?? { Env: [], Labels: {}, Cmd: [], Entrypoint: [] }),
   /** Where the storage driver keeps the image's layers (overlay2: UpperDir and LowerDir, colon-separated). */
   GraphDriver: z
     .object({ Name: z.string().optional().default(''), Data: nullableRecord(z.string()) })

@@ -33,7 +33,7 @@ describe('hostile install output', () => {
     const text = await cli(['create', join(fixtures, 'fails'), '--network', 'clone-then-cut'], env);
     expect(text.exitCode).toBe(1);
     expect(text.stderr).toMatch(
-      /^error: dependency install failed \(docker build of \S+ exited \d+\): npm error/m,
+      /^error: dependency install failed \(the install step of \S+ exited \d+\): npm error/m,
     );
     expect(text.stderr).toContain('npm error fake cause');
     expect(text.stderr).not.toMatch(TERMINAL_CONTROL);

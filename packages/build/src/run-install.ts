@@ -1,0 +1,198 @@
+import {
+  BOX_USER,
+  CPU_PERIOD,
+  cpuQuota,
+  engine,
+  INSTALL_LOG_CONFIG,
+  type InstallContainerConfig,
+  installContainerName,
+  parseSize,
+  processUlimits,
+} from '@ca-sandbox/docker';
+import { InvariantError, sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
+import type { BuildLimits } from './build-argv.js';
+import { removeBuildImages } from './build-cleanup.js';
+import { watchInstallLayer } from './deps-size.js';
+import { DepsImageTooLargeError, ImageBuildError, ImageBuildTimeoutError } from './errors.js';
+import { type InstallLog, meaningfulLines } from './install-log.js';
+
+export interface RunInstallInput {
+  /** The deps image being made, as the errors name it. */
+  image: string;
+  /** The image the install runs in (renderDockerfile's, by id): its container's layer is the install. */
+  preInstallImage: string;
+  /** installCommand's argv. */
+  command: string[];
+  /** `none`, `bridge`, or the sandbox's internal egress network. */
+  network: string;
+  limits: BuildLimits;
+  /** The build's labels and its id: the container is found by them (`destroy`, `prune`, clean-up). */
+  labels: Record<string, string>;
+  buildId: string;
+  log: (line: string) => void;
+  installLog: InstallLog;
+  /** What is left of the build's time limit when the install starts. */
+  timeoutMs: number;
+  /** The build's time limit as set (buildTimeoutMs), as a timeout's error names it. */
+  timeLimitMs: number;
+  maxDepsSize: number;
+  signal?: AbortSignal;
+  /**
+   * Every line, cleaned, as it comes (the returned tail holds the last TAIL_LINES only), with the
+   * install layer's size at the watch's last look (0 before the first).
+   */
+  onLine?: (line: string, layerBytes: number) => void;
+}
+
+/** The install's container, exited 0, and the last lines of its output. */
+export interface InstallRun {
+  /** Its id: the caller commits it, then removes it (removeInstallContainer). */
+  container: string;
+  tail: string[];
+}
+
+/** Where one line of install output is cut (a minified bundle printed by an install script). */
+const MAX_LOG_LINE = 2000;
+/** Lines of output kept for the error (the toolchain probe's among them on success). */
+const TAIL_LINES = 200;
+/** A line longer than this without a newline is passed on in pieces. */
+const MAX_PENDING_LINE = 8192;
+
+type StopReason = 'timeout' | 'abort' | 'disk';
+
+/** How a failure names the install in its message. */
+const INSTALL_STEP = 'the install step';
+
+/** The install container's body: the box's hardening where an install can have it (install-container.ts). */
+export function installContainerConfig(input: RunInstallInput): InstallContainerConfig {
+  const memory = parseSize(input.limits.memory);
+  if (memory === undefined) throw new InvariantError(`invalid build memory ${input.limits.memory}`);
+  return {
+    Image: input.preInstallImage,
+    Entrypoint: [],
+    Cmd: input.command,
+    User: BOX_USER,
+    Labels: input.labels,
+    HostConfig: {
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: false,
+      Memory: memory,
+      MemorySwap: memory,
+      CpuPeriod: CPU_PERIOD,
+      CpuQuota: cpuQuota(input.limits.cpus),
+      // No core dumps, a file size cap and (per uid) a process cap: what the install step checks
+      // it got from the inside (installConfinementRows).
+      Ulimits: processUlimits({ fileSize: input.limits.fileSize, processes: input.limits.processes }),
+      Init: false,
+      NetworkMode: input.network,
+      LogConfig: INSTALL_LOG_CONFIG,
+    },
+  };
+}
+
+/**
+ * Runs the install as a container of the pre-install image under supervision (time limit, abort
+ * signal, the deps cap watched on its layer), its output followed line by line; resolves once it
+ * exited 0 with the stopped container (committed by the caller: its layer is the deps image's).
+ * A stopped or failed install leaves nothing: its container and the build's images are removed
+ * before the error.
+ */
+export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
+  const { image, signal } = input;
+  const container = await engine.container.createInstall(
+    installContainerName(input.buildId),
+    installContainerConfig(input),
+  );
+  const tail: string[] = [];
+  const onLine = (line: string) => {
+    // The install's output is the repo's: no control sequences reach the caller's terminal.
+    const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
+    tail.push(clean);
+    if (tail.length > TAIL_LINES) tail.shift();
+    input.installLog.write(clean);
+    input.log(clean);
+    input.onLine?.(clean, watch.seen);
+  };
+  let stopped: StopReason | undefined;
+  // SIGKILL at once (`stop -t 0`), as the legacy builder's cancel did: the step has nothing to save.
+  const stop = (why: StopReason) => {
+    if (stopped) return;
+    stopped = why;
+    void engine.container.stop(container, { timeoutSeconds: 0 }).catch(() => undefined);
+  };
+  const onAbort = () => stop('abort');
+  const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
+  const watch = watchInstallLayer({
+    container,
+    maxDepsSize: input.maxDepsSize,
+    stopped: () => stopped !== undefined,
+    onOverCap: () => stop('disk'),
+  });
+  let succeeded = false;
+  try {
+    // Aborted before the start: nothing of the repo's runs.
+    if (signal?.aborted) stop('abort');
+    else {
+      signal?.addEventListener('abort', onAbort, { once: true });
+      await engine.container.start(container);
+    }
+    // The whole log, from its first line (json-file keeps it): nothing printed before this is lost.
+    const follow = engine.container.follow(container);
+    const read = Promise.all([pumpLines(follow.stdout, onLine), pumpLines(follow.stderr, onLine)]);
+    const exitCode = stopped ? undefined : await engine.container.wait(container).catch(() => undefined);
+    // The log ends with the container; a stop above ends it too.
+    if (stopped) follow.kill();
+    await follow;
+    // Every line, the last unterminated one too, before the tail is read.
+    await read;
+    await watch.stop();
+    if (exitCode === 0 && !stopped) {
+      succeeded = true;
+      return { container, tail };
+    }
+    const report = { details: meaningfulLines(tail), logFile: input.installLog.path, step: INSTALL_STEP };
+    const output = tail.join('\n');
+    if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeLimitMs, output, report);
+    if (stopped === 'disk')
+      throw new DepsImageTooLargeError(image, input.maxDepsSize, watch.written, 'install');
+    throw new ImageBuildError(image, exitCode ?? 137, output, input.limits.memory, report);
+  } finally {
+    void watch.stop();
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+    if (!succeeded) {
+      await removeInstallContainer(container);
+      // The pre-install image's steps (untagged): found by the build id.
+      await removeBuildImages(input.buildId);
+    }
+  }
+}
+
+/** Removes an install container (killed if it still runs); absent is fine. */
+export async function removeInstallContainer(container: string): Promise<void> {
+  await engine.container.remove(container, { force: true }).catch(() => false);
+}
+
+/**
+ * Splits a stream into lines (CR LF or LF) for `onLine`; an unterminated rest comes at the end.
+ * Resolves once the stream ended and its last line was passed on.
+ */
+function pumpLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
+  let rest = '';
+  stream.on('data', (chunk: Buffer) => {
+    const lines = (rest + chunk.toString('utf8')).split(/\r?\n/);
+    rest = lines.pop() ?? '';
+    for (const line of lines) onLine(line);
+    if (rest.length > MAX_PENDING_LINE) {
+      onLine(rest);
+      rest = '';
+    }
+  });
+  return new Promise((resolve) => {
+    stream.on('end', () => {
+      if (rest) onLine(rest);
+      resolve();
+    });
+  });
+}
