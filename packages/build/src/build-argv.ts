@@ -23,7 +23,7 @@ export interface BuildLimits {
 }
 
 export interface BuildArgvInput {
-  /** The tag; none for a deps build (its labelled child gets it: labelImage). */
+  /** The tag; none for a pre-install build (named by its id: the install's commit gets the tag). */
   image?: string;
   /**
    * Where the docker client writes the built image's id: a build without a tag is named by it,

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
-import { installCommand, NO_NEW_PRIVS, renderDockerfile, renderPrepDockerfile } from './dockerfile.js';
+import {
+  installCommand,
+  NO_NEW_PRIVS,
+  PREP_SCRIPT,
+  renderDockerfile,
+  renderPrepDockerfile,
+  TIME_LIMIT,
+} from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
 import { builtinRecipe } from './recipe.js';
@@ -55,10 +62,20 @@ describe('deps Dockerfile hardening', () => {
     expect(deps.split('\n')[0]).toBe('FROM ca-sbx-base:node');
     // The Dockerfile runs nothing: the install is a container of its image (run-install.ts).
     expect(runCommands(deps)).toEqual([]);
-    const install = installCommand(builtinRecipe(node, detectProvider(node)));
-    expect(install.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
-    expect(install[5]).toContain('npm ci');
-    expect(install[5]).toContain(TOOLCHAIN_MARKER);
+    const install = installCommand(builtinRecipe(node, detectProvider(node)), { timeoutMs: 900_000 });
+    // Its PID 1 bounds it in time even when nothing on the host is left to stop it (a create
+    // killed with SIGKILL): a minute past the host's own limit.
+    expect(install.slice(0, 8)).toEqual([
+      ...NO_NEW_PRIVS,
+      TIME_LIMIT,
+      '--signal=KILL',
+      '960s',
+      '/bin/sh',
+      '-c',
+    ]);
+    expect(install[8]).toContain('npm ci');
+    expect(install[8]).toContain(TOOLCHAIN_MARKER);
+    expect(PREP_SCRIPT).toContain(`[ -x ${TIME_LIMIT} ]`);
     // The install user is the image's (its container runs as it too).
     expect(deps).toContain('\nUSER 1000:1000\n');
     // Both are recognisable as ours when a killed build leaves them behind.

@@ -187,6 +187,8 @@ export async function buildImage(input: BuildImageInput): Promise<{
     // The probe's line ends the install step; docker then commits what it wrote as the image's
     // layer, file by file (about 0.45 ms a file here: 20 s for 43,000), printing nothing.
     let committing = false;
+    // What the pre-install build took is the install's less.
+    const remainingMs = Math.max(1000, opts.buildTimeoutMs - (Date.now() - startedAt));
     const install = runInstall({
       onLine: (line, layerBytes) => {
         if (!committing && installs && line.startsWith(TOOLCHAIN_MARKER)) {
@@ -199,15 +201,18 @@ export async function buildImage(input: BuildImageInput): Promise<{
       },
       image,
       preInstallImage,
-      command: installCommand(recipe, { ...renderOptions, ...(egress ? { proxyUrl: egress.proxyUrl } : {}) }),
+      command: installCommand(recipe, {
+        ...renderOptions,
+        ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
+        timeoutMs: remainingMs,
+      }),
       network,
       limits: opts.limits,
       labels: { ...buildLabels, [LABEL_BUILD_ID]: buildId },
       buildId,
       log,
       installLog,
-      // What the pre-install build took is the install's less.
-      timeoutMs: Math.max(1000, opts.buildTimeoutMs - (Date.now() - startedAt)),
+      timeoutMs: remainingMs,
       timeLimitMs: opts.buildTimeoutMs,
       maxDepsSize: opts.maxDepsSize,
       ...(opts.signal ? { signal: opts.signal } : {}),

@@ -9,8 +9,8 @@ import {
   DEPS_SRC,
   DockerCommandError,
   engine,
+  mayBeBuildStep,
   REPO_DIR,
-  SANDBOX_LABEL,
 } from '@ca-sandbox/docker';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 
@@ -86,7 +86,7 @@ export function isOwnBuildCommand(cmd: unknown): boolean {
   return words[0] === '/bin/sh' && words[1] === '-c' && (words[2] ?? '').startsWith(OWN_HISTORY_MARK);
 }
 
-/** Stopped containers of our build steps: build label, no sandbox label, one of our RUN commands. */
+/** Stopped containers of our builds: build label, no sandbox's but a build's role, one of our commands. */
 async function stoppedBuildContainers(
   scope: BuildLeftoverScope,
 ): Promise<{ name: string; labels: Record<string, string> }[]> {
@@ -103,8 +103,10 @@ async function stoppedBuildContainers(
     const ours =
       doc !== undefined &&
       !doc.State.Running &&
-      // A step of a sandbox's create carries the sandbox's labels: the sandbox sweep takes it.
-      !doc.Config.Labels[SANDBOX_LABEL] &&
+      // A sandbox's install container (role build) too: it holds the build's images, and a stopped
+      // one of a build that no longer runs is nothing but a leftover (its create ended or died).
+      // The sandbox's sweep takes it as well; its other objects stay for that sweep.
+      mayBeBuildStep(doc.Config.Labels) &&
       doc.Config.Labels[BUILD_LABEL] === '1' &&
       isOwnBuildCommand(doc.Config.Cmd);
     return ours ? [{ name: doc.Name.replace(/^\//, ''), labels: doc.Config.Labels }] : [];

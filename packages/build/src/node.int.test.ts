@@ -47,8 +47,11 @@ async function prepare(fixture: FixtureRepo, options: Partial<PrepareImageOption
     ...options,
   });
   if (result.image.startsWith('ca-sbx:')) images.add(result.image);
-  // The dependency build has a context (`--file`); the toolchain label build reads stdin.
-  const builds = argvs.filter((argv) => argv[0] === 'build' && argv.includes('--file'));
+  // The pre-install build has a context (`--file`) and no tag (a prep image's build, made when the
+  // base has none yet, has its tag); a build reading stdin would be a label build.
+  const builds = argvs.filter(
+    (argv) => argv[0] === 'build' && argv.includes('--file') && !argv.includes('--tag'),
+  );
   return {
     result,
     events,
@@ -83,10 +86,18 @@ describe('prepareImage: node (real engine)', () => {
         linkNodeModules: true,
       });
       expect(result.image).toMatch(/^ca-sbx:build-int-t[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{24}$/);
+      // One build (the pre-install image: no RUN, no network), no label build: the install is a
+      // container of the engine API, its layer committed with the labels.
       expect(builds).toHaveLength(1);
-      expect(labelBuilds).toHaveLength(1);
-      expect(labelBuilds[0]).toEqual(expect.arrayContaining(['--network', 'none']));
-      expect(builds[0]).toEqual(expect.arrayContaining(['--network', 'bridge']));
+      expect(labelBuilds).toHaveLength(0);
+      expect(builds[0]).toEqual(expect.arrayContaining(['--network', 'none']));
+      const api = argvs.filter((argv) => argv[0] === '(engine API)').map((argv) => argv.slice(1).join(' '));
+      expect(api).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^POST \/containers\/create\?name=ca-sbx_install-[0-9a-f]{24}$/),
+          expect.stringMatching(/^POST \/commit\?container=/),
+        ]),
+      );
       // The only build args are the blanked proxy variables: no host value reaches the image.
       const buildArgs = builds[0]?.flatMap((arg, i, all) => (arg === '--build-arg' ? [all[i + 1]] : []));
       expect(buildArgs?.sort()).toEqual(PROXY_BUILD_ARGS.map((name) => `${name}=`).sort());

@@ -60,7 +60,7 @@ const PrepareOptionsSchema = z.strictObject({
    * The source's identity (a URL without credentials, a local directory's realpath): part of the
    * cache key, so a deps image is only ever reused by the source that built it.
    */
-  // No control character: the source is a label value written into a Dockerfile (labelImage).
+  // No control character: the source is a label value (the deps image's, shown by `ls --images`).
   source: z
     .string()
     .min(1)

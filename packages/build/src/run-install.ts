@@ -4,6 +4,7 @@ import {
   cpuQuota,
   engine,
   INSTALL_LOG_CONFIG,
+  type InstallAttach,
   type InstallContainerConfig,
   installContainerName,
   parseSize,
@@ -13,6 +14,7 @@ import { InvariantError, sanitizeForTerminal } from '@ca-sandbox/docker/contract
 import type { BuildLimits } from './build-argv.js';
 import { removeBuildImages } from './build-cleanup.js';
 import { watchInstallLayer } from './deps-size.js';
+import { LABEL_BUILD_ID } from './dockerfile.js';
 import { DepsImageTooLargeError, ImageBuildError, ImageBuildTimeoutError } from './errors.js';
 import { type InstallLog, meaningfulLines } from './install-log.js';
 
@@ -73,6 +75,8 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
     Cmd: input.command,
     User: BOX_USER,
     Labels: input.labels,
+    OpenStdin: true,
+    StdinOnce: true,
     HostConfig: {
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
@@ -81,9 +85,12 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
       MemorySwap: memory,
       CpuPeriod: CPU_PERIOD,
       CpuQuota: cpuQuota(input.limits.cpus),
+      PidsLimit: input.limits.processes,
       // No core dumps, a file size cap and (per uid) a process cap: what the install step checks
       // it got from the inside (installConfinementRows).
       Ulimits: processUlimits({ fileSize: input.limits.fileSize, processes: input.limits.processes }),
+      // The step's own PID 1 (its time bound, or its shell): `kill -KILL -1` in the shell reaches
+      // every process the install left and spares that one (installScript).
       Init: false,
       NetworkMode: input.network,
       LogConfig: INSTALL_LOG_CONFIG,
@@ -103,6 +110,10 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
   const container = await engine.container.createInstall(
     installContainerName(input.buildId),
     installContainerConfig(input),
+  );
+  // The kept log says what it is the log of (the build's id finds what the build made).
+  input.installLog.write(
+    `ca-sandbox: the install for ${image}, container ${installContainerName(input.buildId)} (${LABEL_BUILD_ID}=${input.buildId}), network ${input.network}`,
   );
   const tail: string[] = [];
   const onLine = (line: string) => {
@@ -130,20 +141,23 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
     onOverCap: () => stop('disk'),
   });
   let succeeded = false;
+  let attach: InstallAttach | undefined;
   try {
+    // Before the start (nothing printed is lost), released once the container exited: its output
+    // comes over it, and this process's end is the install's (STDIN_WATCH), as a build ended with
+    // its client.
+    attach = await engine.container.attachInstall(container);
+    const read = Promise.all([pumpLines(attach.stdout, onLine), pumpLines(attach.stderr, onLine)]);
     // Aborted before the start: nothing of the repo's runs.
     if (signal?.aborted) stop('abort');
     else {
       signal?.addEventListener('abort', onAbort, { once: true });
       await engine.container.start(container);
     }
-    // The whole log, from its first line (json-file keeps it): nothing printed before this is lost.
-    const follow = engine.container.follow(container);
-    const read = Promise.all([pumpLines(follow.stdout, onLine), pumpLines(follow.stderr, onLine)]);
     const exitCode = stopped ? undefined : await engine.container.wait(container).catch(() => undefined);
-    // The log ends with the container; a stop above ends it too.
-    if (stopped) follow.kill();
-    await follow;
+    // The output ends with the container; a stop cuts it.
+    if (stopped) attach.release();
+    await attach.ended;
     // Every line, the last unterminated one too, before the tail is read.
     await read;
     await watch.stop();
@@ -158,6 +172,7 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
       throw new DepsImageTooLargeError(image, input.maxDepsSize, watch.written, 'install');
     throw new ImageBuildError(image, exitCode ?? 137, output, input.limits.memory, report);
   } finally {
+    attach?.release();
     void watch.stop();
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);

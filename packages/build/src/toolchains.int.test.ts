@@ -226,8 +226,8 @@ describe('a failing install (real engine)', () => {
     expect(log).toContain('ca-sbx-no-such-package-4f1c');
     expect(failure.hint).toBe(`full install log: ${failure.logFile}`);
     rmSync(failure.logFile ?? '', { force: true });
-    // Nothing of the build is left: no image of its build id (the kept log has our LABEL step), no context.
-    const buildId = log.match(new RegExp(`LABEL ${LABEL_BUILD_ID}=([0-9a-f]+)`))?.[1];
+    // Nothing of the build is left: no image of its build id (the kept log's first line names it), no context.
+    const buildId = log.match(new RegExp(`${LABEL_BUILD_ID.replace(/\./g, '\\.')}=([0-9a-f]+)`))?.[1];
     expect(buildId).toMatch(/^[0-9a-f]{24}$/);
     const left = await docker([
       'image',

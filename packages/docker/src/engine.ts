@@ -33,13 +33,7 @@ import {
 } from './engine-exec.js';
 import { InvariantError } from './error-base.js';
 import { DockerEngineError, DockerNotFoundError, DockerResponseError } from './errors.js';
-import {
-  type DockerChild,
-  type DockerResult,
-  type DockerRunOptions,
-  docker,
-  spawnDocker,
-} from './exec-docker.js';
+import { type DockerResult, type DockerRunOptions, docker } from './exec-docker.js';
 import { dockerInfo } from './info.js';
 import {
   type ContainerInspect,
@@ -53,9 +47,11 @@ import {
   type VolumeInspect,
 } from './inspect.js';
 import {
+  attachInstall,
   type CommitChanges,
   commitContainer,
   createInstallContainer,
+  type InstallAttach,
   type InstallContainerConfig,
 } from './install-container.js';
 import type { InternalExecOptions } from './internal-exec.js';
@@ -231,6 +227,8 @@ export interface ContainerVerbs {
    * a writable root, no init; cap-drop ALL, no-new-privileges, no mount), not started; its id.
    */
   createInstall(name: string, config: InstallContainerConfig): Promise<string>;
+  /** Attaches to an install container before its start: its output, and its stdin held (attachInstall). */
+  attachInstall(ref: string): Promise<InstallAttach>;
   /** Commits a stopped container as a new, untagged image (`changes` on top of its config); the image's id. */
   commit(ref: string, changes: CommitChanges): Promise<string>;
 }
@@ -321,12 +319,11 @@ export interface ImageVerbs {
    */
   pull(ref: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
   /**
-   * `docker build` through the CLI with the legacy builder (DOCKER_BUILDKIT=0): its step log is
-   * what our build reports and supervises. Buffered form (the Dockerfile as `input`)...
+   * `docker build` through the CLI with the legacy builder (DOCKER_BUILDKIT=0), buffered (the
+   * Dockerfile may come as `input`): our own images only; a dependency install is a container
+   * (`container.createInstall`), never a build step.
    */
   build(argv: readonly string[], options?: DockerRunOptions): Promise<DockerResult>;
-  /** ...and streamed form (the caller reads the log as it comes and may kill the client). */
-  buildStream(argv: readonly string[]): DockerChild;
 }
 
 export interface ExecVerbs {
@@ -505,6 +502,7 @@ const container: ContainerVerbs = {
   run: runContainerConfig,
   follow: followLogs,
   createInstall: createInstallContainer,
+  attachInstall,
   commit: commitContainer,
 };
 
@@ -636,11 +634,6 @@ const image: ImageVerbs = {
   async build(argv, options) {
     if (argv[0] !== 'build') throw new InvariantError('engine.image.build: the argv must start with `build`');
     return docker(argv, options);
-  },
-  buildStream(argv) {
-    if (argv[0] !== 'build')
-      throw new InvariantError('engine.image.buildStream: the argv must start with `build`');
-    return spawnDocker(argv, { stdout: 'pipe', stderr: 'pipe' });
   },
 };
 

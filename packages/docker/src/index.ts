@@ -72,6 +72,7 @@ export {
   assertInstallConfig,
   type CommitChanges,
   INSTALL_LOG_CONFIG,
+  type InstallAttach,
   type InstallContainerConfig,
   type InstallHostConfig,
   installContainerName,

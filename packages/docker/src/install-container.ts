@@ -6,16 +6,18 @@
 // What it shares with the box: cap-drop ALL, no-new-privileges, an unprivileged user, the
 // process limits, no mount at all, and a bounded log.
 
+import { PassThrough, type Readable } from 'node:stream';
 import type { UlimitConfig } from './container-create.js';
-import { engineJson, query } from './engine-client.js';
+import { engineHijack, engineJson, query, segment } from './engine-client.js';
+import { demultiplex } from './engine-exec.js';
 import { InvariantError } from './error-base.js';
 import { DockerResponseError } from './errors.js';
 
-/** The log an install's output is read from: bounded on the host's disk (json-file rotates). */
-export const INSTALL_LOG_CONFIG = {
-  Type: 'json-file',
-  Config: { 'max-size': '16m', 'max-file': '2' },
-} as const;
+/**
+ * No log: the install's output is read over its attach (attachInstall), and what its processes
+ * write is kept nowhere on the host's disk.
+ */
+export const INSTALL_LOG_CONFIG = { Type: 'none', Config: {} } as const;
 
 export interface InstallHostConfig {
   CapDrop: ['ALL'];
@@ -27,6 +29,11 @@ export interface InstallHostConfig {
   MemorySwap: number;
   CpuPeriod: number;
   CpuQuota: number;
+  /**
+   * The container's own process cap (its cgroup's pids limit): the legacy builder had none, only
+   * RLIMIT_NPROC, which counts the uid's processes across the host (Ulimits keeps it too).
+   */
+  PidsLimit: number;
   Ulimits: UlimitConfig[];
   Init: false;
   /** `none`, `bridge`, or the sandbox's internal egress network. */
@@ -43,10 +50,26 @@ export interface InstallContainerConfig {
   Cmd: string[];
   User: string;
   Labels: Record<string, string>;
+  /**
+   * The install holds its creator's attach on stdin (attachInstall): when the creating process
+   * dies, even by SIGKILL, the engine closes the container's stdin and the step ends itself (its
+   * stdin watch), as the legacy builder cancelled a build whose client went away.
+   */
+  OpenStdin: true;
+  StdinOnce: true;
   HostConfig: InstallHostConfig;
 }
 
-const CONFIG_KEYS = new Set(['Image', 'Entrypoint', 'Cmd', 'User', 'Labels', 'HostConfig']);
+const CONFIG_KEYS = new Set([
+  'Image',
+  'Entrypoint',
+  'Cmd',
+  'User',
+  'Labels',
+  'OpenStdin',
+  'StdinOnce',
+  'HostConfig',
+]);
 const HOST_CONFIG_KEYS = new Set([
   'CapDrop',
   'SecurityOpt',
@@ -55,6 +78,7 @@ const HOST_CONFIG_KEYS = new Set([
   'MemorySwap',
   'CpuPeriod',
   'CpuQuota',
+  'PidsLimit',
   'Ulimits',
   'Init',
   'NetworkMode',
@@ -84,6 +108,7 @@ export function assertInstallConfig(config: InstallContainerConfig): void {
     throw new InvariantError('install container: the user must be a numeric uid:gid, not root');
   if (host.Memory <= 0 || host.MemorySwap !== host.Memory)
     throw new InvariantError('install container: a memory limit, and no swap on top of it');
+  if (!(host.PidsLimit > 0)) throw new InvariantError('install container: a process limit');
   if (!Array.isArray(config.Entrypoint) || config.Entrypoint.length !== 0 || !config.Cmd[0]?.startsWith('/'))
     throw new InvariantError('install container: no entrypoint, and the command named by an absolute path');
 }
@@ -97,6 +122,43 @@ export async function createInstallContainer(name: string, config: InstallContai
   })) as { Id?: unknown } | undefined;
   if (typeof answer?.Id !== 'string') throw new DockerResponseError('docker container create gave no id');
   return answer.Id;
+}
+
+/** The attach an install container runs under (attachInstall). */
+export interface InstallAttach {
+  /** The container's output, as it comes (the engine holds the container when it is not read). */
+  stdout: Readable;
+  stderr: Readable;
+  /** Resolves once the engine ended the output (the container exited, or the attach was cut). */
+  ended: Promise<void>;
+  /** Cuts the attach: the engine closes the container's stdin (StdinOnce). */
+  release(): void;
+}
+
+/**
+ * Attaches to the container before its start: stdout and stderr come over it (no log file on the
+ * host: LogConfig none), and its stdin is held, nothing written. The socket belongs to this
+ * process: its end, even by SIGKILL, closes the container's stdin, which is the install's sign to
+ * end (the step's stdin watch), as the legacy builder cancelled a build whose client went away.
+ */
+export async function attachInstall(ref: string): Promise<InstallAttach> {
+  const { socket, head } = await engineHijack(
+    `/containers/${segment(ref)}/attach${query({ stream: 1, stdin: 1, stdout: 1, stderr: 1 })}`,
+    { verb: 'attach' },
+  );
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  socket.on('error', () => {});
+  const ended = demultiplex(socket, head, stdout, stderr)
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .finally(() => {
+      stdout.end();
+      stderr.end();
+    });
+  return { stdout, stderr, ended, release: () => socket.destroy() };
 }
 
 /** What a commit sets on the new image's config beside what the container had. */

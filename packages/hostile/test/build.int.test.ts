@@ -25,8 +25,8 @@ import {
   parseJson,
 } from './_harness.js';
 
-// The dependency install runs in `docker build` (always runc: the legacy builder has no runtime
-// choice), before any box exists, so these attacks do not depend on the box's runtime.
+// The dependency install runs in a container of its own (the engine's default runtime, whatever
+// the box's), before any box exists, so these attacks do not depend on the box's runtime.
 
 const scratch: string[] = [];
 const images = new Set<string>();

@@ -10,8 +10,8 @@ import { BIN, cli, FIXTURES, labeledLeft } from './_harness.js';
 
 // A create killed outright (SIGKILL, a closed terminal) cannot clean up: what it made stays until
 // prune. Its egress gateway must not stay OPEN with the install's rules meanwhile: it lives on the
-// create's heartbeat and stops by itself. The install runs in `docker build` (runc whatever the
-// box's runtime), so this does not depend on the runtime.
+// create's heartbeat and stops by itself. The install runs in a container of its own (the
+// engine's default runtime whatever the box's), so this does not depend on the runtime.
 
 let root = '';
 const names: string[] = [];

@@ -135,23 +135,54 @@ async function expectNothingLeft(id: string, repo: string, pid: number): Promise
 }
 
 describe('a create killed during its cache miss is reclaimed at once', () => {
-  it('during the install: ls shows it creating, its build step carries the id, destroy <id> stops it and exits 0', async () => {
+  it('during the install: the install ends with the killed create, ls shows it incomplete, destroy <id> removes it and exits 0', async () => {
     const repo = await fixture(true);
     const id = uniqueName('killed');
     const create = startCreate(repo, id);
     await waitFor(async () => (await containersOf(id, 'build')).length > 0, 'the install step', 240_000);
+    // Running while the create lives (the fixture's install never ends by itself).
+    const running = async () =>
+      (
+        await docker([
+          'ps',
+          '--quiet',
+          '--filter',
+          `label=ca.sandbox.id=${id}`,
+          '--filter',
+          'label=ca.sandbox.role=build',
+        ])
+      ).stdout.trim() !== '';
+    expect(await running()).toBe(true);
     const pid = await kill(create);
+    // The create's end closed the install's stdin: the step ended itself (a build step ended with
+    // its client the same way), well before the time limit.
+    await waitFor(async () => !(await running()), 'the install to end with its create', 60_000);
 
     const listed = await cli(['ls', '--json']);
     expect(listed.exitCode, listed.stderr).toBe(0);
     const row = (JSON.parse(listed.stdout) as { id: string; status: string; repo: string }[]).find(
       (record) => record.id === id,
     );
-    expect(row).toMatchObject({ status: 'creating', repo: repoPart(repo) });
-    // What the teardown must stop: the step (found by the repo's build label too) and its client.
-    expect(await buildContainers(repo)).toEqual(await containersOf(id, 'build'));
-    expect(await buildContainers(repo)).not.toEqual([]);
-    expect(await buildClients(pid)).not.toEqual([]);
+    expect(row).toMatchObject({ status: 'incomplete', repo: repoPart(repo) });
+    // What the teardown must stop: the install container (found by the repo's build label too).
+    // It is the engine's, not a client process of ours: nothing of the killed create's runs on.
+    const stopped = (
+      await docker([
+        'ps',
+        '--all',
+        '--filter',
+        `label=ca.sandbox.id=${id}`,
+        '--filter',
+        'label=ca.sandbox.role=build',
+        '--format',
+        '{{.Names}}',
+      ])
+    ).stdout
+      .split('\n')
+      .filter(Boolean);
+    expect(await buildContainers(repo)).toEqual(stopped);
+    expect(stopped).not.toEqual([]);
+    expect(await buildClients(pid)).toEqual([]);
 
     const destroyed = await cli(['destroy', id]);
     expect(destroyed.exitCode, destroyed.stdout + destroyed.stderr).toBe(0);

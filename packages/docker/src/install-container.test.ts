@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import {
+  assertInstallConfig,
+  INSTALL_LOG_CONFIG,
+  type InstallContainerConfig,
+  installContainerName,
+} from './install-container.js';
+
+const body = (
+  host: Partial<InstallContainerConfig['HostConfig']> = {},
+  rest: Partial<InstallContainerConfig> = {},
+): InstallContainerConfig => ({
+  Image: 'sha256:0123',
+  Entrypoint: [],
+  Cmd: ['/usr/bin/setpriv', '--no-new-privs', '--', '/bin/sh', '-c', 'npm ci'],
+  User: '1000:1000',
+  Labels: { 'ca.sandbox.build': '1' },
+  OpenStdin: true,
+  StdinOnce: true,
+  HostConfig: {
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    ReadonlyRootfs: false,
+    Memory: 2 * 1024 ** 3,
+    MemorySwap: 2 * 1024 ** 3,
+    CpuPeriod: 100_000,
+    CpuQuota: 200_000,
+    PidsLimit: 4096,
+    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+    Init: false,
+    NetworkMode: 'none',
+    LogConfig: INSTALL_LOG_CONFIG,
+    ...host,
+  },
+  ...rest,
+});
+
+describe('assertInstallConfig', () => {
+  it('takes the install shape', () => {
+    expect(() => assertInstallConfig(body())).not.toThrow();
+  });
+
+  it('refuses what would give the install more than the shape: a mount, privileges, capabilities, root, no limits', () => {
+    const cast = (extra: object) => body(extra as Partial<InstallContainerConfig['HostConfig']>);
+    expect(() => assertInstallConfig(cast({ Binds: ['/:/host'] }))).toThrow(/HostConfig.Binds/);
+    expect(() => assertInstallConfig(cast({ Mounts: [] }))).toThrow(/HostConfig.Mounts/);
+    expect(() => assertInstallConfig(cast({ Privileged: true }))).toThrow(/HostConfig.Privileged/);
+    expect(() => assertInstallConfig(cast({ CapAdd: ['SYS_ADMIN'] }))).toThrow(/HostConfig.CapAdd/);
+    expect(() => assertInstallConfig(cast({ CapDrop: ['NET_RAW'] }))).toThrow(/CapDrop/);
+    expect(() => assertInstallConfig(cast({ SecurityOpt: [] }))).toThrow(/no-new-privileges/);
+    expect(() => assertInstallConfig(cast({ MemorySwap: -1 }))).toThrow(/no swap/);
+    expect(() => assertInstallConfig(cast({ PidsLimit: 0 }))).toThrow(/process limit/);
+    expect(() => assertInstallConfig(body({}, { User: '0:0' }))).toThrow(/not root/);
+    expect(() => assertInstallConfig(body({}, { User: 'root' }))).toThrow(/not root/);
+    expect(() => assertInstallConfig(body({}, { Cmd: ['npm', 'ci'] }))).toThrow(/absolute path/);
+    expect(() =>
+      assertInstallConfig({ ...body(), Env: ['HTTP_PROXY=x'] } as unknown as InstallContainerConfig),
+    ).toThrow(/Env/);
+  });
+
+  it('names the container by the build id alone', () => {
+    expect(installContainerName('0123456789abcdef01234567')).toBe('ca-sbx_install-0123456789abcdef01234567');
+    expect(() => installContainerName('x/../y')).toThrow(/build id/);
+  });
+});
