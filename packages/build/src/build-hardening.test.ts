@@ -1,15 +1,15 @@
 import { mkdir, mkdtemp, rm, symlink, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { INSTALL_PID1 } from '@ca-sandbox/docker';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isOwnBuildCommand, staleBuildDirectories } from './build-leftovers.js';
+import { isOwnBuildCommand, isOwnInstallContainer, staleBuildDirectories } from './build-leftovers.js';
 import {
   installCommand,
   NO_NEW_PRIVS,
   PREP_SCRIPT,
   renderDockerfile,
   renderPrepDockerfile,
-  TIME_LIMIT,
 } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
@@ -62,20 +62,14 @@ describe('deps Dockerfile hardening', () => {
     expect(deps.split('\n')[0]).toBe('FROM ca-sbx-base:node');
     // The Dockerfile runs nothing: the install is a container of its image (run-install.ts).
     expect(runCommands(deps)).toEqual([]);
-    const install = installCommand(builtinRecipe(node, detectProvider(node)), { timeoutMs: 900_000 });
-    // Its PID 1 bounds it in time even when nothing on the host is left to stop it (a create
-    // killed with SIGKILL): a minute past the host's own limit.
-    expect(install.slice(0, 8)).toEqual([
-      ...NO_NEW_PRIVS,
-      TIME_LIMIT,
-      '--signal=KILL',
-      '960s',
-      '/bin/sh',
-      '-c',
-    ]);
-    expect(install[8]).toContain('npm ci');
-    expect(install[8]).toContain(TOOLCHAIN_MARKER);
-    expect(PREP_SCRIPT).toContain(`[ -x ${TIME_LIMIT} ]`);
+    const install = installCommand(builtinRecipe(node, detectProvider(node)));
+    expect(install.slice(0, 5)).toEqual([...NO_NEW_PRIVS, '/bin/sh', '-c']);
+    // One stream (stderr merged first), then the install and the probe.
+    expect(install[5]?.startsWith('exec 2>&1\n')).toBe(true);
+    expect(install[5]).toContain('npm ci');
+    expect(install[5]).toContain(TOOLCHAIN_MARKER);
+    // The install container's PID 1 (it holds the container for its creator) is checked for.
+    expect(PREP_SCRIPT).toContain(`[ -x ${INSTALL_PID1[0]} ]`);
     // The install user is the image's (its container runs as it too).
     expect(deps).toContain('\nUSER 1000:1000\n');
     // Both are recognisable as ours when a killed build leaves them behind.
@@ -89,6 +83,14 @@ describe('deps Dockerfile hardening', () => {
     expect(probe.slice(0, 3)).toEqual([...NO_NEW_PRIVS]);
     expect(probe[5]).toContain(TOOLCHAIN_MARKER);
     expect(isOwnBuildCommand(probe)).toBe(true);
+  });
+
+  it('isOwnInstallContainer: our install container by its name and its PID 1 alone', () => {
+    expect(isOwnInstallContainer('/ca-sbx_install-0123456789abcdef01234567', ['/bin/cat'])).toBe(true);
+    expect(isOwnInstallContainer('ca-sbx_install-0123456789abcdef01234567', ['/bin/cat'])).toBe(true);
+    expect(isOwnInstallContainer('/someone-else', ['/bin/cat'])).toBe(false);
+    expect(isOwnInstallContainer('/ca-sbx_install-0123456789abcdef01234567', ['/bin/cat', '-v'])).toBe(false);
+    expect(isOwnInstallContainer('/ca-sbx_install-0123456789abcdef01234567', ['sleep', '1'])).toBe(false);
   });
 
   it('isOwnBuildCommand: only our two RUN shapes', () => {

@@ -201,11 +201,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
       },
       image,
       preInstallImage,
-      command: installCommand(recipe, {
-        ...renderOptions,
-        ...(egress ? { proxyUrl: egress.proxyUrl } : {}),
-        timeoutMs: remainingMs,
-      }),
+      command: installCommand(recipe, { ...renderOptions, ...(egress ? { proxyUrl: egress.proxyUrl } : {}) }),
       network,
       limits: opts.limits,
       labels: { ...buildLabels, [LABEL_BUILD_ID]: buildId },
@@ -228,10 +224,10 @@ export async function buildImage(input: BuildImageInput): Promise<{
     const installFallbacks = installFallbacksFromOutput(lines);
     // Node's install step prints its root lockfiles' hashes; other providers and builders none.
     const changedLocks = changedLocksFromOutput(lockfileLines, input.files);
-    const installScripts = installScriptsFromOutput(scriptLines.lines);
     // Repo-chosen paths: printable ASCII only, as in a Dockerfile LABEL line before.
     const skipped = skippedScriptsLabel(recipe.skippedScripts ?? []);
     try {
+      const installScripts = installScriptsFromOutput(scriptLines.lines);
       const rows = installConfinementRows(confinement, opts.limits);
       const failures = rows.filter((row) => !row.pass);
       if (failures.length) throw new InstallConfinementError(image, failures);
@@ -286,6 +282,9 @@ export async function buildImage(input: BuildImageInput): Promise<{
       skippedScripts: parseSkippedScripts(skipped),
     };
   } catch (error) {
+    // Whatever failed between the steps (the pre-install image made, the install not yet run):
+    // every image of this build carries its id.
+    await removeBuildImages(buildId);
     await installLog?.close();
     emit({ type: 'build-failed', image, ...(installLog ? { logFile: installLog.path } : {}) });
     throw error;
@@ -357,6 +356,7 @@ async function commitInstall(
   if (!preInstall) throw new DockerNotFoundError('image inspect', `No such image: ${preInstallImage}`);
   return engine.container.commit(container, {
     labels,
+    comment: 'ca-sandbox: the dependency install (its script and output: the install log)',
     cmd: preInstall.Config.Cmd.length ? preInstall.Config.Cmd : ['/bin/sh'],
     entrypoint: preInstall.Config.Entrypoint,
   });

@@ -9,6 +9,7 @@ import {
   DEPS_SRC,
   DockerCommandError,
   engine,
+  INSTALL_PID1,
   mayBeBuildStep,
   REPO_DIR,
 } from '@ca-sandbox/docker';
@@ -86,6 +87,16 @@ export function isOwnBuildCommand(cmd: unknown): boolean {
   return words[0] === '/bin/sh' && words[1] === '-c' && (words[2] ?? '').startsWith(OWN_HISTORY_MARK);
 }
 
+/** True for an install container of ours (run-install.ts): its name by the build id, INSTALL_PID1 as its command. */
+export function isOwnInstallContainer(name: string, cmd: unknown): boolean {
+  return (
+    /^\/?ca-sbx_install-[0-9a-f]{8,64}$/.test(name) &&
+    Array.isArray(cmd) &&
+    cmd.length === INSTALL_PID1.length &&
+    cmd.every((word, at) => word === INSTALL_PID1[at])
+  );
+}
+
 /** Stopped containers of our builds: build label, no sandbox's but a build's role, one of our commands. */
 async function stoppedBuildContainers(
   scope: BuildLeftoverScope,
@@ -108,7 +119,7 @@ async function stoppedBuildContainers(
       // The sandbox's sweep takes it as well; its other objects stay for that sweep.
       mayBeBuildStep(doc.Config.Labels) &&
       doc.Config.Labels[BUILD_LABEL] === '1' &&
-      isOwnBuildCommand(doc.Config.Cmd);
+      (isOwnBuildCommand(doc.Config.Cmd) || isOwnInstallContainer(doc.Name, doc.Config.Cmd));
     return ours ? [{ name: doc.Name.replace(/^\//, ''), labels: doc.Config.Labels }] : [];
   });
 }

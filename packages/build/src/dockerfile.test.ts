@@ -14,7 +14,6 @@ import {
   renderDockerfile,
   renderPrepDockerfile,
   runLine,
-  STDIN_WATCH,
 } from './dockerfile.js';
 import type { ManifestFile } from './manifests.js';
 import { detectProvider } from './provider.js';
@@ -61,7 +60,6 @@ describe('renderDockerfile (built-in builder)', () => {
     // pnpm's bin shims get NODE_PATH under /work/repo (the repo-view hostile test runs one).
     expect(text).toContain('bin shim(s) now names');
     // The installed lockfiles' hashes come after every process of the install is gone.
-    // (The stdin watch's own `kill -KILL -1`, first, is not the install's end.)
     const killed = text.indexOf(END_INSTALL_PROCESSES);
     expect(killed).toBeGreaterThan(text.indexOf('npm ci --no-audit'));
     expect(text.indexOf('ca-sandbox-installed-lockfile: ')).toBeGreaterThan(killed);
@@ -415,8 +413,8 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(at('\n)\n')).toBeLessThan(at(END_INSTALL_PROCESSES));
     expect(at(END_INSTALL_PROCESSES)).toBeLessThan(at(TOOLCHAIN_MARKER));
     expect(script).toContain(TOOLCHAIN_PROBE);
-    // Its first lines watch the held stdin (the create's end is the install's), before anything of the repo's.
-    expect(script.startsWith(`${STDIN_WATCH}\n`)).toBe(true);
+    // One stream, stderr merged first: nothing of the repo's can arrive after the probe on the other.
+    expect(script.startsWith('exec 2>&1\n')).toBe(true);
     // The install runs in /deps/src without a WORKDIR step (the prep image's WORKDIR is /work/repo).
     expect(script).toContain('\ncd /deps/src\n');
     expect(dockerfile).not.toMatch(/^WORKDIR /m);

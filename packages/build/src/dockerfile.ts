@@ -6,6 +6,7 @@ import {
   DEPS_SRC,
   DOCKER_CLI_PROXY_VARIABLES,
   ENV_NAME_PATTERN,
+  INSTALL_PID1,
   type ProcessLimits,
   REPO_DIR,
 } from '@ca-sandbox/docker';
@@ -109,30 +110,6 @@ export interface RenderOptions {
 /** Labels every image (intermediate ones too) of one `docker build`: see RenderOptions.buildId. */
 export const LABEL_BUILD_ID = 'ca.sandbox.cache.build';
 
-/**
- * The install container's PID 1 (coreutils' timeout, SIGKILL at the end): the host stops an
- * install at its time limit, but a create killed with SIGKILL stops no one, and an install
- * container (unlike a build step, which the daemon cancels with its client) would run on. The
- * step's shell is its child: `kill -KILL -1` in it still spares PID 1 and itself.
- */
-export const TIME_LIMIT = '/usr/bin/timeout';
-/**
- * The install's first lines: its container's stdin is held by the process that made it (the
- * engine's attach, @ca-sandbox/docker holdInstallStdin) and closed when that process ends, even by
- * SIGKILL; a watch started before anything of the repo's runs then kills every process of the step
- * (`kill -1` spares PID 1, the time bound, which then exits with its child). The install itself
- * reads nothing from stdin: /dev/null, the held one closed in it. `/bin/cat` by path: the deps'
- * bins come first on PATH. The install's END_INSTALL_PROCESSES ends the watch too.
- */
-export const STDIN_WATCH = [
-  'exec 3<&0 </dev/null',
-  '{ /bin/cat <&3 >/dev/null 2>&1; kill -KILL -1; } &',
-  'exec 3<&-',
-].join('\n');
-
-/** Seconds past the host's own time limit at which the install's PID 1 ends it (the host's error comes first). */
-const TIME_LIMIT_GRACE_S = 60;
-
 /** The install step runs under this, so no setuid or file-capability binary can raise its privileges. */
 export const NO_NEW_PRIVS = ['/usr/bin/setpriv', '--no-new-privs', '--'] as const;
 
@@ -143,7 +120,7 @@ export const NO_NEW_PRIVS = ['/usr/bin/setpriv', '--no-new-privs', '--'] as cons
 const STRIP_SETUID =
   'find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -exec chmod ug-s {} + && ' +
   `{ [ -x ${NO_NEW_PRIVS[0]} ] || { echo 'ca-sandbox: the base image has no ${NO_NEW_PRIVS[0]} (util-linux): the install step cannot be run without new privileges' >&2; exit 1; }; }` +
-  ` && { [ -x ${TIME_LIMIT} ] || { echo 'ca-sandbox: the base image has no ${TIME_LIMIT} (coreutils): the install step cannot be bounded in time' >&2; exit 1; }; }`;
+  ` && { [ -x ${INSTALL_PID1[0]} ] || { echo 'ca-sandbox: the base image has no ${INSTALL_PID1[0]} (coreutils): the install container cannot be held' >&2; exit 1; }; }`;
 
 /** The prep image's root step: the deps and repo folders (1000's), then the setuid strip. */
 export const PREP_SCRIPT = `mkdir -p ${DEPS_SRC} ${REPO_DIR} && chown ${BOX_USER} ${DEPS_DIR} ${DEPS_SRC} ${REPO_DIR} && ${STRIP_SETUID}`;
@@ -213,10 +190,10 @@ const YARN_PROXY =
 
 /**
  * Every process the install left running (a daemon an install script started) is killed before
- * the toolchain probe: `kill -1` spares PID 1 of the install container (its time bound, or the
- * step's shell when it has none) and the shell that sends it, and the install runs as the same
- * unprivileged user in that PID namespace, so it reaches every other process. Nothing of the
- * install can then print after the probe's marked line.
+ * the toolchain probe: `kill -1` spares PID 1 of the install container (INSTALL_PID1, which holds
+ * it) and the shell that sends it, and the install runs as the same unprivileged user in that PID
+ * namespace, so it reaches every other process. Nothing of the install can then print after the
+ * probe's marked line.
  */
 export const END_INSTALL_PROCESSES = 'kill -KILL -1 2>/dev/null || :';
 
@@ -374,7 +351,7 @@ function proxyExports(proxyUrl: string | undefined): string[] {
 }
 
 /**
- * The install container's command: the step's script under no-new-privileges (setpriv: no setuid
+ * The install's command (an exec in its container): the step's script under no-new-privileges (setpriv: no setuid
  * or file-capability binary raises the privileges of anything it runs; the engine's
  * no-new-privileges holds as well). Every step that runs the repo's code (the install, and the
  * probe: it runs the toolchain found on the image's PATH, /deps bins first) is this one; without
@@ -382,7 +359,7 @@ function proxyExports(proxyUrl: string | undefined): string[] {
  */
 export function installCommand(
   recipe: InstallRecipe,
-  options: RenderOptions & { proxyUrl?: string; timeoutMs?: number } = {},
+  options: RenderOptions & { proxyUrl?: string } = {},
 ): string[] {
   if (options.proxyUrl !== undefined && !/^http:\/\/[A-Za-z0-9.-]{1,200}:[0-9]{1,5}$/.test(options.proxyUrl))
     throw new InvariantError(`invalid proxy ${JSON.stringify(options.proxyUrl.slice(0, 100))}`);
@@ -397,9 +374,8 @@ export function installCommand(
           probe(options),
           CLEAN_TMP,
         ].join('\n');
-  const script = `${STDIN_WATCH}\n${step}`;
-  const bound = options.timeoutMs
-    ? [TIME_LIMIT, '--signal=KILL', `${Math.ceil(options.timeoutMs / 1000) + TIME_LIMIT_GRACE_S}s`]
-    : [];
-  return [...NO_NEW_PRIVS, ...bound, '/bin/sh', '-c', script];
+  // One stream, in the order written (the legacy builder merged them too): a line the repo leaves
+  // unterminated on one stream cannot arrive after the probe's marked line on the other.
+  const script = `exec 2>&1\n${step}`;
+  return [...NO_NEW_PRIVS, '/bin/sh', '-c', script];
 }

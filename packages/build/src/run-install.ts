@@ -3,8 +3,9 @@ import {
   CPU_PERIOD,
   cpuQuota,
   engine,
+  type HeldStdin,
   INSTALL_LOG_CONFIG,
-  type InstallAttach,
+  INSTALL_PID1,
   type InstallContainerConfig,
   installContainerName,
   parseSize,
@@ -13,7 +14,7 @@ import {
 import { InvariantError, sanitizeForTerminal } from '@ca-sandbox/docker/contracts';
 import type { BuildLimits } from './build-argv.js';
 import { removeBuildImages } from './build-cleanup.js';
-import { watchInstallLayer } from './deps-size.js';
+import { type LayerWatch, watchInstallLayer } from './deps-size.js';
 import { LABEL_BUILD_ID } from './dockerfile.js';
 import { DepsImageTooLargeError, ImageBuildError, ImageBuildTimeoutError } from './errors.js';
 import { type InstallLog, meaningfulLines } from './install-log.js';
@@ -72,7 +73,7 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
   return {
     Image: input.preInstallImage,
     Entrypoint: [],
-    Cmd: input.command,
+    Cmd: [...INSTALL_PID1],
     User: BOX_USER,
     Labels: input.labels,
     OpenStdin: true,
@@ -89,8 +90,8 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
       // No core dumps, a file size cap and (per uid) a process cap: what the install step checks
       // it got from the inside (installConfinementRows).
       Ulimits: processUlimits({ fileSize: input.limits.fileSize, processes: input.limits.processes }),
-      // The step's own PID 1 (its time bound, or its shell): `kill -KILL -1` in the shell reaches
-      // every process the install left and spares that one (installScript).
+      // INSTALL_PID1 is its init: `kill -KILL -1` in the step reaches every process the install
+      // left and spares that one (installScript).
       Init: false,
       NetworkMode: input.network,
       LogConfig: INSTALL_LOG_CONFIG,
@@ -107,15 +108,13 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
  */
 export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
   const { image, signal } = input;
-  const container = await engine.container.createInstall(
-    installContainerName(input.buildId),
-    installContainerConfig(input),
-  );
+  const name = installContainerName(input.buildId);
   // The kept log says what it is the log of (the build's id finds what the build made).
   input.installLog.write(
-    `ca-sandbox: the install for ${image}, container ${installContainerName(input.buildId)} (${LABEL_BUILD_ID}=${input.buildId}), network ${input.network}`,
+    `ca-sandbox: the install for ${image}, container ${name} (${LABEL_BUILD_ID}=${input.buildId}), network ${input.network}`,
   );
   const tail: string[] = [];
+  let seen = () => 0;
   const onLine = (line: string) => {
     // The install's output is the repo's: no control sequences reach the caller's terminal.
     const clean = sanitizeForTerminal(line, MAX_LOG_LINE);
@@ -123,47 +122,63 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
     if (tail.length > TAIL_LINES) tail.shift();
     input.installLog.write(clean);
     input.log(clean);
-    input.onLine?.(clean, watch.seen);
+    input.onLine?.(clean, seen());
   };
+  let container: string | undefined;
   let stopped: StopReason | undefined;
-  // SIGKILL at once (`stop -t 0`), as the legacy builder's cancel did: the step has nothing to save.
+  // SIGKILL at once (`stop -t 0`) to every process in it, as the legacy builder's cancel did.
   const stop = (why: StopReason) => {
     if (stopped) return;
     stopped = why;
-    void engine.container.stop(container, { timeoutSeconds: 0 }).catch(() => undefined);
+    if (container) void engine.container.stop(container, { timeoutSeconds: 0 }).catch(() => undefined);
   };
   const onAbort = () => stop('abort');
   const timer = setTimeout(() => stop('timeout'), input.timeoutMs);
-  const watch = watchInstallLayer({
-    container,
-    maxDepsSize: input.maxDepsSize,
-    stopped: () => stopped !== undefined,
-    onOverCap: () => stop('disk'),
-  });
+  signal?.addEventListener('abort', onAbort, { once: true });
+  let watch: LayerWatch | undefined;
+  let stdin: HeldStdin | undefined;
   let succeeded = false;
-  let attach: InstallAttach | undefined;
   try {
-    // Before the start (nothing printed is lost), released once the container exited: its output
-    // comes over it, and this process's end is the install's (STDIN_WATCH), as a build ended with
-    // its client.
-    attach = await engine.container.attachInstall(container);
-    const read = Promise.all([pumpLines(attach.stdout, onLine), pumpLines(attach.stderr, onLine)]);
-    // Aborted before the start: nothing of the repo's runs.
-    if (signal?.aborted) stop('abort');
-    else {
-      signal?.addEventListener('abort', onAbort, { once: true });
-      await engine.container.start(container);
+    container = await engine.container.createInstall(name, installContainerConfig(input));
+    const id = container;
+    watch = watchInstallLayer({
+      container: id,
+      maxDepsSize: input.maxDepsSize,
+      stopped: () => stopped !== undefined,
+      onOverCap: () => stop('disk'),
+    });
+    const layer = watch;
+    seen = () => layer.seen;
+    // Held before the start: the container (its PID 1 reads it) lives as long as this process
+    // does, whatever the repo's code does in it; released once the install exited.
+    stdin = await engine.container.holdStdin(id);
+    // Stopped (aborted) before the start: nothing of the repo's runs.
+    if (!stopped) await engine.container.start(id);
+    let exitCode: number | undefined;
+    if (!stopped) {
+      // The install, as an exec: its output (one stream: the script merges stderr) comes over it.
+      const step = engine.exec.start(
+        id,
+        { cmd: input.command, user: BOX_USER },
+        { stdout: 'pipe', stderr: 'pipe' },
+      );
+      const read = Promise.all([pumpLines(step.stdout, onLine), pumpLines(step.stderr, onLine)]);
+      const end = await step;
+      // Every line, the last unterminated one too, before the tail is read.
+      await read;
+      exitCode = end.exitCode;
+      // The engine could not run it at all (its own words, never the repo's).
+      const why = end.notStarted?.message ?? (exitCode === undefined ? end.error?.message : undefined);
+      if (why && !stopped) onLine(`ca-sandbox: the install could not run: ${why}`);
     }
-    const exitCode = stopped ? undefined : await engine.container.wait(container).catch(() => undefined);
-    // The output ends with the container; a stop cuts it.
-    if (stopped) attach.release();
-    await attach.ended;
-    // Every line, the last unterminated one too, before the tail is read.
-    await read;
+    // Its PID 1 ends on the released stdin, and with it anything left: the container is stopped
+    // (nothing of the repo's runs) before the caller commits it.
+    stdin.release();
+    await engine.container.wait(id).catch(() => undefined);
     await watch.stop();
     if (exitCode === 0 && !stopped) {
       succeeded = true;
-      return { container, tail };
+      return { container: id, tail };
     }
     const report = { details: meaningfulLines(tail), logFile: input.installLog.path, step: INSTALL_STEP };
     const output = tail.join('\n');
@@ -172,12 +187,12 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
       throw new DepsImageTooLargeError(image, input.maxDepsSize, watch.written, 'install');
     throw new ImageBuildError(image, exitCode ?? 137, output, input.limits.memory, report);
   } finally {
-    attach?.release();
-    void watch.stop();
+    stdin?.release();
+    void watch?.stop();
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
     if (!succeeded) {
-      await removeInstallContainer(container);
+      if (container) await removeInstallContainer(container);
       // The pre-install image's steps (untagged): found by the build id.
       await removeBuildImages(input.buildId);
     }
@@ -186,14 +201,16 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
 
 /** Removes an install container (killed if it still runs); absent is fine. */
 export async function removeInstallContainer(container: string): Promise<void> {
-  await engine.container.remove(container, { force: true }).catch(() => false);
+  // With its anonymous volumes: a base image's VOLUME gets one in every container made from it.
+  await engine.container.remove(container, { force: true, volumes: true }).catch(() => false);
 }
 
 /**
  * Splits a stream into lines (CR LF or LF) for `onLine`; an unterminated rest comes at the end.
  * Resolves once the stream ended and its last line was passed on.
  */
-function pumpLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
+function pumpLines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): Promise<void> {
+  if (!stream) return Promise.resolve();
   let rest = '';
   stream.on('data', (chunk: Buffer) => {
     const lines = (rest + chunk.toString('utf8')).split(/\r?\n/);

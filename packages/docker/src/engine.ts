@@ -47,11 +47,11 @@ import {
   type VolumeInspect,
 } from './inspect.js';
 import {
-  attachInstall,
   type CommitChanges,
   commitContainer,
   createInstallContainer,
-  type InstallAttach,
+  type HeldStdin,
+  holdInstallStdin,
   type InstallContainerConfig,
 } from './install-container.js';
 import type { InternalExecOptions } from './internal-exec.js';
@@ -227,8 +227,8 @@ export interface ContainerVerbs {
    * a writable root, no init; cap-drop ALL, no-new-privileges, no mount), not started; its id.
    */
   createInstall(name: string, config: InstallContainerConfig): Promise<string>;
-  /** Attaches to an install container before its start: its output, and its stdin held (attachInstall). */
-  attachInstall(ref: string): Promise<InstallAttach>;
+  /** Holds an install container's stdin (attached before its start) until released: holdInstallStdin. */
+  holdStdin(ref: string): Promise<HeldStdin>;
   /** Commits a stopped container as a new, untagged image (`changes` on top of its config); the image's id. */
   commit(ref: string, changes: CommitChanges): Promise<string>;
 }
@@ -502,7 +502,7 @@ const container: ContainerVerbs = {
   run: runContainerConfig,
   follow: followLogs,
   createInstall: createInstallContainer,
-  attachInstall,
+  holdStdin: holdInstallStdin,
   commit: commitContainer,
 };
 

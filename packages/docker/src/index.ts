@@ -71,8 +71,9 @@ export {
 export {
   assertInstallConfig,
   type CommitChanges,
+  type HeldStdin,
   INSTALL_LOG_CONFIG,
-  type InstallAttach,
+  INSTALL_PID1,
   type InstallContainerConfig,
   type InstallHostConfig,
   installContainerName,

@@ -12,7 +12,7 @@ const body = (
 ): InstallContainerConfig => ({
   Image: 'sha256:0123',
   Entrypoint: [],
-  Cmd: ['/usr/bin/setpriv', '--no-new-privs', '--', '/bin/sh', '-c', 'npm ci'],
+  Cmd: ['/bin/cat'],
   User: '1000:1000',
   Labels: { 'ca.sandbox.build': '1' },
   OpenStdin: true,
@@ -52,7 +52,12 @@ describe('assertInstallConfig', () => {
     expect(() => assertInstallConfig(cast({ PidsLimit: 0 }))).toThrow(/process limit/);
     expect(() => assertInstallConfig(body({}, { User: '0:0' }))).toThrow(/not root/);
     expect(() => assertInstallConfig(body({}, { User: 'root' }))).toThrow(/not root/);
-    expect(() => assertInstallConfig(body({}, { Cmd: ['npm', 'ci'] }))).toThrow(/absolute path/);
+    // Its PID 1 is INSTALL_PID1 alone: the install is an exec in it.
+    expect(() => assertInstallConfig(body({}, { Cmd: ['npm', 'ci'] }))).toThrow(/INSTALL_PID1/);
+    expect(() => assertInstallConfig(body({}, { Cmd: ['/bin/sh', '-c', 'npm ci'] }))).toThrow(/INSTALL_PID1/);
+    expect(() =>
+      assertInstallConfig({ ...body(), OpenStdin: false } as unknown as InstallContainerConfig),
+    ).toThrow(/stdin/);
     expect(() =>
       assertInstallConfig({ ...body(), Env: ['HTTP_PROXY=x'] } as unknown as InstallContainerConfig),
     ).toThrow(/Env/);
