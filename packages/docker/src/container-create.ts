@@ -164,9 +164,17 @@ export function assertSandboxConfig(config: SandboxContainerConfig): void {
 /** Creates the container (not started); its id. A name in use is a DockerEngineError with status 409. */
 export async function createContainer(name: string, config: SandboxContainerConfig): Promise<string> {
   assertSandboxConfig(config);
+  return postCreate(name, config);
+}
+
+/**
+ * `POST /containers/create` of a body its caller checked (assertSandboxConfig, assertInstallConfig:
+ * the only two shapes we create); the new container's id.
+ */
+export async function postCreate(name: string, body: object): Promise<string> {
   const answer = (await engineJson('POST', `/containers/create${query({ name })}`, {
     verb: 'container create',
-    body: config,
+    body,
   })) as { Id?: unknown } | undefined;
   if (typeof answer?.Id !== 'string') throw new DockerResponseError('docker container create gave no id');
   return answer.Id;

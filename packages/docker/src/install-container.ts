@@ -6,7 +6,7 @@
 // an exec in it). What it shares with the box: cap-drop ALL, no-new-privileges, an unprivileged
 // user, the process limits, no mount, and no log file.
 
-import type { UlimitConfig } from './container-create.js';
+import { postCreate, type UlimitConfig } from './container-create.js';
 import { engineHijack, engineJson, query, segment } from './engine-client.js';
 import { InvariantError } from './error-base.js';
 import { DockerResponseError } from './errors.js';
@@ -128,12 +128,7 @@ export function assertInstallConfig(config: InstallContainerConfig): void {
 /** Creates the install container (not started); its id. */
 export async function createInstallContainer(name: string, config: InstallContainerConfig): Promise<string> {
   assertInstallConfig(config);
-  const answer = (await engineJson('POST', `/containers/create${query({ name })}`, {
-    verb: 'container create',
-    body: config,
-  })) as { Id?: unknown } | undefined;
-  if (typeof answer?.Id !== 'string') throw new DockerResponseError('docker container create gave no id');
-  return answer.Id;
+  return postCreate(name, config);
 }
 
 /** An attach to an install container's stdin, held until released (or this process ends). */
