@@ -232,6 +232,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
       const failures = rows.filter((row) => !row.pass);
       if (failures.length) throw new InstallConfinementError(image, failures);
       log(`install step confined: ${rows.map((row) => row.id).join(', ')} (checked from inside it)`);
+      const committing = Date.now();
       const built = await commitInstall(container, preInstallImage, {
         [CACHE_LABEL]: '1',
         [CACHE_LABEL_DEPHASH]: input.dephash,
@@ -253,6 +254,9 @@ export async function buildImage(input: BuildImageInput): Promise<{
         [LABEL_DEPS_VIEW]: depsView ? DEPS_VIEW_LABEL_VALUE : '0',
         ...(opts.sandboxId ? UNOWNED_IMAGE_LABELS : {}),
       });
+      log(
+        `the install's layer is saved: the deps image (docker's commit: ${formatSeconds(Date.now() - committing)})`,
+      );
       // A write between two looks of the watch: the image itself is held to the cap too.
       const added = await depsImageBytes(built, input.baseImage);
       if (added > opts.maxDepsSize) throw new DepsImageTooLargeError(image, opts.maxDepsSize, added, 'image');
@@ -367,4 +371,9 @@ async function tagImage(id: string, image: string): Promise<void> {
   const at = image.lastIndexOf(':');
   if (at <= 0 || image.lastIndexOf('/') > at) throw new InvariantError(`invalid image name ${image}`);
   await engine.image.tag(id, image.slice(0, at), image.slice(at + 1));
+}
+
+/** `3.4 s` */
+function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }

@@ -90,12 +90,15 @@ describe('prepareImage: build limits (real engine)', () => {
     expect(lines).toContain(
       'install step confined: non-root-user, no-new-privileges, cap-drop-all, seccomp-confined, no-core-dumps, file-size-limit, process-limit (checked from inside it)',
     );
-    // Once, between the step's toolchain line and the checks after docker's commit of the layer.
+    // Once, between the step's toolchain line and the confinement check, then the commit's line.
     const committing = lines.filter((line) => line.startsWith('the install is done'));
     expect(committing).toHaveLength(1);
     const at = lines.indexOf(committing[0] ?? '');
     expect(at).toBeGreaterThan(lines.findIndex((line) => line.startsWith(TOOLCHAIN_MARKER)));
-    expect(at).toBeLessThan(lines.findIndex((line) => line.startsWith('install step confined')));
+    const confined = lines.findIndex((line) => line.startsWith('install step confined'));
+    expect(at).toBeLessThan(confined);
+    const saved = lines.findIndex((line) => line.startsWith("the install's layer is saved: the deps image"));
+    expect(saved).toBeGreaterThan(confined);
   });
 
   it('a memory bomb in the install code hits the memory limit and fails the build with a clear error', async () => {

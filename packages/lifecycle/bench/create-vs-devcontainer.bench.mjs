@@ -44,8 +44,8 @@ async function oursOnce() {
 
 /**
  * `create --verbose`, its stderr read as it comes: the moment the create said the install
- * was done (the step's last line) and the one it said the step was confined (read after docker
- * committed the layer) split the build into the install and the layer's save.
+ * was done (the step's last line) and the one it said the layer was saved (after docker's
+ * commit) split the build into the install and the layer's save.
  */
 function createTimed(args) {
   return new Promise((resolve, reject) => {
@@ -60,7 +60,7 @@ function createTimed(args) {
       for (const line of lines) {
         if (marks.installDone === undefined && line.includes('| the install is done'))
           marks.installDone = performance.now() - start;
-        if (marks.layerSaved === undefined && line.includes('| install step confined'))
+        if (marks.layerSaved === undefined && line.includes("| the install's layer is saved"))
           marks.layerSaved = performance.now() - start;
       }
     });
@@ -165,7 +165,7 @@ for (let round = 0; round < rounds; round += 1) {
   if (installDone !== undefined && layerSaved !== undefined) {
     saves.push(layerSaved - installDone);
     console.log(
-      `  ours: install done at ${(installDone / 1000).toFixed(1)} s, its layer saved ${((layerSaved - installDone) / 1000).toFixed(1)} s later (clean-up and docker's commit), box ready ${((mine.ms - layerSaved) / 1000).toFixed(1)} s after that`,
+      `  ours: install done at ${(installDone / 1000).toFixed(1)} s, its layer saved ${((layerSaved - installDone) / 1000).toFixed(1)} s later (clean-up, checks and docker's commit), box ready ${((mine.ms - layerSaved) / 1000).toFixed(1)} s after that`,
     );
   }
   theirs.push(dc.upMs);
@@ -181,7 +181,7 @@ console.log(
 console.log(`ratio ${ratio.toFixed(2)}x (goal <= 1.00x) ${ratio <= 1 ? 'ok' : 'OVER'}`);
 if (saves.length)
   console.log(
-    `of ours, the layer's save after the install (clean-up and commit): median ${median(saves).toFixed(0)} ms (docs/cold-create.md)`,
+    `of ours, the layer's save after the install (clean-up, checks and commit): median ${median(saves).toFixed(0)} ms (docs/cold-create.md)`,
   );
 // Information, not the goal: ours clones the repo inside create, a devcontainer user clones first.
 console.log(
