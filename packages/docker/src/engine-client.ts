@@ -301,13 +301,29 @@ export async function engineHijack(
 ): Promise<{ socket: Duplex; head: Buffer }> {
   const endpoint = engineEndpoint();
   tracerFor()?.(['(engine API)', 'POST', path]);
+  // Until the engine answers (an engine that never does would hang the caller: red team); the
+  // stream itself may then be idle for as long as its command is (an install, a quiet exec).
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const req = await open(
     endpoint,
-    { method: 'POST', path, headers: { ...headersFor(options), Connection: 'Upgrade', Upgrade: 'tcp' } },
+    {
+      method: 'POST',
+      path,
+      headers: { ...headersFor(options), Connection: 'Upgrade', Upgrade: 'tcp' },
+      timeout: timeoutMs,
+    },
     true,
   );
   return new Promise((resolve, reject) => {
-    req.on('upgrade', (_res, socket, head) => resolve({ socket: socket as Duplex, head }));
+    req.on('timeout', () =>
+      req.destroy(
+        Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ERR_ENGINE_TIMEOUT' }),
+      ),
+    );
+    req.on('upgrade', (_res, socket, head) => {
+      socket.setTimeout(0);
+      resolve({ socket: socket as Duplex, head });
+    });
     req.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
