@@ -269,19 +269,13 @@ export async function buildImage(input: BuildImageInput): Promise<{
       // The tag last: it names a complete, checked image only.
       await tagImage(built, image);
     } catch (error) {
-      // The container first (it holds the pre-install image), then every image of this build: they
-      // carry its id (the committed one too, from its container).
-      await removeInstallContainer(container);
+      // Every image of this build carries its id (the committed one too, from its container).
       await removeImage(image);
       await removeBuildImages(buildId);
       throw error;
+    } finally {
+      await removeInstallContainer(container);
     }
-    // A sandbox's install container stays, stopped (nothing of the repo's runs in it), one of the
-    // sandbox's objects (its labels, role build): `destroy` and `prune` remove it with the box.
-    // Removing it here put the engine's unlink of its whole layer on the create's path (5.0 s for
-    // the typescript-sdk's 43k files, before the box could start); the layer is on disk twice
-    // meanwhile (it and the image's copy). Without a sandbox nothing else would remove it.
-    if (!opts.sandboxId) await removeInstallContainer(container);
     emit({ type: 'built', image });
     await installLog.discard();
     return {
