@@ -33,7 +33,7 @@ export function buildDirPrefix(): string {
 export interface BuildLeftovers {
   /** Dangling image ids (full `sha256:`), the leaves of a build that never got its tag. */
   images: string[];
-  /** Stopped build containers (names) that run one of our RUN steps. */
+  /** Stopped build containers (names): those of our RUN steps and our install containers. */
   containers: string[];
   /** Context directories of builds whose process is gone. */
   directories: string[];
@@ -79,7 +79,7 @@ async function danglingImages(scope: BuildLeftoverScope): Promise<string[]> {
   return [...labeled, ...byHistory];
 }
 
-/** True for the Cmd of one of our RUN steps (the root set-up or the no-new-privs install). */
+/** True for the Cmd of one of our RUN steps (the root set-up; an older build's no-new-privs install). */
 export function isOwnBuildCommand(cmd: unknown): boolean {
   if (!Array.isArray(cmd) || !cmd.every((word) => typeof word === 'string')) return false;
   const words = cmd as string[];

@@ -130,17 +130,29 @@ function noCopyOnly(options: object): boolean {
 }
 
 /**
+ * The keys of a create body outside its shape (`HostConfig.<key>` for the host part): a cast or a
+ * plain object could carry more than its type names. One check for both shapes we create.
+ */
+export function keysOutside(
+  config: { HostConfig?: object },
+  configKeys: ReadonlySet<string>,
+  hostConfigKeys: ReadonlySet<string>,
+): string[] {
+  return [
+    ...Object.keys(config).filter((key) => !configKeys.has(key)),
+    ...Object.keys(config.HostConfig ?? {})
+      .filter((key) => !hostConfigKeys.has(key))
+      .map((key) => `HostConfig.${key}`),
+  ];
+}
+
+/**
  * The body as typed, checked again at run time (a cast or a plain object could carry more): only
  * the keys above, cap-drop ALL, a read-only root and volume mounts. Throws a plain Error: a body
  * that fails here is a bug of ours, not the engine's refusal.
  */
 export function assertSandboxConfig(config: SandboxContainerConfig): void {
-  const extra = [
-    ...Object.keys(config).filter((key) => !CONFIG_KEYS.has(key)),
-    ...Object.keys(config.HostConfig ?? {})
-      .filter((key) => !HOST_CONFIG_KEYS.has(key))
-      .map((key) => `HostConfig.${key}`),
-  ];
+  const extra = keysOutside(config, CONFIG_KEYS, HOST_CONFIG_KEYS);
   if (extra.length)
     throw new InvariantError(`container create: keys outside the sandbox shape: ${extra.join(', ')}`);
   const host = config.HostConfig;

@@ -6,7 +6,7 @@
 // an exec in it). What it shares with the box: cap-drop ALL, no-new-privileges, an unprivileged
 // user, the process limits, no mount, and no log file.
 
-import { postCreate, type UlimitConfig } from './container-create.js';
+import { keysOutside, postCreate, type UlimitConfig } from './container-create.js';
 import { engineHijack, engineJson, query, segment } from './engine-client.js';
 import { InvariantError } from './error-base.js';
 import { DockerResponseError } from './errors.js';
@@ -92,16 +92,12 @@ const HOST_CONFIG_KEYS = new Set([
 
 /**
  * The body as typed, checked again at run time (a cast could carry more): only the keys above,
- * cap-drop ALL, no-new-privileges, a user that is not root, no mount (no Mounts or Binds key),
- * the command by an absolute path. Throws InvariantError: a body failing here is a bug of ours.
+ * cap-drop ALL, no-new-privileges, a user that is not root, limits, no mount (no Mounts or Binds
+ * key), INSTALL_PID1 as its command on a held stdin. Throws InvariantError: a body failing here is
+ * a bug of ours.
  */
 export function assertInstallConfig(config: InstallContainerConfig): void {
-  const extra = [
-    ...Object.keys(config).filter((key) => !CONFIG_KEYS.has(key)),
-    ...Object.keys(config.HostConfig ?? {})
-      .filter((key) => !HOST_CONFIG_KEYS.has(key))
-      .map((key) => `HostConfig.${key}`),
-  ];
+  const extra = keysOutside(config, CONFIG_KEYS, HOST_CONFIG_KEYS);
   if (extra.length)
     throw new InvariantError(`install container: keys outside the install shape: ${extra.join(', ')}`);
   const host = config.HostConfig;
