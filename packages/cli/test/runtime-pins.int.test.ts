@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, dockerReachable, LIFECYCLE_BUILT, runBin, sandboxWorkspace } from './_bin.js';
+import { BIN, dockerReachable, LIFECYCLE_BUILT, LOCAL_IMAGES_ENV, runBin, sandboxWorkspace } from './_bin.js';
 
 const READY = LIFECYCLE_BUILT && dockerReachable();
 
@@ -80,7 +80,14 @@ describe.skipIf(!READY)('create says when the box misses the runtime the repo pi
       roots: [{ uri: pathToFileURL(work).href, name: 'work' }],
     }));
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], stderr: 'pipe' }),
+      // The SDK passes a child only HOME, PATH and a few more unless told: the local base images
+      // come from the environment (as runBin's), not from a configuration file setup.sh wrote.
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, 'mcp'],
+        env: { ...(process.env as Record<string, string>), ...LOCAL_IMAGES_ENV },
+        stderr: 'pipe',
+      }),
     );
     try {
       const result = (await client.callTool({
