@@ -211,6 +211,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
       timeoutMs: remainingMs,
       timeLimitMs: opts.buildTimeoutMs,
       maxDepsSize: opts.maxDepsSize,
+      caFile: opts.caFile,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     // A step its guard stopped (confinementGuard) fails the build: the error names the rows.

@@ -2,6 +2,7 @@ import { SEEDED_BASE_IMAGES } from '@ca-sandbox/config';
 import { CaSandboxError, type ConfinementRow, formatSize } from '@ca-sandbox/docker';
 import { failedChecksText } from '@ca-sandbox/docker/contracts';
 import { causeLine } from './install-log.js';
+import { saysUntrustedCertificate, untrustedCertificateClause } from './untrusted-certificate.js';
 
 /** The options of prepareImage/readManifests do not validate (exit 2). */
 export class InvalidBuildOptionsError extends CaSandboxError {
@@ -87,6 +88,18 @@ export interface BuildFailureReport {
   logFile?: string;
   /** What failed, for the message: `docker build` (our own images) unless said (`the install step`). */
   step?: string;
+  /**
+   * The repo's install: the CA bundle it trusted (`caFile`, undefined: none). An output that says a
+   * certificate could not be verified then names the setting (untrusted-certificate.ts).
+   */
+  trust?: { caFile: string | undefined };
+}
+
+/** The clause a failed install's message gets when its output says a certificate was not trusted. */
+function trustClause(output: string, report: BuildFailureReport): string {
+  return report.trust && saysUntrustedCertificate(output)
+    ? untrustedCertificateClause(report.trust.caFile)
+    : '';
 }
 
 /** The dependency image's install (or a build of ours) failed: the message names the cause, `details` the lines. */
@@ -108,7 +121,8 @@ export class ImageBuildError extends CaSandboxError {
       `dependency install failed (${report.step ?? 'docker build'} of ${image} exited ${exitCode}): ${cause || 'no output'}` +
         (memoryLimit && KILLED.test(output)
           ? ` (an install process was killed: likely over the memory limit ${memoryLimit}, option buildMemory)`
-          : ''),
+          : '') +
+        trustClause(output, report),
       { hint: logHint(report) },
     );
     this.details = details;
@@ -130,7 +144,8 @@ export class ImageBuildTimeoutError extends CaSandboxError {
   ) {
     super(
       `${report.step ?? 'docker build'} of ${image} ran past the time limit of ${formatDuration(timeoutMs)} and was stopped ` +
-        `(buildTimeoutMs; setting build.timeoutSeconds or env CA_SANDBOX_BUILD_TIMEOUT, in seconds)`,
+        `(buildTimeoutMs; setting build.timeoutSeconds or env CA_SANDBOX_BUILD_TIMEOUT, in seconds)` +
+        trustClause(output, report),
       { hint: logHint(report) },
     );
     this.details = report.details ?? [];

@@ -39,6 +39,8 @@ export interface RunInstallInput {
   /** The build's time limit as set (buildTimeoutMs), as a timeout's error names it. */
   timeLimitMs: number;
   maxDepsSize: number;
+  /** The CA bundle the install trusts (the caCertificates setting), as a failure names it; none: undefined. */
+  caFile?: string | undefined;
   signal?: AbortSignal;
   /**
    * Every line, cleaned, as it comes (the returned tail holds the last TAIL_LINES only), with the
@@ -180,7 +182,12 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
       succeeded = true;
       return { container: id, tail };
     }
-    const report = { details: meaningfulLines(tail), logFile: input.installLog.path, step: INSTALL_STEP };
+    const report = {
+      details: meaningfulLines(tail),
+      logFile: input.installLog.path,
+      step: INSTALL_STEP,
+      trust: { caFile: input.caFile },
+    };
     const output = tail.join('\n');
     if (stopped === 'timeout') throw new ImageBuildTimeoutError(image, input.timeLimitMs, output, report);
     if (stopped === 'disk')
