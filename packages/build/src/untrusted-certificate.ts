@@ -1,5 +1,9 @@
 import { DEFINITIONS } from '@ca-sandbox/config';
 
+// The setting's variable, from its one home (base-image.ts's CA_CERTS_ENV too: importing it here
+// would make errors.ts, which uses this file, import itself through base-image.ts).
+const CA_CERTS_ENV = DEFINITIONS.caCertificates.env[0] as string;
+
 /**
  * A TLS certificate check that failed, as the installers word it: node's codes and text (npm,
  * pnpm, yarn: `SELF_SIGNED_CERT_IN_CHAIN`, `self-signed certificate in certificate chain`,
@@ -17,7 +21,6 @@ export function saysUntrustedCertificate(output: string): boolean {
 }
 
 const CA_SETTING = 'caCertificates';
-const CA_ENV = DEFINITIONS.caCertificates.env[0] as string;
 
 /**
  * What a failed install whose output says so adds to its message: the setting that makes the
@@ -27,5 +30,5 @@ const CA_ENV = DEFINITIONS.caCertificates.env[0] as string;
 export function untrustedCertificateClause(caFile: string | undefined): string {
   return caFile
     ? `; it could not verify a TLS certificate although it trusts ${CA_SETTING} (${caFile}): that bundle may lack the CA that signed it (a TLS-intercepting proxy's)`
-    : `; it could not verify a TLS certificate (a TLS-intercepting proxy?): name the proxy's CA bundle (PEM) as ${CA_SETTING} in the configuration file (ca-sandbox config path) or in ${CA_ENV}: the clone and the install then trust it`;
+    : `; it could not verify a TLS certificate (a TLS-intercepting proxy?): name the proxy's CA bundle (PEM) as ${CA_SETTING} in the configuration file (ca-sandbox config path) or in ${CA_CERTS_ENV}: the clone and the install then trust it`;
 }

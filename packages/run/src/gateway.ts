@@ -267,6 +267,47 @@ export async function restoreCredentials(
   return deliverCredentials(container, renderCredentialSecrets(credentials), upstreamCa);
 }
 
+/** What a TLS handshake from the gateway to an upstream said of its certificate. */
+export type UpstreamTrust = { verified: true } | { verified: false; reason: string } | { unknown: string };
+
+/** openssl's verify reason: its own fixed words, bounded (the certificate's names never appear). */
+const VERIFY_LINE = /^Verify return code: (\d+) \(([A-Za-z0-9 ,.'-]{1,120})\)$/m;
+
+/**
+ * Whether `host:port` presents a certificate that the system's CAs plus `extraCa` (PEM; '' none)
+ * vouch for: one TLS handshake from the gateway itself, where the install's traffic leaves, so a
+ * TLS-intercepting proxy on the way is seen as the install sees it. `unknown` when no handshake
+ * completed (no route, a refused port, a timeout). Host and port go as arguments, never as shell.
+ */
+export async function probeUpstreamTrust(
+  container: string,
+  host: string,
+  port: number,
+  extraCa: string,
+  signal?: AbortSignal,
+): Promise<UpstreamTrust> {
+  const script = [
+    'trust=/tmp/ca-sbx-trust-probe.pem',
+    'cat /etc/ssl/certs/ca-certificates.crt - > "$trust" || exit 3',
+    'timeout 10 openssl s_client -connect "$1:$2" -servername "$1" -verify_return_error -CAfile "$trust" < /dev/null 2>&1 | grep -m 1 "^Verify return code"',
+    'rm -f "$trust"',
+  ].join('\n');
+  const probe = await engine.exec.internal(
+    container,
+    ['/bin/sh', '-c', script, 'ca-sbx-trust-probe', host, String(port)],
+    {
+      user: BOX_USER,
+      stdin: true,
+      input: extraCa ? `\n${extraCa}\n` : '',
+      timeoutMs: 20_000,
+      ...(signal ? { signal } : {}),
+    },
+  );
+  const match = VERIFY_LINE.exec(probe.stdout);
+  if (!match) return { unknown: probe.exitCode === 0 ? 'no verify line' : `exit ${probe.exitCode}` };
+  return match[1] === '0' ? { verified: true } : { verified: false, reason: match[2] ?? '' };
+}
+
 /**
  * The CA certificate (PEM) of a running gateway with credentials, and whether it holds their values
  * (a gateway restarted since the create or the last `start` has an empty values' file).

@@ -18,12 +18,14 @@ export {
   gatewayHostPins,
   gatewayImage,
   gatewayLogEntries,
+  probeUpstreamTrust,
   readGatewayCa,
   readGatewayLog,
   reconfigureGateway,
   restoreCredentials,
   startGateway,
   stopGateway,
+  type UpstreamTrust,
 } from './gateway.js';
 export {
   HEARTBEAT_FILE,

@@ -10,6 +10,7 @@ import { GATEWAY_REFUSED } from '../egress.js';
 import { redactUserinfo } from '../source.js';
 import type { CreateContext } from './context.js';
 import { gatewaySide } from './egress-summary.js';
+import { checkRegistryTrust } from './registry-trust.js';
 
 /**
  * The box's image (phases 'dephash', then 'build'): the deps image of the repo's manifests, from
@@ -55,6 +56,8 @@ export async function prepareBoxImage(
         'install',
         installEgressRules(provider, options.installDestinations),
       );
+      // Beside the install: its registry's certificate, checked as the install will see it.
+      ctx.beside(checkRegistryTrust(ctx, gateway, provider));
       return { network: gateway.network, proxyUrl: gateway.proxyUrl };
     },
     onLog: (line) => ctx.log(line),

@@ -36,6 +36,11 @@ export class Progress {
     return detail;
   }
 
+  /** The phase running now, if any. */
+  get running(): CreatePhase | undefined {
+    return this.current?.phase;
+  }
+
   start(phase: CreatePhase, detail?: string): void {
     this.emit({ phase, status: 'start', ...(detail ? { detail } : {}) });
     this.current = { phase, started: performance.now() };
