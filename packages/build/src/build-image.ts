@@ -157,8 +157,12 @@ export async function buildImage(input: BuildImageInput): Promise<{
     const dockerfile = renderDockerfile(prepImage, recipe, renderOptions);
     const dockerfilePath = await writeDockerfile(context, dockerfile);
     const installs = recipe.install.length > 0;
-    const egress = installs && opts.egress ? await opts.egress(input.detection.provider) : undefined;
-    const network = installs ? (egress?.network ?? 'bridge') : 'none';
+    // The way out (the gateway re-pointed at the registries: an exec and its log, ~100 ms) opens
+    // beside the pre-install image's build, which needs no network. A failed build leaves it to the
+    // caller's clean-up, as a failed install does.
+    const opening =
+      installs && opts.egress ? opts.egress(input.detection.provider) : Promise.resolve(undefined);
+    opening.catch(() => undefined);
     const startedAt = Date.now();
     // The image the install runs in: the manifests, the install user, the ENV. Nothing of the
     // repo's runs in its build (no RUN), so it needs no network. Untagged: named by its id.
@@ -172,6 +176,8 @@ export async function buildImage(input: BuildImageInput): Promise<{
       cleanup: () => removeBuildImages(buildId),
     });
     const preInstallImage = (await readFile(iidFile, 'utf8')).trim();
+    const egress = await opening;
+    const network = installs ? (egress?.network ?? 'bridge') : 'none';
     emit({ type: 'build', image, network });
     log(
       `install for ${image} (network ${network}, memory ${opts.buildMemory}, ${opts.buildCpus} cpus, time limit ${opts.buildTimeoutMs / 1000} s, deps cap ${formatSize(opts.maxDepsSize)})`,
