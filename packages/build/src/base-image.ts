@@ -77,9 +77,6 @@ export async function ensureBaseImage(
 const MAX_CA_BYTES = 4 * 1024 * 1024;
 const MAX_CA_CERTS = 500;
 
-/** Names the CA bundle of a TLS-intercepting proxy, for the install and the clone alike. */
-export const CA_CERTS_ENV = DEFINITIONS.caCertificates.env[0] as string;
-
 /**
  * The bundle to trust: the option, else the caCertificates setting (env CA_SANDBOX_CA_CERTS, then
  * the configuration file); undefined when none is set.

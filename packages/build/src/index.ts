@@ -3,7 +3,6 @@
 
 export { limitFrom, type StartedLimit } from './_utils.js';
 export {
-  CA_CERTS_ENV,
   DEFAULT_BASE_IMAGES,
   readExtraCa,
   resolveBaseImage,
@@ -122,3 +121,4 @@ export {
 } from './root-sources.js';
 export { imageTag, SOURCE_KEY_LENGTH, sanitiseRepoName, sourceKey } from './tag.js';
 export { formatToolchain, LABEL_TOOLCHAIN, parseToolchain, type Toolchain } from './toolchain.js';
+export { CA_CERTS_ENV, caCertificatesAdvice } from './untrusted-certificate.js';

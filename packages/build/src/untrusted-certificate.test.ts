@@ -24,6 +24,10 @@ describe('saysUntrustedCertificate', () => {
     'npm error code ETIMEDOUT',
     'ERR_PNPM_FETCH_404  GET https://registry.npmjs.org/x: Not Found - 404',
     'certificate.pem written',
+    // An expired certificate or a wrong name is no missing CA.
+    'npm error code CERT_HAS_EXPIRED',
+    "fatal: unable to access 'https://example.test/r.git/': SSL certificate problem: certificate has expired",
+    'npm error code ERR_TLS_CERT_ALTNAME_INVALID',
   ])('not: %s', (line) => {
     expect(saysUntrustedCertificate(line)).toBe(false);
   });

@@ -55,6 +55,25 @@ describe('Progress', () => {
     expect(streams.stderr.text).toBe('  | npm WARN\\x0dfake\n');
   });
 
+  it('keeps a warning on screen above the live frame on a TTY (the redraw moved up over it)', () => {
+    const { out, streams } = output({ color: false }, true);
+    const progress = new Progress(out, () => 0);
+    progress.onPhase({ phase: 'clone', status: 'start' });
+    progress.onPhase({ phase: 'clone', status: 'done' });
+    progress.onPhase({ phase: 'build', status: 'start' });
+    progress.onLog('npm install');
+    progress.warn('the install registry presents a certificate the install does not trust');
+    progress.onLog('still installing');
+    progress.onPhase({ phase: 'build', status: 'done' });
+    progress.stop();
+    const screen = render(streams.stderr.text);
+    expect(screen[0]).toBe('warning: the install registry presents a certificate the install does not trust');
+    expect(screen.slice(1).filter(Boolean)).toEqual([
+      expect.stringMatching(/^✓ clone/),
+      expect.stringMatching(/^✓ build/),
+    ]);
+  });
+
   it('redraws live lines with a sanitised log tail on a TTY', () => {
     const { out, streams } = output({}, true);
     let now = 0;
@@ -198,3 +217,23 @@ describe('clipped', () => {
     expect(clipped('x'.repeat(200), 10)).toBe(`${'x'.repeat(9)}…`);
   });
 });
+
+/** The screen a terminal shows after `text`: lines, ESC[nF (n up, column 0), ESC[2K, ESC[J. */
+function render(text: string): string[] {
+  const screen: string[] = [''];
+  let row = 0;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal's escape sequences are what is read
+  for (const token of text.match(/\u001b\[[0-9]*[A-Za-z]|\n|[^\u001b\n]+/g) ?? []) {
+    if (token === '\n') {
+      row += 1;
+      screen[row] ??= '';
+    } else if (token.startsWith('\u001b[')) {
+      const code = token.at(-1);
+      const n = Number(token.slice(2, -1) || 1);
+      if (code === 'F') row = Math.max(0, row - n);
+      else if (code === 'K') screen[row] = '';
+      else if (code === 'J') screen.length = row + 1;
+    } else screen[row] = (screen[row] ?? '') + token;
+  }
+  return screen;
+}

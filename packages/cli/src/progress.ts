@@ -102,6 +102,22 @@ export class Progress {
     }
   };
 
+  /**
+   * A warning while the create runs (hooks.onNotice). On a TTY it is written where the live frame
+   * starts and the frame is drawn again below it: written plainly, the next redraw (a tenth of a
+   * second later) moved up over it and erased it.
+   */
+  readonly warn = (line: string): void => {
+    if (this.live && this.drawnLines > 0) {
+      this.out.streams.stderr.write(`\u001b[${this.drawnLines}F${ERASE_LINE}`);
+      this.out.warn(line);
+      this.drawnLines = 0;
+      this.redraw();
+      return;
+    }
+    this.out.warn(line);
+  };
+
   /** Stops the live redraw; the last frame stays on screen. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);

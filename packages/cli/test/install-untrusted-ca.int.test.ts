@@ -126,12 +126,18 @@ describe.skipIf(!READY)('an install that cannot verify its registry certificate,
     rmSync(work, { recursive: true, force: true });
   });
 
-  /** A repo of its own (a fresh cache key) whose npm gives up at once (no retries). */
+  /**
+   * A repo of its own (a fresh cache key) whose npm gives up after one retry 3 s later: soon, and
+   * after the gateway's handshake (well under a second), whose warning needs the build running.
+   */
   const repo = (name: string) => {
     const dir = join(work, name);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, dependencies: { 'left-pad': '1.3.0' } }));
-    writeFileSync(join(dir, '.npmrc'), 'fetch-retries=0\n');
+    writeFileSync(
+      join(dir, '.npmrc'),
+      'fetch-retries=1\nfetch-retry-mintimeout=3000\nfetch-retry-maxtimeout=3000\n',
+    );
     return dir;
   };
 
@@ -169,7 +175,7 @@ describe.skipIf(!READY)('an install that cannot verify its registry certificate,
     expect(error.message).toContain('CA_SANDBOX_CA_CERTS');
     // Said beside the install, from one handshake of the gateway's, before npm gives up.
     expect(result.stderr).toMatch(
-      /warning: the install's registry [0-9.]+:[0-9]+ presents a certificate the install does not trust \(self-signed certificate\): a TLS-intercepting proxy\?.* or in CA_SANDBOX_CA_CERTS\n/,
+      /warning: the install's registry [0-9.]+:[0-9]+ presents a certificate the install does not trust \(self-signed certificate\): a TLS-intercepting proxy\?.* or in CA_SANDBOX_CA_CERTS: the clone and the install then trust it\n/,
     );
     expect(remainingObjects(id)).toEqual([]);
   }, 300_000);

@@ -101,6 +101,8 @@ export interface ResolvedCreateOptions {
   helperImage: string;
   /** What the install may reach besides its registries: the configured mirrors and install.allow. */
   installDestinations: InstallDestinations;
+  /** The mirror settings by kind (the install's first registry: create/registry-trust.ts). */
+  mirrors: { npm?: string; pip?: string; go?: string };
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
   /** Caps on the local folder packed and on the checkout (entries, bytes of files). */
@@ -158,12 +160,13 @@ export function resolveCreateOptions(
   // The settings are resolved once here (file < env): the build reads the same ones for the install.
   const settings = env === process.env ? currentSettings() : loadSettings({ env });
   const helperImage = settings.value('helperImage') ?? DEFAULT_HELPER_IMAGE;
+  const mirrors = {
+    npm: settings.value('mirrors.npmRegistry'),
+    pip: settings.value('mirrors.pypiIndex'),
+    go: settings.value('mirrors.goProxy'),
+  };
   const installDestinations = {
-    mirrors: [
-      settings.value('mirrors.npmRegistry'),
-      settings.value('mirrors.pypiIndex'),
-      settings.value('mirrors.goProxy'),
-    ].filter((value): value is string => value !== undefined),
+    mirrors: Object.values(mirrors).filter((value): value is string => value !== undefined),
     extra: settings.value('install.allow') ?? [],
   };
   // A bad extra destination is a usage error now, not a failed install later.
@@ -196,6 +199,7 @@ export function resolveCreateOptions(
     ...(options.cloneNetwork === undefined ? {} : { cloneNetwork: options.cloneNetwork }),
     helperImage,
     installDestinations,
+    mirrors: Object.fromEntries(Object.entries(mirrors).filter(([, value]) => value !== undefined)),
     cloneTimeoutSeconds: 600,
     sourceLimits: {
       maxBytes: sourceBytes(options.maxSourceBytes) ?? DEFAULT_PACK_LIMITS.maxBytes,

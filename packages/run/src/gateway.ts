@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, DockerCommandError, engine, inspectContainer } from '@ca-sandbox/docker';
 import {
@@ -274,10 +275,18 @@ export type UpstreamTrust = { verified: true } | { verified: false; reason: stri
 const VERIFY_LINE = /^Verify return code: (\d+) \(([A-Za-z0-9 ,.'-]{1,120})\)$/m;
 
 /**
+ * openssl's verify codes for a chain no trusted CA vouches for (unable to get the issuer's
+ * certificate, locally or at all; self-signed, alone or in the chain; the leaf unverifiable; not
+ * trusted): a missing CA. An expired certificate or a clock off is another matter, said nothing of.
+ */
+const UNKNOWN_SIGNER_CODES = new Set(['2', '18', '19', '20', '21', '27']);
+
+/**
  * Whether `host:port` presents a certificate that the system's CAs plus `extraCa` (PEM; '' none)
  * vouch for: one TLS handshake from the gateway itself, where the install's traffic leaves, so a
- * TLS-intercepting proxy on the way is seen as the install sees it. `unknown` when no handshake
- * completed (no route, a refused port, a timeout). Host and port go as arguments, never as shell.
+ * TLS-intercepting proxy on the way is seen as the install sees it (squid's own name pins are the
+ * caller's to check: the probe resolves as the gateway's system does). `unknown` when no handshake
+ * completed (no route, a refused port, the 5 s limit). Host and port go as arguments, never as shell.
  */
 export async function probeUpstreamTrust(
   container: string,
@@ -286,26 +295,32 @@ export async function probeUpstreamTrust(
   extraCa: string,
   signal?: AbortSignal,
 ): Promise<UpstreamTrust> {
+  // An IPv6 literal is bracketed for -connect; an address has no name to send (-servername).
+  const literal = isIP(host) !== 0;
+  const connect = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   const script = [
     'trust=/tmp/ca-sbx-trust-probe.pem',
     'cat /etc/ssl/certs/ca-certificates.crt - > "$trust" || exit 3',
-    'timeout 10 openssl s_client -connect "$1:$2" -servername "$1" -verify_return_error -CAfile "$trust" < /dev/null 2>&1 | grep -m 1 "^Verify return code"',
+    `timeout 5 openssl s_client -connect "$1" ${literal ? '' : '-servername "$2" '}-verify_return_error -CAfile "$trust" < /dev/null 2>&1 | grep -m 1 "^Verify return code"`,
     'rm -f "$trust"',
   ].join('\n');
   const probe = await engine.exec.internal(
     container,
-    ['/bin/sh', '-c', script, 'ca-sbx-trust-probe', host, String(port)],
+    ['/bin/sh', '-c', script, 'ca-sbx-trust-probe', connect, host],
     {
       user: BOX_USER,
       stdin: true,
       input: extraCa ? `\n${extraCa}\n` : '',
-      timeoutMs: 20_000,
+      timeoutMs: 10_000,
       ...(signal ? { signal } : {}),
     },
   );
   const match = VERIFY_LINE.exec(probe.stdout);
   if (!match) return { unknown: probe.exitCode === 0 ? 'no verify line' : `exit ${probe.exitCode}` };
-  return match[1] === '0' ? { verified: true } : { verified: false, reason: match[2] ?? '' };
+  if (match[1] === '0') return { verified: true };
+  return UNKNOWN_SIGNER_CODES.has(match[1] ?? '')
+    ? { verified: false, reason: match[2] ?? '' }
+    : { unknown: `verify code ${match[1]} (${match[2]})` };
 }
 
 /**

@@ -28,8 +28,9 @@ export async function createWithProgress(
     const record = await lifecycle.createSandbox(request, {
       onPhase: progress.onPhase,
       onLog: progress.onLog,
-      // One line whatever the verbosity: why a --with-claude box does not get gVisor.
-      onNotice: (line: string) => out.warn(line),
+      // One line whatever the verbosity (why a --with-claude box does not get gVisor, a registry
+      // certificate the install will refuse), kept on screen above the live frame.
+      onNotice: progress.warn,
       signal,
     });
     // A signal that lands after the last check inside createSandbox: the box is whole, but the

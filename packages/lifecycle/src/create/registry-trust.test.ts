@@ -6,6 +6,7 @@ describe('installRegistry', () => {
     expect(installRegistry('node', {})?.host).toBe('registry.npmjs.org');
     expect(installRegistry('python', {})?.host).toBe('pypi.org');
     expect(installRegistry('go', {})?.host).toBe('proxy.golang.org');
+    expect(installRegistry('rust', {})?.host).toBe('crates.io');
     expect(installRegistry('plain', {})).toBeUndefined();
   });
 
@@ -40,6 +41,10 @@ describe('untrustedRegistryNotice', () => {
     expect(line).toContain('registry.npmjs.org presents a certificate the install does not trust');
     expect(line).toContain('caCertificates in the configuration file');
     expect(line).toContain('CA_SANDBOX_CA_CERTS');
+  });
+
+  it('an IPv6 mirror keeps its brackets in the host it names', () => {
+    expect(installRegistry('node', { npm: 'https://[fd00::5]:8443/' })?.hostname).toBe('[fd00::5]');
   });
 
   it('says the bundle may be the wrong one when one is trusted', () => {
