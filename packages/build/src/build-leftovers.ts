@@ -79,7 +79,7 @@ async function danglingImages(scope: BuildLeftoverScope): Promise<string[]> {
   return [...labeled, ...byHistory];
 }
 
-/** True for the Cmd of one of our RUN steps (the root set-up; an older build's no-new-privs install). */
+/** True for the Cmd of one of our RUN steps (the root set-up, or a no-new-privs RUN: the Claude Code image's, an older deps build's). */
 export function isOwnBuildCommand(cmd: unknown): boolean {
   if (!Array.isArray(cmd) || !cmd.every((word) => typeof word === 'string')) return false;
   const words = cmd as string[];
