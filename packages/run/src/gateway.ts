@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { currentSettings, DEFAULT_GATEWAY_IMAGE } from '@ca-sandbox/config';
 import { BOX_USER, DockerCommandError, engine, inspectContainer } from '@ca-sandbox/docker';
 import {
@@ -296,7 +295,8 @@ export async function probeUpstreamTrust(
   signal?: AbortSignal,
 ): Promise<UpstreamTrust> {
   // An IPv6 literal is bracketed for -connect; an address has no name to send (-servername).
-  const literal = isIP(host) !== 0;
+  // (No node:net here: the engine boundary keeps network APIs out of this package.)
+  const literal = host.includes(':') || /^[0-9.]+$/.test(host);
   const connect = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   const script = [
     'trust=/tmp/ca-sbx-trust-probe.pem',
