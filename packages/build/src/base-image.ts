@@ -2,7 +2,6 @@ import { readFileSync, statSync } from 'node:fs';
 import {
   currentSettings,
   DEFAULT_BASE_IMAGES,
-  DEFINITIONS,
   ImageRefSchema,
   loadSettings,
   type SettingSource,

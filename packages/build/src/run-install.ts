@@ -2,6 +2,7 @@ import {
   BOX_USER,
   CPU_PERIOD,
   cpuQuota,
+  DEPS_SRC,
   engine,
   type HeldStdin,
   INSTALL_LOG_CONFIG,
@@ -22,8 +23,15 @@ import { type InstallLog, meaningfulLines } from './install-log.js';
 export interface RunInstallInput {
   /** The deps image being made, as the errors name it. */
   image: string;
-  /** The image the install runs in (renderDockerfile's, by id): its container's layer is the install. */
+  /**
+   * The image the install runs in: the base's prep image, or (with Claude Code) renderDockerfile's
+   * by id; its container's layer is the install.
+   */
   preInstallImage: string;
+  /** The image's variables (installEnv), set on the container: the commit keeps them. */
+  env?: string[];
+  /** The manifests as a tar (manifestsArchive), put at /deps/src before the container starts. */
+  manifests?: Buffer;
   /** installCommand's argv. */
   command: string[];
   /** `none`, `bridge`, or the sandbox's internal egress network. */
@@ -77,6 +85,7 @@ export function installContainerConfig(input: RunInstallInput): InstallContainer
     Entrypoint: [],
     Cmd: [...INSTALL_PID1],
     User: BOX_USER,
+    ...(input.env ? { Env: input.env } : {}),
     Labels: input.labels,
     OpenStdin: true,
     StdinOnce: true,
@@ -151,6 +160,9 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
     });
     const layer = watch;
     seen = () => layer.seen;
+    // The manifests, into the container's own layer before anything runs (the engine resolves the
+    // entries inside the container; they are our own context's regular files).
+    if (input.manifests) await engine.container.putArchive(id, DEPS_SRC, input.manifests);
     // Held before the start: the container (its PID 1 reads it) lives as long as this process
     // does, whatever the repo's code does in it; released once the install exited.
     stdin = await engine.container.holdStdin(id);

@@ -201,6 +201,13 @@ export interface ContainerVerbs {
    * else; undefined when nothing is there.
    */
   statPath(ref: string, path: string): Promise<PathStat | undefined>;
+  /**
+   * Unpacks the tar `archive` into the directory `path` of the container's files (`PUT
+   * .../archive`, what `docker cp - ref:path` does; the engine resolves every entry inside the
+   * container's root), keeping each entry's owner and mode; a directory never replaces a file nor
+   * a file a directory.
+   */
+  putArchive(ref: string, path: string, archive: Buffer): Promise<void>;
   /** Waits until it stops; its exit code. */
   wait(ref: string): Promise<number>;
   /**
@@ -475,6 +482,14 @@ const container: ContainerVerbs = {
     if (response.status === 404) return undefined;
     if (response.status !== 200) throw statusError('stat', response.status, response.body);
     return parsePathStat(response.headers?.['x-docker-container-path-stat']);
+  },
+  async putArchive(ref, path, archive) {
+    const response = await engineRequest(
+      'PUT',
+      `/containers/${segment(ref)}/archive${query({ path, noOverwriteDirNonDir: 'true' })}`,
+      { verb: 'cp', raw: { data: archive, contentType: 'application/x-tar' } },
+    );
+    if (response.status !== 200) throw statusError('cp', response.status, response.body);
   },
   async wait(ref) {
     const answer = (await engineJson('POST', `/containers/${segment(ref)}/wait`, {

@@ -58,9 +58,10 @@ describe('assertInstallConfig', () => {
     expect(() =>
       assertInstallConfig({ ...body(), OpenStdin: false } as unknown as InstallContainerConfig),
     ).toThrow(/stdin/);
-    expect(() =>
-      assertInstallConfig({ ...body(), Env: ['HTTP_PROXY=x'] } as unknown as InstallContainerConfig),
-    ).toThrow(/Env/);
+    // Its Env is the deps image's (the commit keeps it): never a proxy, in either case.
+    expect(() => assertInstallConfig({ ...body(), Env: ['HTTP_PROXY=x'] })).toThrow(/Env/);
+    expect(() => assertInstallConfig({ ...body(), Env: ['A=1', 'https_proxy=x'] })).toThrow(/Env/);
+    expect(() => assertInstallConfig({ ...body(), Env: ['NODE_PATH=/deps/node_modules'] })).not.toThrow();
   });
 
   it('names the container by the build id alone', () => {

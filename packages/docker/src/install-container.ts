@@ -10,6 +10,7 @@ import { keysOutside, postCreate, type UlimitConfig } from './container-create.j
 import { engineHijack, engineJson, query, segment } from './engine-client.js';
 import { InvariantError } from './error-base.js';
 import { DockerResponseError } from './errors.js';
+import { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
 
 /**
  * No log: the install's output comes over its exec's stream, and what any process writes to the
@@ -55,6 +56,12 @@ export interface InstallContainerConfig {
   /** INSTALL_PID1: the install itself is an exec in the container. */
   Cmd: string[];
   User: string;
+  /**
+   * The deps image's variables (the recipe's, `$NAME` resolved against the image's own as a
+   * Dockerfile ENV would): the commit keeps them as the image's. Never the install's proxies
+   * (the script exports those), nothing of the host's.
+   */
+  Env?: string[];
   Labels: Record<string, string>;
   /**
    * Its creator holds the container's stdin (holdInstallStdin), which its PID 1 reads: when the
@@ -70,6 +77,7 @@ const CONFIG_KEYS = new Set([
   'Entrypoint',
   'Cmd',
   'User',
+  'Env',
   'Labels',
   'OpenStdin',
   'StdinOnce',
@@ -119,6 +127,15 @@ export function assertInstallConfig(config: InstallContainerConfig): void {
     throw new InvariantError('install container: no entrypoint, and INSTALL_PID1 as its command');
   if (config.OpenStdin !== true || config.StdinOnce !== true)
     throw new InvariantError('install container: its PID 1 reads the stdin its creator holds');
+  // The commit keeps the container's Env as the image's: a proxy there would be every box's.
+  const proxies = new Set(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
+  const leaked = (config.Env ?? []).filter((entry) =>
+    proxies.has(entry.split('=', 1)[0]?.toUpperCase() ?? ''),
+  );
+  if (leaked.length)
+    throw new InvariantError(
+      'install container: no proxy variable in its Env (the install script exports them)',
+    );
 }
 
 /** Creates the install container (not started); its id. */
