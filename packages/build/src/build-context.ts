@@ -35,6 +35,8 @@ export async function writeInstallContext(input: InstallContextInput): Promise<I
   });
   recipe.notes.unshift(...prepared.notes);
   recipe.skippedScripts = prepared.skippedScripts;
+  const repoPaths = new Set(input.files.map((file) => file.path));
+  recipe.madeUpFiles = prepared.files.filter((file) => !repoPaths.has(file.path)).map((file) => file.path);
   // Later exports win: a configured mirror overrides the builder's own defaults (GOPROXY).
   recipe.installEnv.push(...registryInstallEnv(input.detection.provider, input.registries));
   return recipe;

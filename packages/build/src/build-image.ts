@@ -181,7 +181,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
             buildId,
           ),
         }
-      : await prepStart(context, prepImage, recipe);
+      : await prepStart(context, prepImage, recipe, renderOptions);
     const { preInstallImage } = start;
     const egress = await opening;
     const network = installs ? (egress?.network ?? 'bridge') : 'none';
@@ -320,12 +320,17 @@ async function prepStart(
   context: string,
   prepImage: string,
   recipe: InstallRecipe,
+  renderOptions: RenderOptions,
 ): Promise<{ preInstallImage: string; env: string[]; manifests: Buffer }> {
+  // Written, not built: its LABEL line names this build to `prune --images` while it runs
+  // (build-leftovers.ts liveBuilds), before the install container or its image exists.
+  await writeDockerfile(context, renderDockerfile(prepImage, recipe, renderOptions));
   const prep = await engine.image.inspect(prepImage);
   if (!prep) throw new DockerNotFoundError('image inspect', `No such image: ${prepImage}`);
   return {
-    // By id: the tag names whatever the prep image of this base is when it is read.
-    preInstallImage: prep.Id,
+    // By tag, as prep-image.ts hands it out: a concurrent first build of the same prep image
+    // may move the tag (to an equal image) and remove the one it replaced.
+    preInstallImage: prepImage,
     env: installEnv(prep.Config.Env, recipe.env),
     manifests: await manifestsArchive(join(context, CONTEXT_MANIFESTS)),
   };

@@ -98,6 +98,23 @@ describe('renderDockerfile (built-in builder)', () => {
     expect(() => installCommand(recipe, { proxyUrl: "http://x:1' ; id ; '" })).toThrow(/invalid proxy/);
   });
 
+  it("the context's stand-ins go after the last kill, with folders made only for them, before the final check", () => {
+    const plain = [f('package.json', '{"dependencies":{"is-number":"7.0.0"}}'), f('package-lock.json', '{}')];
+    const recipe = {
+      ...builtinRecipe(plain, detectProvider(plain)),
+      madeUpFiles: ['packages/tool/dist/cli.js', "packages/o'dd/bin x"],
+    };
+    const script = installScript(recipe, { depsViewLower: true });
+    const removal = script.split('\n').find((line) => line.includes('rm -f --')) ?? '';
+    expect(removal).toBe(
+      `(cd /deps/src && command -p rm -f -- 'packages/tool/dist/cli.js' 'packages/o'\\''dd/bin x' && command -p rmdir -p --ignore-fail-on-non-empty -- 'packages/tool/dist' 'packages/o'\\''dd') 2>/dev/null || :`,
+    );
+    expect(script.lastIndexOf(END_INSTALL_PROCESSES)).toBeLessThan(script.indexOf(removal));
+    expect(script.indexOf(removal)).toBeLessThan(script.lastIndexOf(DEPS_SRC_IS_A_DIRECTORY));
+    expect(() => installScript({ ...recipe, madeUpFiles: ['../etc/passwd'] })).toThrow(/unsafe context path/);
+    expect(installScript({ ...recipe, madeUpFiles: [] })).not.toContain('rm -f --');
+  });
+
   it("a repo view's install ends, after the last kill, by checking /deps/src is a directory of its own", () => {
     const plain = [f('package.json', '{"dependencies":{"is-number":"7.0.0"}}'), f('package-lock.json', '{}')];
     const recipe = builtinRecipe(plain, detectProvider(plain));

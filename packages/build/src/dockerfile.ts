@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import {
   BOX_USER,
   CONFINEMENT_PROBE,
@@ -11,10 +12,12 @@ import {
   REPO_DIR,
 } from '@ca-sandbox/docker';
 import { hasControlCharacter, InvariantError } from '@ca-sandbox/docker/contracts';
+import { shellQuote } from './_utils.js';
 import { ImageRefSchema } from './base-image.js';
 import { CA_BUNDLE_SCRIPT, CA_COPY_LINE, CA_TRUST_ENV } from './ca-trust.js';
 import { CLAUDE_CODE_BIN, CLAUDE_CODE_ENV, CLAUDE_CODE_STAGE_BINARY } from './claude-code-pin.js';
 import { INSTALL_SCRIPTS_SCAN } from './install-scripts.js';
+import { unsafePathReason } from './manifest-names.js';
 import type { EnvEntry, InstallRecipe } from './recipe.js';
 import { toolchainProbe } from './toolchain.js';
 
@@ -291,8 +294,27 @@ export function installScript(
     probe(options),
     CLEAN_TMP,
     CLEAN_REPO_DIR,
+    ...removeMadeUp(recipe.madeUpFiles ?? []),
     ...(options.depsViewLower ? [DEPS_SRC_IS_A_DIRECTORY] : []),
   ].join('\n');
+}
+
+/**
+ * The context's own stand-ins (InstallRecipe.madeUpFiles) go once the install is done, with the
+ * folders made only for them: in the install's layer (a repo view's lower) an empty stand-in for a
+ * bin the repo builds would show under /work/repo and run as an empty file. `command -p`: the
+ * system's tools (nothing of the repo's runs any more). Paths are the context's, checked.
+ */
+function removeMadeUp(paths: readonly string[]): string[] {
+  if (paths.length === 0) return [];
+  for (const path of paths)
+    if (unsafePathReason(path))
+      throw new InvariantError(`unsafe context path ${JSON.stringify(path.slice(0, 100))}`);
+  const quoted = paths.map(shellQuote).join(' ');
+  const parents = [...new Set(paths.map((path) => posix.dirname(path)).filter((dir) => dir !== '.'))];
+  return [
+    `(cd ${DEPS_SRC} && command -p rm -f -- ${quoted}${parents.length ? ` && command -p rmdir -p --ignore-fail-on-non-empty -- ${parents.map(shellQuote).join(' ')}` : ''}) 2>/dev/null || :`,
+  ];
 }
 
 /**

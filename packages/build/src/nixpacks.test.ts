@@ -118,6 +118,9 @@ describe('translatePlan on hostile plans', () => {
           'BAD NAME': '1',
           OK: 'a\nRUN evil',
           FINE: 'yes',
+          // A proxy is the install's: the image keeps its Env, every box would get it.
+          HTTP_PROXY: 'http://attacker.example:3128',
+          no_proxy: '*',
         },
         phases: {
           install: { cmds: ['true'], paths: ['/usr/evil/bin', '/app/../../etc', '/app/node_modules/.bin'] },
@@ -127,7 +130,7 @@ describe('translatePlan on hostile plans', () => {
     );
     expect(translated.variables).toEqual([{ name: 'FINE', value: 'yes' }]);
     expect(translated.paths).toEqual(['/deps/node_modules/.bin']);
-    expect(translated.notes.filter((n) => n.includes('ignored'))).toHaveLength(7);
+    expect(translated.notes.filter((n) => n.includes('ignored'))).toHaveLength(9);
   });
 
   it('keeps a hostile command inside one exec-form RUN line', () => {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ENV_NAME_PATTERN } from '@ca-sandbox/docker';
+import { DOCKER_CLI_PROXY_VARIABLES, ENV_NAME_PATTERN } from '@ca-sandbox/docker';
 import { DEPS_DIR, DEPS_SRC, hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
@@ -70,6 +70,8 @@ const RESERVED = new Set([
   'RUSTUP_HOME',
 ]);
 
+const PROXY_NAMES = new Set(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
+
 /** Strips the YAML header of a nixpacks snapshot (`---\n...\n---\n{json}`) when there is one. */
 export function planJsonFromSnapshot(text: string): unknown {
   const start = text.indexOf('{');
@@ -129,6 +131,8 @@ export function translatePlan(input: unknown, fallback: Provider): PlanTranslati
       !ENV_NAME_PATTERN.test(name) ||
       RESERVED.has(name) ||
       name.startsWith('LD_') ||
+      // A proxy is the install's (its script exports the gateway), never the repo's: the image keeps its Env.
+      PROXY_NAMES.has(name.toUpperCase()) ||
       hasControlCharacter(value)
     ) {
       notes.push(`nixpacks variable ${JSON.stringify(name.slice(0, 64))} ignored`);

@@ -30,6 +30,12 @@ export interface InstallRecipe {
   notes: string[];
   /** The repo's own lifecycle scripts left out of the install (`path (names)`): the report says them. */
   skippedScripts?: string[];
+  /**
+   * Files of the context that are not the repo's (the empty stand-ins for its packages' `bin`
+   * targets), relative to /deps/src: removed when the install is done, so the install's layer,
+   * a repo view's lower, never shows them under /work/repo.
+   */
+  madeUpFiles?: string[];
   /** The lifecycle links /work/repo/node_modules → /deps/node_modules (ESM does not read NODE_PATH). */
   linkNodeModules: boolean;
 }

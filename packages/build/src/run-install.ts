@@ -212,7 +212,7 @@ export async function runInstall(input: RunInstallInput): Promise<InstallRun> {
     signal?.removeEventListener('abort', onAbort);
     if (!succeeded) {
       if (container) await removeInstallContainer(container);
-      // The pre-install image's steps (untagged): found by the build id.
+      // The pre-install image's steps (untagged; with Claude Code only): found by the build id.
       await removeBuildImages(input.buildId);
     }
   }

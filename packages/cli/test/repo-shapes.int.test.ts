@@ -3,7 +3,7 @@
 // npm registry through the gateway) and the repo's own test command runs in the box.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -177,6 +177,35 @@ describe.skipIf(!READY)('real repository shapes run their own tests in the box',
     expect(test.stdout).toMatch(/^v20\.\d+\.\d+\nhello from a native addon\n$/);
     await destroy(record.id);
   }, 600_000);
+
+  it("a workspace package whose bin the repo builds (dist/): the install's stand-in never shows under /work/repo", async () => {
+    // The context gets an empty stand-in for packages/tool/dist/cli.js (npm links a bin only when
+    // its file exists); it goes when the install is done, so the repo view's lower never has it.
+    const repo = join(work, `ws-bin-${randomUUID().slice(0, 6)}`);
+    mkdirSync(join(repo, 'packages', 'tool', 'src'), { recursive: true });
+    writeFileSync(
+      join(repo, 'package.json'),
+      JSON.stringify({ name: 'ws-bin', private: true, workspaces: ['packages/*'] }),
+    );
+    writeFileSync(
+      join(repo, 'packages', 'tool', 'package.json'),
+      JSON.stringify({ name: 'tool', version: '1.0.0', bin: { tool: 'dist/cli.js' } }),
+    );
+    writeFileSync(join(repo, 'packages', 'tool', 'src', 'cli.js'), "console.log('built')\n");
+    const { record } = await create(repo);
+    expect(record.depsInstalled).toBe(true);
+    const look = await runBin([
+      'exec',
+      record.id,
+      '--',
+      'sh',
+      '-c',
+      'ls -A packages/tool; test -e packages/tool/dist && echo DIST-SEEN; test -L node_modules/tool && echo linked',
+    ]);
+    expect(look.code, look.stderr).toBe(0);
+    expect(look.stdout).toBe('package.json\nsrc\nlinked\n');
+    await destroy(record.id);
+  }, 300_000);
 
   it('a lockfile npm 10 accepts takes no fallback (the record says none)', async () => {
     const { record, stderr } = await create(copyOf('node-esm'));
