@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DOCKER_CLI_PROXY_VARIABLES, ENV_NAME_PATTERN } from '@ca-sandbox/docker';
+import { ENV_NAME_PATTERN, isProxyVariable } from '@ca-sandbox/docker';
 import { DEPS_DIR, DEPS_SRC, hasControlCharacter } from '@ca-sandbox/docker/contracts';
 import { z } from 'zod';
 import { NixpacksMissingError, NixpacksPlanError } from './errors.js';
@@ -70,8 +70,6 @@ const RESERVED = new Set([
   'RUSTUP_HOME',
 ]);
 
-const PROXY_NAMES = new Set(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
-
 /** Strips the YAML header of a nixpacks snapshot (`---\n...\n---\n{json}`) when there is one. */
 export function planJsonFromSnapshot(text: string): unknown {
   const start = text.indexOf('{');
@@ -132,7 +130,7 @@ export function translatePlan(input: unknown, fallback: Provider): PlanTranslati
       RESERVED.has(name) ||
       name.startsWith('LD_') ||
       // A proxy is the install's (its script exports the gateway), never the repo's: the image keeps its Env.
-      PROXY_NAMES.has(name.toUpperCase()) ||
+      isProxyVariable(name) ||
       hasControlCharacter(value)
     ) {
       notes.push(`nixpacks variable ${JSON.stringify(name.slice(0, 64))} ignored`);

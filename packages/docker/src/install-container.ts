@@ -10,7 +10,7 @@ import { keysOutside, postCreate, type UlimitConfig } from './container-create.j
 import { engineHijack, engineJson, query, segment } from './engine-client.js';
 import { InvariantError } from './error-base.js';
 import { DockerResponseError } from './errors.js';
-import { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
+import { isProxyVariable } from './proxy.js';
 
 /**
  * No log: the install's output comes over its exec's stream, and what any process writes to the
@@ -128,10 +128,7 @@ export function assertInstallConfig(config: InstallContainerConfig): void {
   if (config.OpenStdin !== true || config.StdinOnce !== true)
     throw new InvariantError('install container: its PID 1 reads the stdin its creator holds');
   // The commit keeps the container's Env as the image's: a proxy there would be every box's.
-  const proxies = new Set(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
-  const leaked = (config.Env ?? []).filter((entry) =>
-    proxies.has(entry.split('=', 1)[0]?.toUpperCase() ?? ''),
-  );
+  const leaked = (config.Env ?? []).filter((entry) => isProxyVariable(entry.split('=', 1)[0] ?? ''));
   if (leaked.length)
     throw new InvariantError(
       'install container: no proxy variable in its Env (the install script exports them)',

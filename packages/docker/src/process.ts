@@ -52,7 +52,7 @@ export {
   SYSTEM_PATH,
 } from './internal-exec.js';
 export * from './labels.js';
-export { DOCKER_CLI_PROXY_VARIABLES } from './proxy.js';
+export { DOCKER_CLI_PROXY_VARIABLES, isProxyVariable } from './proxy.js';
 export {
   formatSize,
   parseSize,

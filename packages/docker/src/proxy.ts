@@ -16,3 +16,13 @@ export const DOCKER_CLI_PROXY_VARIABLES = [
   'no_proxy',
   'all_proxy',
 ] as const;
+
+const PROXY_NAMES = new Set<string>(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
+
+/**
+ * Whether `name` is one of those variables, in any case (curl and npm read `https_proxy` and
+ * `HTTPS_PROXY` alike): never set by a repo or a caller where it would reach an image or a box.
+ */
+export function isProxyVariable(name: string): boolean {
+  return PROXY_NAMES.has(name.toUpperCase());
+}

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { ENV_NAME_PATTERN, hasControlCharacter } from '@ca-sandbox/docker/contracts';
 // The light docker entry and no zod: `ca-sandbox exec` start-up is measured against raw docker exec.
-import { BOX_USER, DOCKER_CLI_PROXY_VARIABLES, type ExecSpec, REPO_DIR } from '@ca-sandbox/docker/process';
+import { BOX_USER, type ExecSpec, isProxyVariable, REPO_DIR } from '@ca-sandbox/docker/process';
 import { InvalidOptionsError } from './errors.js';
 import { KILL_MARKER_ENV } from './in-box-kill.js';
 
@@ -74,7 +74,6 @@ const MAX_ENV_ENTRIES = 64;
 const MAX_ENV_VALUE = 32 * 1024;
 /** Our own variables (the kill marker): a caller setting them could hide a command from the kill. */
 const RESERVED_ENV_PREFIXES = ['CA_SBX_', 'CA_SANDBOX_'];
-const PROXY_NAMES = new Set<string>(DOCKER_CLI_PROXY_VARIABLES.map((name) => name.toUpperCase()));
 
 function positiveInt(value: unknown, max: number, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -106,7 +105,7 @@ export function checkExecEnv(env: unknown): Record<string, string> | undefined {
     if (RESERVED_ENV_PREFIXES.some((prefix) => name.toUpperCase().startsWith(prefix))) {
       throw new InvalidOptionsError(`environment variable ${name} is reserved for ca-sandbox itself`);
     }
-    if (PROXY_NAMES.has(name.toUpperCase())) {
+    if (isProxyVariable(name)) {
       throw new InvalidOptionsError(
         `environment variable ${name} is refused: proxy variables in a box are kept empty by ca-sandbox`,
       );
