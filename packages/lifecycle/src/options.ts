@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Registries } from '@ca-sandbox/build';
 import { currentSettings, DEFAULT_HELPER_IMAGE, loadSettings } from '@ca-sandbox/config';
 import { DEFAULT_DEPS_VIEW, DEPS_VIEWS, type DepsView, sanitizeName } from '@ca-sandbox/docker/contracts';
 import {
@@ -102,7 +103,7 @@ export interface ResolvedCreateOptions {
   /** What the install may reach besides its registries: the configured mirrors and install.allow. */
   installDestinations: InstallDestinations;
   /** The mirror settings by kind (the install's first registry: create/registry-trust.ts). */
-  mirrors: { npm?: string; pip?: string; go?: string };
+  mirrors: Registries;
   /** Seconds the clone may take inside the helper. */
   cloneTimeoutSeconds: number;
   /** Caps on the local folder packed and on the checkout (entries, bytes of files). */

@@ -1,10 +1,7 @@
-import { caCertificatesAdvice, readExtraCa, resolveCaCertificates } from '@ca-sandbox/build';
+import { caCertificatesAdvice, type Registries, readExtraCa, resolveCaCertificates } from '@ca-sandbox/build';
 import { INSTALL_REGISTRIES } from '@ca-sandbox/network';
 import { type EgressGateway, probeUpstreamTrust } from '@ca-sandbox/run';
 import type { CreateContext } from './context.js';
-
-/** The mirror settings by kind, as the create resolved them (options.ts). */
-export type Mirrors = { npm?: string; pip?: string; go?: string };
 
 /**
  * The registry a provider's install fetches from first: its mirror setting, else the first of the
@@ -12,7 +9,7 @@ export type Mirrors = { npm?: string; pip?: string; go?: string };
  * service as npm's). Only https ones: a certificate is what is checked. Undefined for a provider
  * without a registry.
  */
-export function installRegistry(provider: string, mirrors: Mirrors): URL | undefined {
+export function installRegistry(provider: string, mirrors: Registries): URL | undefined {
   const configured = { node: mirrors.npm, python: mirrors.pip, go: mirrors.go }[provider];
   // GOPROXY is a list (`,` or `|`, with `direct` and `off`): its first URL is fetched first.
   const first = configured?.split(/[,|]/).find((part) => /^https?:\/\//.test(part.trim()));
