@@ -15,6 +15,7 @@ import {
   DockerNotFoundError,
   engine,
   formatSize,
+  type ImageInspect,
   installConfinementRows,
   LABEL_DEPS_VIEW,
   UNOWNED_IMAGE_LABELS,
@@ -169,20 +170,9 @@ export async function buildImage(input: BuildImageInput): Promise<{
       installs && opts.egress ? opts.egress(input.detection.provider) : Promise.resolve(undefined);
     opening.catch(() => undefined);
     const startedAt = Date.now();
-    const start = claudeImage
-      ? {
-          preInstallImage: await buildPreInstallImage(
-            context,
-            prepImage,
-            recipe,
-            renderOptions,
-            opts,
-            image,
-            buildId,
-          ),
-        }
+    const { preInstall, ...start } = claudeImage
+      ? await builtStart(context, prepImage, recipe, renderOptions, opts, image, buildId)
       : await prepStart(context, prepImage, recipe, renderOptions);
-    const { preInstallImage } = start;
     const egress = await opening;
     const network = installs ? (egress?.network ?? 'bridge') : 'none';
     emit({ type: 'build', image, network });
@@ -247,7 +237,7 @@ export async function buildImage(input: BuildImageInput): Promise<{
       if (failures.length) throw new InstallConfinementError(image, failures);
       log(`install step confined: ${rows.map((row) => row.id).join(', ')} (checked from inside it)`);
       const committing = Date.now();
-      const built = await commitInstall(container, preInstallImage, {
+      const built = await commitInstall(container, preInstall, {
         [CACHE_LABEL]: '1',
         [CACHE_LABEL_DEPHASH]: input.dephash,
         [CACHE_LABEL_REPO]: opts.repoPart,
@@ -321,16 +311,16 @@ async function prepStart(
   prepImage: string,
   recipe: InstallRecipe,
   renderOptions: RenderOptions,
-): Promise<{ preInstallImage: string; env: string[]; manifests: Buffer }> {
+): Promise<InstallStart> {
   // Written, not built: its LABEL line names this build to `prune --images` while it runs
   // (build-leftovers.ts liveBuilds), before the install container or its image exists.
   await writeDockerfile(context, renderDockerfile(prepImage, recipe, renderOptions));
-  const prep = await engine.image.inspect(prepImage);
-  if (!prep) throw new DockerNotFoundError('image inspect', `No such image: ${prepImage}`);
+  const prep = await inspectPreInstall(prepImage);
   return {
     // By tag, as prep-image.ts hands it out: a concurrent first build of the same prep image
     // may move the tag (to an equal image) and remove the one it replaced.
     preInstallImage: prepImage,
+    preInstall: prep,
     env: installEnv(prep.Config.Env, recipe.env),
     manifests: await manifestsArchive(join(context, CONTEXT_MANIFESTS)),
   };
@@ -341,7 +331,7 @@ async function prepStart(
  * `COPY --from` its image): the manifests, the binary, the install user, the ENV. Nothing of the
  * repo's runs in its build (no RUN), so it needs no network. Untagged: named by its id.
  */
-async function buildPreInstallImage(
+async function builtStart(
   context: string,
   prepImage: string,
   recipe: InstallRecipe,
@@ -349,7 +339,7 @@ async function buildPreInstallImage(
   opts: ResolvedPrepareOptions,
   image: string,
   buildId: string,
-): Promise<string> {
+): Promise<InstallStart> {
   const dockerfilePath = await writeDockerfile(context, renderDockerfile(prepImage, recipe, renderOptions));
   const iidFile = join(context, 'image.id');
   await runQuietBuild({
@@ -360,7 +350,23 @@ async function buildPreInstallImage(
     ...(opts.signal ? { signal: opts.signal } : {}),
     cleanup: () => removeBuildImages(buildId),
   });
-  return (await readFile(iidFile, 'utf8')).trim();
+  const preInstallImage = (await readFile(iidFile, 'utf8')).trim();
+  return { preInstallImage, preInstall: await inspectPreInstall(preInstallImage) };
+}
+
+/** The image the install runs in, by the ref its container is made from, with its config (read once). */
+interface InstallStart {
+  preInstallImage: string;
+  /** Its CMD and ENTRYPOINT are the committed image's (commitInstall); its Env the base of installEnv. */
+  preInstall: ImageInspect;
+  env?: string[];
+  manifests?: Buffer;
+}
+
+async function inspectPreInstall(ref: string): Promise<ImageInspect> {
+  const inspected = await engine.image.inspect(ref);
+  if (!inspected) throw new DockerNotFoundError('image inspect', `No such image: ${ref}`);
+  return inspected;
 }
 
 /** The Claude Code image (built now unless cached), from the node base image of the settings. */
@@ -419,11 +425,9 @@ export function skippedScriptsLabel(entries: readonly string[]): string {
  */
 async function commitInstall(
   container: string,
-  preInstallImage: string,
+  preInstall: ImageInspect,
   labels: Record<string, string>,
 ): Promise<string> {
-  const preInstall = await engine.image.inspect(preInstallImage);
-  if (!preInstall) throw new DockerNotFoundError('image inspect', `No such image: ${preInstallImage}`);
   return engine.container.commit(container, {
     labels,
     comment: 'ca-sandbox: the dependency install (its script and output: the install log)',
